@@ -1,0 +1,1 @@
+"""frontier_rl: prompt selection at the learning frontier for RL with verifiable rewards."""

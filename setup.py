@@ -1,0 +1,35 @@
+"""frontier_rl: prompt selection at the learning frontier for RL with verifiable rewards."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="frontier_rl",
+    version="0.1.0",
+    description="JAX-native prompt selection for RLVR (HIVE, HeaPA and baselines).",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["frontier_rl", "frontier_rl.*"]),
+    install_requires=[
+        "jax>=0.6",
+        "flax>=0.11",
+        "optax>=0.2.4",
+        "orbax-checkpoint>=0.11",
+        "ml-collections>=1.0",
+        "absl-py",
+        "numpy",
+        "tokenizers>=0.20",
+        "transformers>=4.50",
+        "safetensors",
+        "tensorboardX",
+        "tqdm",
+    ],
+    extras_require={
+        "tasks": ["math-verify>=0.7", "reasoning-gym", "tensorflow-datasets"],
+        # torch is a test dependency only (parity against transformers' PyTorch models).
+        # Pin the CPU wheel so a resolve never pulls a CUDA build.
+        "test": ["pytest", "pytest-xdist", "hypothesis", "ruff", "torch==2.13.0"],
+        "serve": ["sglang"],
+    },
+    entry_points={"console_scripts": ["frontier-rl=frontier_rl.cli:main"]},
+)
