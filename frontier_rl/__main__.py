@@ -1,0 +1,3 @@
+from frontier_rl.cli import main
+
+main()

@@ -1,0 +1,119 @@
+"""Benchmarks: `frontier-rl bench sampler | train_step [--json]`.
+
+The default work is fixed so figures can be compared across versions and with other libraries:
+a random Qwen3-style model (2 layers, embed 128, MLP 256, 4 heads of dim 32, 2 KV heads,
+vocab 64, float32).
+- sampler: exactly 32 new tokens (no EOS stop) for 256 prompts of 8 tokens at temperature 1.
+- train_step: one GRPO update (Adam, no KL, one minibatch) on 32 prompts x G=8 sequences of
+  8 + 32 tokens.
+Each figure is the median of `repeats` timed runs after one warm-up (compile) run.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import jax
+import numpy as np
+from flax import nnx
+
+from frontier_rl.models import ModelConfig, Transformer
+from frontier_rl.rl import sharding
+from frontier_rl.rl.losses import LOSSES
+from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
+from frontier_rl.rollout.sampler import Sampler
+
+WORK = {
+    "default": dict(
+        model=ModelConfig(vocab_size=64, hidden_size=128, intermediate_size=256, num_layers=2,
+                          num_heads=4, num_kv_heads=2, head_dim=32, qk_norm=True,
+                          family="qwen3"),
+        prompts=256, prompt_len=8, new_tokens=32, train_prompts=32, group_size=8),
+}
+
+
+def _model(cfg: ModelConfig):
+    return nnx.split(Transformer(cfg, rngs=nnx.Rngs(0)), nnx.Param)
+
+
+def _timed(fn, repeats: int) -> list[float]:
+    fn()  # warm-up: compile
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def bench_sampler(work: dict, repeats: int) -> dict:
+    cfg = work["model"]
+    graphdef, params = _model(cfg)
+    sampler = Sampler(graphdef, cfg, eos_id=-1, pad_id=0, prompt_buckets=(work["prompt_len"],),
+                      batch_buckets=(work["prompts"],), max_new_tokens=work["new_tokens"])
+    rng = np.random.default_rng(0)
+    prompts = rng.integers(1, cfg.vocab_size, (work["prompts"], work["prompt_len"])).tolist()
+    seed = iter(range(10**6))
+
+    def go():
+        res = sampler.sample(params, prompts, 1, seed=next(seed), temperature=1.0)
+        assert int(res.lengths.sum()) == work["prompts"] * work["new_tokens"]
+
+    times = _timed(go, repeats)
+    tokens = work["prompts"] * work["new_tokens"]
+    med = statistics.median(times)
+    return {"bench": "sampler", "generated_tokens": tokens, "median_s": med,
+            "tokens_per_s": tokens / med, "min_s": min(times), "repeats": repeats,
+            "compiles": sampler.compile_count}
+
+
+def bench_train_step(work: dict, repeats: int) -> dict:
+    cfg = work["model"]
+    graphdef, params = _model(cfg)
+    mesh = sharding.make_mesh()
+    trainer = Trainer(graphdef, LOSSES["grpo"], make_optimizer(OptimConfig()), mesh)
+    params, opt_state = trainer.init(params)
+    rows = work["train_prompts"] * work["group_size"]
+    length = work["prompt_len"] + work["new_tokens"]
+    rng = np.random.default_rng(0)
+    loss_mask = np.zeros((rows, length - 1), np.float32)
+    loss_mask[:, work["prompt_len"] - 1:] = 1.0
+    batch = {
+        "tokens": rng.integers(1, cfg.vocab_size, (rows, length)).astype(np.int32),
+        "valid": np.ones((rows, length), np.int32),
+        "loss_mask": loss_mask,
+        "old_logp": np.full((rows, length - 1), -np.log(cfg.vocab_size), np.float32),
+        "advantages": rng.standard_normal(rows).astype(np.float32),
+    }
+    state = {"params": params, "opt": opt_state}
+
+    def go():
+        state["params"], state["opt"], m = trainer.step(state["params"], state["opt"], batch, 0)
+        return m
+
+    times = _timed(go, repeats)
+    med = statistics.median(times)
+    tokens = rows * length
+    return {"bench": "train_step", "sequences": rows, "tokens": tokens, "median_s": med,
+            "tokens_per_s": tokens / med, "min_s": min(times), "repeats": repeats,
+            "compiles": trainer.compile_count}
+
+
+BENCHES = {"sampler": bench_sampler, "train_step": bench_train_step}
+
+
+def main(name: str, *, config_name: str = "default", repeats: int = 10,
+         as_json: bool = False) -> dict:
+    if name not in BENCHES:
+        raise ValueError(f"bench {name!r} is not one of {sorted(BENCHES)}")
+    if config_name not in WORK:
+        raise ValueError(f"--bench_config={config_name!r} is not one of {sorted(WORK)}")
+    out = BENCHES[name](WORK[config_name], repeats)
+    out.update(config=config_name, backend=jax.default_backend(), devices=jax.device_count())
+    for k, v in out.items():
+        print(f"{k:>18}: {v:,.4g}" if isinstance(v, float) else f"{k:>18}: {v}")
+    if as_json:
+        print(json.dumps(out))
+    return out

@@ -1,0 +1,228 @@
+"""Save and resume the whole run state of a training run with orbax.
+
+A checkpoint at step ``N`` is one orbax step directory holding two composite items:
+
+* ``state``: a pytree of arrays (params, optimizer state, RNG key data, counters), written with
+  ``StandardSave`` and restored into the structure, shapes, dtypes and shardings of a target;
+* ``meta``: a JSON dict (step, data cursor, selector state, config hash, ...), ``JsonSave``.
+
+Rerunning the same command with the same directory resumes: ``restore`` returns the newest
+checkpoint that can actually be read. Damaged checkpoints (missing or truncated files, garbage
+JSON, ...) are detected by attempting the restore itself; they are logged, skipped, and moved
+aside into ``<directory>/_damaged/`` so the resumed run can write those steps again. Orbax
+writes each step into a ``*.orbax-checkpoint-tmp-*`` directory and renames it when complete,
+so a save killed midway leaves only a tmp directory, which orbax ignores and we delete.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from typing import Any
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+
+PyTree = Any
+
+logger = logging.getLogger(__name__)
+
+# Damaged step directories are renamed into this subdirectory of the checkpoint root. Orbax
+# only treats integer-named directories as steps, so it never sees (or deletes) them again.
+DAMAGED_SUBDIR = "_damaged"
+
+
+class _DropOrbaxInfo(logging.Filter):
+    """Drops orbax's INFO/DEBUG records (several per save) but keeps its warnings and errors.
+
+    Orbax logs through absl, i.e. the shared ``absl`` Python logger, so lowering that logger's
+    level would also silence other absl users; filtering on the emitting file is narrower.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            return True
+        return f"{os.sep}orbax{os.sep}" not in record.pathname
+
+
+def _install_log_filter() -> None:
+    absl_logger = logging.getLogger("absl")
+    if not any(isinstance(f, _DropOrbaxInfo) for f in absl_logger.filters):
+        absl_logger.addFilter(_DropOrbaxInfo())
+
+
+_install_log_filter()
+
+
+def _default_sharding() -> jax.sharding.Sharding:
+    return jax.sharding.SingleDeviceSharding(jax.devices()[0])
+
+
+def _abstract_leaf(leaf: Any) -> jax.ShapeDtypeStruct:
+    """Turns a target leaf into the abstract array orbax restores into.
+
+    Giving orbax a ShapeDtypeStruct with a sharding (rather than the numpy/scalar leaf itself)
+    makes it return jax arrays placed on that sharding instead of mirroring the leaf type.
+    """
+    if isinstance(leaf, jax.ShapeDtypeStruct):
+        if leaf.sharding is not None:
+            return leaf
+        return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=_default_sharding())
+    if isinstance(leaf, jax.Array):
+        return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=leaf.sharding)
+    arr = np.asarray(leaf)
+    # Canonicalise so e.g. a Python int / float64 target maps to int32 / float32 when jax runs
+    # without x64, matching what jax itself would create.
+    dtype = jax.dtypes.canonicalize_dtype(arr.dtype)
+    return jax.ShapeDtypeStruct(arr.shape, dtype, sharding=_default_sharding())
+
+
+def _like_target(restored: Any, target: Any) -> Any:
+    """Gives Python-scalar target leaves (e.g. a plain int counter) back their Python type."""
+    if isinstance(target, (bool, int, float)):
+        return type(target)(np.asarray(restored).item())
+    return restored
+
+
+def _savable_leaf(leaf: Any) -> Any:
+    # Orbax has handlers for jax/numpy arrays and Python scalars, not for numpy scalars.
+    return np.asarray(leaf) if isinstance(leaf, np.generic) else leaf
+
+
+class Checkpointer:
+    """Keeps the last ``max_to_keep`` run-state checkpoints under ``directory``."""
+
+    def __init__(
+        self, directory: str, *, max_to_keep: int = 3, save_interval_steps: int = 1
+    ) -> None:
+        self.directory = os.path.abspath(os.fspath(directory))
+        options = ocp.CheckpointManagerOptions(
+            save_interval_steps=save_interval_steps,
+            preservation_policy=ocp.checkpoint_managers.LatestN(n=max_to_keep),
+            # Saves must be complete on disk when `save` returns; async buys nothing then.
+            enable_async_checkpointing=False,
+            # Delete tmp dirs left by a save that was killed midway (never valid checkpoints).
+            cleanup_tmp_directories=True,
+            create=True,
+        )
+        self._manager = ocp.CheckpointManager(self.directory, options=options)
+
+    # ------------------------------------------------------------------ saving
+
+    def save(self, step: int, state: PyTree, meta: dict, *, force: bool = False) -> bool:
+        """Writes checkpoint ``step``; returns whether one was written.
+
+        Without ``force`` only steps allowed by ``save_interval_steps`` (and newer than the
+        latest checkpoint) are saved. Saving a step that already exists is a no-op returning
+        False, so a forced final save right after a periodic one is harmless. When this
+        returns True the checkpoint is complete on disk. ``meta`` must be JSON-serialisable and
+        comes back as its JSON round trip (tuples become lists, keys become strings).
+        """
+        if not force and not self._manager.should_save(step):
+            return False  # Cheap exit for the common off-interval step.
+        if step in self._manager.all_steps():
+            logger.info("Checkpoint for step %d already exists; not saving again.", step)
+            return False
+        if not isinstance(meta, dict):
+            raise TypeError(f"meta must be a dict, got {type(meta).__name__}")
+        # Fail before touching disk rather than midway through the orbax write.
+        json.dumps(meta)
+        state = jax.tree.map(_savable_leaf, state)
+        args = ocp.args.Composite(state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta))
+        saved = self._manager.save(step, args=args, force=force)
+        # Also waits for deletion of checkpoints beyond max_to_keep.
+        self._manager.wait_until_finished()
+        return bool(saved)
+
+    # --------------------------------------------------------------- restoring
+
+    def all_steps(self) -> list[int]:
+        """Steps of all finalised checkpoints on disk (damaged ones included until restore)."""
+        return sorted(self._manager.all_steps())
+
+    def latest_step(self) -> int | None:
+        return self._manager.latest_step()
+
+    def restore(self, target: PyTree) -> tuple[int, PyTree, dict] | None:
+        """Restores the newest readable checkpoint as ``(step, state, meta)``.
+
+        ``state`` has the structure of ``target`` and, leaf by leaf, its shape and dtype; leaves
+        that are jax arrays or ShapeDtypeStructs with a sharding are restored with that sharding,
+        all others as jax arrays on the default device (Python scalars stay Python scalars).
+        Returns None if there is no checkpoint. Damaged checkpoints are skipped with a warning;
+        if every checkpoint is damaged a RuntimeError lists each step and its error.
+        """
+        self._manager.reload()  # Pick up anything written since construction.
+        steps = sorted(self._manager.all_steps(), reverse=True)
+        if not steps:
+            return None
+        abstract = jax.tree.map(_abstract_leaf, target)
+        errors: dict[int, str] = {}
+        for step in steps:
+            try:
+                state, meta = self._restore_step(step, abstract)
+            except Exception as e:  # Any failure to read this step means "damaged".
+                errors[step] = f"{type(e).__name__}: {e}"
+                logger.warning(
+                    "Checkpoint at step %d in %s is unreadable, trying an older one: %s",
+                    step,
+                    self.directory,
+                    errors[step],
+                )
+                continue
+            if errors:
+                self._quarantine(sorted(errors))
+            return step, jax.tree.map(_like_target, state, target), meta
+        details = "\n".join(f"  step {s}: {err}" for s, err in errors.items())
+        raise RuntimeError(
+            f"All {len(errors)} checkpoints in {self.directory} are unreadable "
+            f"(steps {sorted(errors)}):\n{details}"
+        )
+
+    def _restore_step(self, step: int, abstract: PyTree) -> tuple[PyTree, dict]:
+        args = ocp.args.Composite(
+            state=ocp.args.StandardRestore(abstract), meta=ocp.args.JsonRestore()
+        )
+        restored = self._manager.restore(step, args=args)
+        # Orbax itself raises on missing/truncated files, bad JSON, and tree-structure or shape
+        # mismatches with the target; valid JSON of the wrong kind is the one gap left.
+        meta = restored["meta"]
+        if not isinstance(meta, dict):
+            raise ValueError(f"meta is a {type(meta).__name__}, expected a JSON object")
+        return restored["state"], meta
+
+    def _quarantine(self, steps: list[int]) -> None:
+        """Moves damaged step directories newer than the restored one out of orbax's view.
+
+        Otherwise they would still count as the latest step, so the resumed run could not save
+        those step numbers again. They are renamed, not deleted, in case the read error was
+        transient or someone wants to inspect them.
+        """
+        if jax.process_index() != 0:
+            return
+        damaged_root = os.path.join(self.directory, DAMAGED_SUBDIR)
+        os.makedirs(damaged_root, exist_ok=True)
+        for step in steps:
+            src = os.path.join(self.directory, str(step))
+            dst = os.path.join(damaged_root, f"{step}-{int(time.time())}")
+            try:
+                os.rename(src, dst)
+                logger.warning("Moved damaged checkpoint %s to %s", src, dst)
+            except OSError as e:
+                logger.warning("Could not move damaged checkpoint %s aside: %s", src, e)
+        self._manager.reload()
+
+    # ---------------------------------------------------------------- lifetime
+
+    def close(self) -> None:
+        self._manager.wait_until_finished()
+        self._manager.close()
+
+    def __enter__(self) -> Checkpointer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

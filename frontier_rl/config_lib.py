@@ -1,0 +1,222 @@
+"""The config schema: every knob, its default (the embedded CPU run) and its allowed values.
+
+Experiment files in `configs/` start from `default_config()` and change what they need. A
+config is validated when it is built (`get_config` calls `validate`) and again after command-line
+overrides, before anything is compiled; a bad value raises `ConfigError` naming the field, the
+value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import ml_collections
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def default_config() -> ml_collections.ConfigDict:
+    c = ml_collections.ConfigDict()
+    c.seed = 0
+
+    # The task: prompts + verifier. "arith" is the embedded procedural task (see tasks/arith.py);
+    # "gym:<dataset>" any reasoning-gym dataset; "corpus" a local jsonl/parquet/TFDS corpus.
+    # Every field but `name` goes to the task's builder; a config for another task replaces
+    # this section (e.g. c.task = ConfigDict(dict(name="corpus", path="data/math.jsonl"))).
+    c.task = ml_collections.ConfigDict()
+    c.task.name = "arith"
+    c.task.min_operands = 2
+    c.task.max_operands = 5
+    c.task.min_digits = 1
+    c.task.max_digits = 3
+    c.task.reverse_digits = True
+    c.task.train_size = 20000
+    c.task.eval_per_bucket = 128
+
+    # The policy. With `path` set, a Hugging Face directory (config.json + *.safetensors +
+    # tokenizer) is loaded; otherwise a random model of this shape is built.
+    c.model = ml_collections.ConfigDict()
+    c.model.path = ""
+    c.model.family = "qwen3"
+    c.model.hidden_size = 64
+    c.model.intermediate_size = 256
+    c.model.num_layers = 2
+    c.model.num_heads = 4
+    c.model.num_kv_heads = 2
+    c.model.head_dim = 16
+    c.model.rope_theta = 10000.0
+    c.model.tie_word_embeddings = True
+    c.model.dtype = "float32"
+
+    # Supervised warm start on the easy slice, cached in DIR/warmstart so reruns skip it.
+    c.warmstart = ml_collections.ConfigDict()
+    c.warmstart.enabled = True
+    c.warmstart.buckets = "2op,3op"
+    c.warmstart.steps = 1500
+    c.warmstart.batch_size = 128
+    c.warmstart.learning_rate = 3e-3
+    c.warmstart.warmup_steps = 50
+
+    # Rollouts from the embedded sampler.
+    c.rollout = ml_collections.ConfigDict()
+    c.rollout.temperature = 1.0
+    c.rollout.top_p = 1.0
+    c.rollout.max_new_tokens = 8
+
+    # The RL update. `loss` picks the objective: "grpo" (seq-mean-token-mean, optional KL) or
+    # "dapo" (token-mean, overlong shaping, no KL); eps_low/eps_high are the clip range.
+    c.rl = ml_collections.ConfigDict()
+    c.rl.loss = "grpo"
+    c.rl.group_size = 8  # G
+    c.rl.batch_size = 64  # B, prompts per step
+    c.rl.num_steps = 200
+    c.rl.learning_rate = 3e-4
+    c.rl.b1 = 0.9
+    c.rl.b2 = 0.99
+    c.rl.weight_decay = 0.0
+    c.rl.grad_clip = 1.0
+    c.rl.warmup_steps = 0
+    c.rl.epochs = 2  # PPO epochs over each batch
+    c.rl.minibatches = 2  # optimizer updates per epoch
+    c.rl.eps_low = 0.2
+    c.rl.eps_high = 0.28
+    c.rl.clip_ratio_c = 10.0
+    c.rl.kl_coef = 0.0  # beta; GRPO only
+    c.rl.overlong_buffer = 0  # DAPO L_cache (tokens); 0 disables shaping
+    c.rl.overlong_penalty = 1.0
+
+    c.selector = ml_collections.ConfigDict()
+    c.selector.name = "uniform"
+
+    # Held-out evaluation: Avg@k (k samples at `temperature`) and greedy accuracy per bucket.
+    c.eval = ml_collections.ConfigDict()
+    c.eval.every = 25
+    c.eval.k = 8
+    c.eval.temperature = 1.0
+    c.eval.greedy = True
+
+    c.checkpoint = ml_collections.ConfigDict()
+    c.checkpoint.every = 25
+    c.checkpoint.max_to_keep = 3
+
+    c.mesh = ml_collections.ConfigDict()
+    c.mesh.data = -1
+    c.mesh.model = 1
+
+    c.log = ml_collections.ConfigDict()
+    c.log.tensorboard = True
+    c.log.progress = True
+    return c
+
+
+def shrink_for_smoke(c: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+    """The `:smoke` variant of a config: the same code paths in seconds (used by tests)."""
+    c.task.train_size = 512
+    c.task.eval_per_bucket = 8
+    c.warmstart.steps = 20
+    c.rl.num_steps = 4
+    c.rl.batch_size = 8
+    c.eval.every = 2
+    c.eval.k = 2
+    c.checkpoint.every = 2
+    return c
+
+
+def _check(cfg: ml_collections.ConfigDict, field: str, ok: Callable[[Any], bool],
+           allowed: str) -> None:
+    node: Any = cfg
+    for part in field.split("."):
+        node = node[part]
+    valid = False
+    try:
+        valid = bool(ok(node))
+    except TypeError:
+        pass
+    if not valid:
+        raise ConfigError(f"{field}={node!r} is not allowed: {allowed}")
+
+
+def _pos_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 1
+
+
+def _nonneg(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+
+
+def _pos(x) -> bool:
+    return _nonneg(x) and x > 0
+
+
+def _in(*choices):
+    return lambda x: x in choices
+
+
+def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+    """Raises ConfigError on the first bad field; returns cfg unchanged otherwise."""
+    from frontier_rl import selection  # registry of selector names
+
+    _check(cfg, "seed", lambda x: isinstance(x, int) and x >= 0, "an integer >= 0")
+    _check(cfg, "task.name", lambda x: isinstance(x, str) and bool(x),
+           "'arith', 'gym:<reasoning-gym dataset>' or 'corpus'")
+    if cfg.task.name == "arith":
+        _check(cfg, "task.min_operands", lambda x: _pos_int(x) and x >= 2, "an integer >= 2")
+        _check(cfg, "task.max_operands", lambda x: _pos_int(x) and x >= cfg.task.min_operands,
+               f"an integer >= task.min_operands={cfg.task.min_operands}")
+        _check(cfg, "task.min_digits", _pos_int, "an integer >= 1")
+        _check(cfg, "task.max_digits", lambda x: _pos_int(x) and x >= cfg.task.min_digits,
+               f"an integer >= task.min_digits={cfg.task.min_digits}")
+        _check(cfg, "task.train_size", _pos_int, "an integer >= 1")
+        _check(cfg, "task.eval_per_bucket", _pos_int, "an integer >= 1")
+    if cfg.task.name == "corpus":
+        _check(cfg, "task.path", lambda x: isinstance(x, str) and bool(x),
+               "a .jsonl/.parquet path or tfds:<name>")
+    _check(cfg, "model.family", _in("qwen3", "qwen2", "llama"), "'qwen3', 'qwen2' or 'llama'")
+    for f in ("hidden_size", "intermediate_size", "num_layers", "num_heads", "num_kv_heads",
+              "head_dim"):
+        _check(cfg, f"model.{f}", _pos_int, "an integer >= 1")
+    _check(cfg, "model.num_heads", lambda x: x % cfg.model.num_kv_heads == 0,
+           f"a multiple of model.num_kv_heads={cfg.model.num_kv_heads}")
+    _check(cfg, "model.dtype", _in("float32", "bfloat16"), "'float32' or 'bfloat16'")
+    _check(cfg, "warmstart.steps", lambda x: isinstance(x, int) and x >= 0, "an integer >= 0")
+    _check(cfg, "warmstart.batch_size", _pos_int, "an integer >= 1")
+    _check(cfg, "warmstart.learning_rate", _pos, "a number > 0")
+    _check(cfg, "rollout.temperature", _pos, "a number > 0")
+    _check(cfg, "rollout.top_p", lambda x: _pos(x) and x <= 1, "a number in (0, 1]")
+    _check(cfg, "rollout.max_new_tokens", _pos_int, "an integer >= 1")
+    _check(cfg, "rl.loss", _in("grpo", "dapo"), "'grpo' or 'dapo'")
+    _check(cfg, "rl.group_size", lambda x: _pos_int(x) and x >= 2, "an integer >= 2 (G)")
+    _check(cfg, "rl.batch_size", _pos_int, "an integer >= 1 (B)")
+    _check(cfg, "rl.num_steps", lambda x: isinstance(x, int) and x >= 0, "an integer >= 0")
+    _check(cfg, "rl.learning_rate", _pos, "a number > 0")
+    _check(cfg, "rl.b1", lambda x: 0 <= x < 1, "a number in [0, 1)")
+    _check(cfg, "rl.b2", lambda x: 0 <= x < 1, "a number in [0, 1)")
+    _check(cfg, "rl.grad_clip", _pos, "a number > 0")
+    _check(cfg, "rl.epochs", _pos_int, "an integer >= 1")
+    _check(cfg, "rl.minibatches", _pos_int, "an integer >= 1")
+    rows = cfg.rl.batch_size * cfg.rl.group_size
+    _check(cfg, "rl.minibatches", lambda x: rows % x == 0,
+           f"a divisor of rl.batch_size * rl.group_size = {rows}")
+    _check(cfg, "rl.eps_low", lambda x: 0 < x < 1, "a number in (0, 1)")
+    _check(cfg, "rl.eps_high", _pos, "a number > 0")
+    _check(cfg, "rl.clip_ratio_c", lambda x: x > 1, "a number > 1")
+    _check(cfg, "rl.kl_coef", _nonneg, "a number >= 0")
+    if cfg.rl.loss == "dapo":
+        _check(cfg, "rl.kl_coef", lambda x: x == 0, "0 with rl.loss='dapo' (DAPO has no KL)")
+    _check(cfg, "rl.overlong_buffer",
+           lambda x: isinstance(x, int) and 0 <= x < cfg.rollout.max_new_tokens,
+           f"an integer in [0, rollout.max_new_tokens={cfg.rollout.max_new_tokens})")
+    _check(cfg, "selector.name", _in(*selection.names()), f"one of {selection.names()}")
+    _check(cfg, "eval.every", lambda x: isinstance(x, int) and x >= 0, "an integer >= 0")
+    _check(cfg, "eval.k", _pos_int, "an integer >= 1")
+    _check(cfg, "eval.temperature", _pos, "a number > 0")
+    _check(cfg, "checkpoint.every", _pos_int, "an integer >= 1")
+    _check(cfg, "checkpoint.max_to_keep", lambda x: _pos_int(x) and x >= 2,
+           "an integer >= 2 (a damaged latest checkpoint falls back to the previous one)")
+    _check(cfg, "mesh.data", lambda x: x == -1 or _pos_int(x), "-1 (all devices) or >= 1")
+    _check(cfg, "mesh.model", _pos_int, "an integer >= 1")
+    return cfg

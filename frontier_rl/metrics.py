@@ -1,0 +1,83 @@
+"""Namespaced metrics (train/, rollout/, select/, perf/, eval/) -> JSONL + TensorBoard.
+
+`DIR/metrics.jsonl` gets one JSON object per write: {"step": s, "<ns>/<name>": value, ...}.
+On resume, lines with a step beyond the restored checkpoint are dropped first, so the file of
+an interrupted-then-resumed run equals that of an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+
+NAMESPACES = ("train", "rollout", "select", "perf", "eval", "task")
+
+
+class NonFiniteError(RuntimeError):
+    pass
+
+
+class MetricWriter:
+    def __init__(self, workdir: str, *, tensorboard: bool = True):
+        self.path = os.path.join(workdir, "metrics.jsonl")
+        self._tb = None
+        if tensorboard:
+            try:
+                from tensorboardX import SummaryWriter
+
+                self._tb = SummaryWriter(os.path.join(workdir, "tb"))
+            except ImportError:  # TensorBoard output is optional; JSONL is the record.
+                self._tb = None
+
+    def truncate_after(self, step: int) -> None:
+        """Drops records written after `step` (by a run that was killed before checkpointing)."""
+        if not os.path.exists(self.path):
+            return
+        keep = []
+        with open(self.path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    if json.loads(line)["step"] <= step:
+                        keep.append(line)
+                except (json.JSONDecodeError, KeyError):
+                    continue  # a half-written last line from a crash
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.writelines(keep)
+        os.replace(tmp, self.path)
+
+    def write(self, step: int, metrics: Mapping[str, float]) -> None:
+        for key, value in metrics.items():
+            if key.split("/", 1)[0] not in NAMESPACES:
+                raise ValueError(f"metric {key!r} is not namespaced ({'/'.join(NAMESPACES)})")
+            if isinstance(value, float) and not math.isfinite(value) and key.startswith("train/"):
+                raise NonFiniteError(f"{key} = {value} at step {step}: training diverged")
+        record = {"step": int(step), **{k: _plain(v) for k, v in sorted(metrics.items())}}
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+        if self._tb is not None:
+            for key, value in record.items():
+                if key != "step" and isinstance(value, (int, float)):
+                    # TensorBoard tag names may not contain '@'.
+                    self._tb.add_scalar(key.replace("@", "_at_"), value, step)
+            self._tb.flush()
+
+    def close(self) -> None:
+        if self._tb is not None:
+            self._tb.close()
+
+
+def _plain(value):
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def read(path: str) -> list[dict]:
+    """All records of a metrics.jsonl file."""
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]

@@ -1,0 +1,269 @@
+"""Decoder-only NNX language model covering Qwen3, Qwen2/2.5 and Llama.
+
+The maths follows Hugging Face's PyTorch modelling code line by line (RMSNorm in float32
+with the weight applied after casting back, rotate-half RoPE with float32 frequencies,
+float32 softmax) so that converted checkpoints reproduce HF logits to ~1e-5 in float32.
+Attribute names mirror HF (`layers[i].self_attn.q_proj`, ...) so that hf.py can map
+parameters by name. Grouped-query attention is computed with a grouped einsum rather than
+by materialising repeated key/value heads.
+
+Two ways to run it:
+  * full sequence: `model(tokens, positions, attn_mask=[B, T, T] or None)`;
+  * with a KV cache (prefill then decode): `model(tokens, positions, attn_mask=[B, T, S],
+    cache=cache, cache_index=i)` writes the T new keys/values at slots [i, i + T) and lets
+    the queries attend over all S = max_len slots, masked by the caller.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from frontier_rl.models.config import ModelConfig, rope_type
+
+# Masked logits are *replaced* by this (never added to), so it cannot overflow to -inf and a
+# fully masked row (e.g. a padding query) yields a uniform softmax instead of NaN.
+_MASK_VALUE = float(jnp.finfo(jnp.float32).min)
+_init = nnx.initializers.normal(stddev=0.02)
+
+
+class KVCache(NamedTuple):
+    """Per-layer keys/values for incremental decoding (a pytree)."""
+
+    k: jax.Array  # [num_layers, batch, max_len, num_kv_heads, head_dim]
+    v: jax.Array  # same
+
+
+def init_cache(cfg: ModelConfig, batch: int, max_len: int, dtype=None) -> KVCache:
+    """An all-zeros cache; `dtype` defaults to the model's compute dtype."""
+    shape = (cfg.num_layers, batch, max_len, cfg.num_kv_heads, cfg.head_dim)
+    dtype = jnp.dtype(cfg.dtype if dtype is None else dtype)
+    return KVCache(k=jnp.zeros(shape, dtype), v=jnp.zeros(shape, dtype))
+
+
+def rope_inv_freq(cfg: ModelConfig) -> np.ndarray:
+    """Inverse RoPE frequencies [head_dim // 2] in float32, as HF computes them."""
+    d = cfg.head_dim
+    inv_freq = 1.0 / (cfg.rope_theta ** (np.arange(0, d, 2, dtype=np.float32) / d))
+    inv_freq = inv_freq.astype(np.float32)
+    kind, p = rope_type(cfg), cfg.rope_scaling
+    if kind == "linear":
+        inv_freq = inv_freq / np.float32(p["factor"])
+    elif kind == "llama3":
+        # Llama 3.1: slow down low frequencies by `factor`, keep high ones, and interpolate
+        # smoothly in between (transformers' _compute_llama3_parameters).
+        factor, lo, hi = p["factor"], p["low_freq_factor"], p["high_freq_factor"]
+        old_len = p["original_max_position_embeddings"]
+        wavelen = 2 * math.pi / inv_freq
+        scaled = np.where(wavelen > old_len / lo, inv_freq / factor, inv_freq)
+        smooth = (old_len / wavelen - lo) / (hi - lo)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = (wavelen >= old_len / hi) & (wavelen <= old_len / lo)
+        inv_freq = np.where(medium, smoothed, scaled).astype(np.float32)
+    return inv_freq
+
+
+def rope_cos_sin(cfg: ModelConfig, positions: jax.Array, dtype) -> tuple[jax.Array, jax.Array]:
+    """cos, sin [B, T, head_dim] for int positions [B, T] (float32 maths, cast to dtype)."""
+    freqs = positions.astype(jnp.float32)[..., None] * jnp.asarray(rope_inv_freq(cfg))
+    emb = jnp.concatenate([freqs, freqs], axis=-1)
+    return jnp.cos(emb).astype(dtype), jnp.sin(emb).astype(dtype)
+
+
+def apply_rope(x: jax.Array, cos: jax.Array, sin: jax.Array) -> jax.Array:
+    """Rotate x [B, T, heads, head_dim] with HF's rotate-half convention."""
+    x1, x2 = jnp.split(x, 2, axis=-1)
+    rotated = jnp.concatenate([-x2, x1], axis=-1)
+    return x * cos[:, :, None, :] + rotated * sin[:, :, None, :]
+
+
+class Linear(nnx.Module):
+    """y = x @ kernel + bias, kernel stored [in, out] (HF stores the transpose)."""
+
+    def __init__(self, in_features: int, out_features: int, *, bias: bool, dtype,
+                 rngs: nnx.Rngs):
+        self.kernel = nnx.Param(_init(rngs.params(), (in_features, out_features), dtype))
+        self.bias = nnx.Param(jnp.zeros((out_features,), dtype)) if bias else nnx.data(None)
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        y = x @ self.kernel[...]
+        if self.bias is not None:
+            y = y + self.bias[...]
+        return y
+
+
+class Embed(nnx.Module):
+    """Token embedding table [vocab, hidden]."""
+
+    def __init__(self, vocab_size: int, hidden_size: int, *, dtype, rngs: nnx.Rngs):
+        self.embedding = nnx.Param(_init(rngs.params(), (vocab_size, hidden_size), dtype))
+
+    def __call__(self, tokens: jax.Array) -> jax.Array:
+        return jnp.take(self.embedding[...], tokens, axis=0)
+
+
+class RMSNorm(nnx.Module):
+    """HF RMSNorm: normalise in float32, cast back to the input dtype, then scale."""
+
+    def __init__(self, size: int, *, eps: float, dtype):
+        self.weight = nnx.Param(jnp.ones((size,), dtype))
+        self.eps = eps
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        x32 = x.astype(jnp.float32)
+        x32 = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + self.eps)
+        return self.weight[...] * x32.astype(x.dtype)
+
+
+class MLP(nnx.Module):
+    """SwiGLU feed-forward: down(silu(gate(x)) * up(x))."""
+
+    def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
+        h, i, dt = cfg.hidden_size, cfg.intermediate_size, jnp.dtype(cfg.dtype)
+        self.gate_proj = Linear(h, i, bias=False, dtype=dt, rngs=rngs)
+        self.up_proj = Linear(h, i, bias=False, dtype=dt, rngs=rngs)
+        self.down_proj = Linear(i, h, bias=False, dtype=dt, rngs=rngs)
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        return self.down_proj(jax.nn.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+def attend(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array) -> jax.Array:
+    """Grouped-query attention.
+
+    q: [B, T, N, D]; k, v: [B, S, K, D] with N a multiple of K (query head n reads kv head
+    n // (N // K), as HF's repeat_kv); mask: bool [B, T, S]. Returns [B, T, N * D].
+    """
+    b, t, n, d = q.shape
+    kv_heads = k.shape[2]
+    q = q.reshape(b, t, kv_heads, n // kv_heads, d)
+    scores = jnp.einsum("btkgd,bskd->bkgts", q, k, preferred_element_type=jnp.float32)
+    scores = jnp.where(mask[:, None, None], scores * d**-0.5, _MASK_VALUE)
+    probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
+    out = jnp.einsum("bkgts,bskd->btkgd", probs, v)
+    return out.reshape(b, t, n * d)
+
+
+class Attention(nnx.Module):
+    """Multi-head self-attention with GQA, optional q/k RMSNorm (Qwen3) and qkv bias (Qwen2)."""
+
+    def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
+        h, dt = cfg.hidden_size, jnp.dtype(cfg.dtype)
+        q_dim, kv_dim = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim
+        self.q_proj = Linear(h, q_dim, bias=cfg.qkv_bias, dtype=dt, rngs=rngs)
+        self.k_proj = Linear(h, kv_dim, bias=cfg.qkv_bias, dtype=dt, rngs=rngs)
+        self.v_proj = Linear(h, kv_dim, bias=cfg.qkv_bias, dtype=dt, rngs=rngs)
+        self.o_proj = Linear(q_dim, h, bias=False, dtype=dt, rngs=rngs)
+        if cfg.qk_norm:
+            self.q_norm = RMSNorm(cfg.head_dim, eps=cfg.rms_norm_eps, dtype=dt)
+            self.k_norm = RMSNorm(cfg.head_dim, eps=cfg.rms_norm_eps, dtype=dt)
+        else:
+            self.q_norm = nnx.data(None)
+            self.k_norm = nnx.data(None)
+        self.num_heads, self.num_kv_heads, self.head_dim = (
+            cfg.num_heads, cfg.num_kv_heads, cfg.head_dim)
+
+    def __call__(self, x, cos, sin, mask, cache=None, layer=0, cache_index=None):
+        """x [B, T, H] -> ([B, T, H], cache). With `cache` (a KVCache of all layers) the new
+        keys/values go into cache[layer] at slots [cache_index, cache_index + T)."""
+        b, t, _ = x.shape
+        q = self.q_proj(x).reshape(b, t, self.num_heads, self.head_dim)
+        k = self.k_proj(x).reshape(b, t, self.num_kv_heads, self.head_dim)
+        v = self.v_proj(x).reshape(b, t, self.num_kv_heads, self.head_dim)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        if cache is not None:
+            # Update the whole stacked cache in place (one small dynamic_update_slice per
+            # layer) rather than slicing a layer out and stacking it back, which would copy
+            # the full cache every decode step.
+            zero = jnp.zeros((), jnp.int32)
+            start = (jnp.asarray(layer, jnp.int32), zero,
+                     jnp.asarray(cache_index, jnp.int32), zero, zero)
+            cache = KVCache(
+                k=jax.lax.dynamic_update_slice(cache.k, k[None].astype(cache.k.dtype), start),
+                v=jax.lax.dynamic_update_slice(cache.v, v[None].astype(cache.v.dtype), start))
+            k, v = cache.k[layer].astype(q.dtype), cache.v[layer].astype(q.dtype)
+        return self.o_proj(attend(q, k, v, mask)), cache
+
+
+class DecoderLayer(nnx.Module):
+    """Pre-norm block: x + attn(norm(x)), then x + mlp(norm(x))."""
+
+    def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
+        dt = jnp.dtype(cfg.dtype)
+        self.input_layernorm = RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps, dtype=dt)
+        self.self_attn = Attention(cfg, rngs=rngs)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps, dtype=dt)
+        self.mlp = MLP(cfg, rngs=rngs)
+
+    def __call__(self, x, cos, sin, mask, cache=None, layer=0, cache_index=None):
+        h, cache = self.self_attn(self.input_layernorm(x), cos, sin, mask, cache, layer,
+                                  cache_index)
+        x = x + h
+        return x + self.mlp(self.post_attention_layernorm(x)), cache
+
+
+class Transformer(nnx.Module):
+    """Decoder-only causal LM (embed -> layers -> norm -> lm_head)."""
+
+    def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
+        dt = jnp.dtype(cfg.dtype)
+        self.cfg = cfg
+        self.embed_tokens = Embed(cfg.vocab_size, cfg.hidden_size, dtype=dt, rngs=rngs)
+        self.layers = nnx.List([DecoderLayer(cfg, rngs=rngs) for _ in range(cfg.num_layers)])
+        self.norm = RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps, dtype=dt)
+        if cfg.tie_word_embeddings:
+            self.lm_head = nnx.data(None)
+        else:
+            self.lm_head = Linear(cfg.hidden_size, cfg.vocab_size, bias=False, dtype=dt,
+                                  rngs=rngs)
+
+    def __call__(self, tokens: jax.Array, positions: jax.Array, *,
+                 attn_mask: jax.Array | None = None, cache: KVCache | None = None,
+                 cache_index: jax.Array | int | None = None,
+                 ) -> tuple[jax.Array, KVCache | None]:
+        """tokens, positions: int32 [B, T].
+
+        Without cache: attn_mask is bool [B, T, T] (True = may attend); None means plain
+        causal. With cache: the T new keys/values are written into the cache at slots
+        [cache_index, cache_index + T) (cache_index: int32 scalar, may be traced) and the
+        queries attend over all max_len cache slots with attn_mask bool [B, T, max_len]
+        (the caller supplies validity + causality; required with cache).
+        Returns (logits float32 [B, T, vocab], new_cache or None).
+        """
+        hidden, cache = self.embed_and_hidden(tokens, positions, attn_mask=attn_mask,
+                                              cache=cache, cache_index=cache_index)
+        return self.logits(hidden), cache
+
+    def embed_and_hidden(self, tokens: jax.Array, positions: jax.Array, *,
+                         attn_mask: jax.Array | None = None, cache: KVCache | None = None,
+                         cache_index: jax.Array | int | None = None,
+                         ) -> tuple[jax.Array, KVCache | None]:
+        """Same as __call__ but returns the final-normed hidden states [B, T, hidden] instead
+        of logits (e.g. to compute log-probs in vocab chunks)."""
+        _, t = tokens.shape
+        if cache is None:
+            if attn_mask is None:
+                attn_mask = jnp.tril(jnp.ones((t, t), jnp.bool_))[None]
+        elif attn_mask is None or cache_index is None:
+            raise ValueError("Transformer: decoding with a cache needs attn_mask "
+                             "[B, T, max_len] and cache_index")
+        x = self.embed_tokens(tokens)
+        cos, sin = rope_cos_sin(self.cfg, positions, x.dtype)
+        for i, layer in enumerate(self.layers):
+            x, cache = layer(x, cos, sin, attn_mask, cache, i, cache_index)
+        return self.norm(x), cache
+
+    def logits(self, hidden: jax.Array) -> jax.Array:
+        """float32 logits [..., vocab] from final hidden states [..., hidden]."""
+        if self.lm_head is None:
+            w = self.embed_tokens.embedding[...]
+            return jnp.einsum("...h,vh->...v", hidden, w, preferred_element_type=jnp.float32)
+        w = self.lm_head.kernel[...]
+        return jnp.einsum("...h,hv->...v", hidden, w, preferred_element_type=jnp.float32)

@@ -1,0 +1,138 @@
+"""GRPO and DAPO policy losses.
+
+GRPO (Shao et al., 2024, arXiv 2402.03300) as run in verl: group-normalised advantages
+A_i = (r_i - mean r) / (std r + eps), a PPO clipped surrogate, the loss aggregated
+"seq-mean-token-mean" (mean over tokens within a response, then over responses) and an optional
+KL penalty to a reference policy (the k3 estimator, `rl.kl_coef` = beta).
+
+DAPO (Yu et al., 2025, arXiv 2503.14476): clip-higher (`rl.eps_low` = eps_low = 0.2,
+`rl.eps_high` = eps_high = 0.28), "token-mean" aggregation over all response tokens of the
+batch, overlong reward shaping (`rl.overlong_buffer` = L_cache, `rl.overlong_penalty`), no KL.
+
+Both use the dual-clip bound of verl (`rl.clip_ratio_c` = c = 10): for negative advantages the
+per-token loss is capped at -A * c so one stale token cannot dominate an update.
+
+All functions are pure jnp and shape-polymorphic; they are traced inside the jitted train step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+AGGREGATIONS = ("token_mean", "seq_mean_token_mean")
+
+
+@dataclasses.dataclass(frozen=True)
+class LossConfig:
+    """The loss of one RL update; `LOSSES[name]` gives the paper presets."""
+
+    aggregation: str = "seq_mean_token_mean"
+    eps_low: float = 0.2
+    eps_high: float = 0.2
+    clip_ratio_c: float = 10.0
+    kl_coef: float = 0.0
+
+
+LOSSES = {
+    "grpo": LossConfig(aggregation="seq_mean_token_mean", eps_low=0.2, eps_high=0.2),
+    "dapo": LossConfig(aggregation="token_mean", eps_low=0.2, eps_high=0.28, kl_coef=0.0),
+}
+
+
+def group_advantages(rewards: np.ndarray, group_size: int, eps: float = 1e-6) -> np.ndarray:
+    """A_i = (r_i - mean_g r) / (std_g r + eps) within consecutive groups of `group_size`.
+
+    The standard deviation is the unbiased one (Bessel's correction), as verl's
+    `compute_grpo_outcome_advantage` computes it with `torch.std`. Zero-variance groups get
+    A = 0 exactly.
+    """
+    rewards = np.asarray(rewards, dtype=np.float64)
+    if rewards.size % group_size:
+        raise ValueError(f"{rewards.size} rewards do not split into groups of {group_size}")
+    r = rewards.reshape(-1, group_size)
+    mean = r.mean(axis=1, keepdims=True)
+    std = r.std(axis=1, ddof=1, keepdims=True) if group_size > 1 else np.zeros_like(mean)
+    return ((r - mean) / (std + eps)).reshape(-1).astype(np.float32)
+
+
+def overlong_penalty(
+    lengths: np.ndarray, max_len: int, buffer: int, factor: float = 1.0
+) -> np.ndarray:
+    """DAPO soft overlong punishment, added to the reward.
+
+    0 for lengths <= max_len - buffer, then falling linearly to -factor at max_len:
+    min(0, -(L - (max_len - buffer)) / buffer * factor).
+    """
+    lengths = np.asarray(lengths, dtype=np.float64)
+    if buffer <= 0:
+        return np.zeros_like(lengths, dtype=np.float32)
+    expected = max_len - buffer
+    return np.minimum(0.0, -(lengths - expected) / buffer * factor).astype(np.float32)
+
+
+def aggregate(per_token: jax.Array, mask: jax.Array, aggregation: str) -> jax.Array:
+    """Reduce a [B, T] per-token loss over the response tokens selected by `mask`."""
+    mask = mask.astype(per_token.dtype)
+    if aggregation == "token_mean":
+        return jnp.sum(per_token * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+    if aggregation == "seq_mean_token_mean":
+        per_seq = jnp.sum(per_token * mask, axis=-1) / jnp.maximum(jnp.sum(mask, axis=-1), 1.0)
+        has_tokens = (jnp.sum(mask, axis=-1) > 0).astype(per_token.dtype)
+        return jnp.sum(per_seq * has_tokens) / jnp.maximum(jnp.sum(has_tokens), 1.0)
+    raise ValueError(f"aggregation={aggregation!r} is not one of {AGGREGATIONS}")
+
+
+def policy_loss(
+    logp: jax.Array,
+    old_logp: jax.Array,
+    advantages: jax.Array,
+    mask: jax.Array,
+    cfg: LossConfig,
+    ref_logp: jax.Array | None = None,
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """Clipped-surrogate policy loss.
+
+    Args:
+      logp: [B, T] log-probabilities of the taken tokens under the current parameters.
+      old_logp: [B, T] the same under the parameters that generated the responses.
+      advantages: [B] one advantage per response, broadcast over its tokens.
+      mask: [B, T] 1 for response tokens that count, 0 for prompt and padding.
+      cfg: the loss configuration.
+      ref_logp: [B, T] reference-policy log-probabilities, needed when cfg.kl_coef > 0.
+
+    Returns:
+      (scalar loss, metrics) where metrics holds clip fractions, the approximate KL between the
+      old and new policy and, with a reference, the KL penalty.
+    """
+    mask = mask.astype(jnp.float32)
+    adv = advantages[:, None].astype(jnp.float32)
+    log_ratio = logp - old_logp
+    ratio = jnp.exp(log_ratio)
+    loss_unclipped = -adv * ratio
+    loss_clipped = -adv * jnp.clip(ratio, 1.0 - cfg.eps_low, 1.0 + cfg.eps_high)
+    loss_ppo = jnp.maximum(loss_unclipped, loss_clipped)
+    loss_dual = jnp.minimum(loss_ppo, -adv * cfg.clip_ratio_c)
+    per_token = jnp.where(adv < 0, loss_dual, loss_ppo)
+    loss = aggregate(per_token, mask, cfg.aggregation)
+
+    n = jnp.maximum(jnp.sum(mask), 1.0)
+    metrics = {
+        "pg_loss": loss,
+        "clip_frac": jnp.sum((loss_clipped > loss_unclipped) * mask) / n,
+        "dual_clip_frac": jnp.sum((adv < 0) * (loss_ppo > -adv * cfg.clip_ratio_c) * mask) / n,
+        "approx_kl_old": jnp.sum(0.5 * jnp.square(log_ratio) * mask) / n,
+    }
+    if cfg.kl_coef > 0.0:
+        if ref_logp is None:
+            raise ValueError("kl_coef > 0 needs ref_logp")
+        # k3 estimator of KL(pi || pi_ref): exp(ref - logp) - (ref - logp) - 1 >= 0.
+        delta = ref_logp - logp
+        kl = jnp.exp(delta) - delta - 1.0
+        kl_term = aggregate(kl, mask, cfg.aggregation)
+        loss = loss + cfg.kl_coef * kl_term
+        metrics["kl_ref"] = kl_term
+    return loss, metrics

@@ -1,0 +1,140 @@
+"""The StepContext of the real trainer: selectors' door to the sampler and the verifier.
+
+It owns the rollout accounting: every response generated through it (for any purpose) is added
+to `counters`, which the trainer logs and checkpoints. Each call's sampling seed is derived from
+(run seed, step, call number within the step), so a resumed run draws the same samples as an
+uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from frontier_rl.rollout.sampler import Sampler, SampleResult
+from frontier_rl.selection.base import Group
+
+COUNTERS = ("rollouts", "response_tokens", "prompt_tokens", "entropy_prompts", "generated_texts")
+
+
+class PolicyContext:
+    def __init__(
+        self,
+        *,
+        sampler: Sampler,
+        tokenizer,
+        prompts: Sequence,
+        verify: Callable[[object, str, bool], int],
+        shape_rewards: Callable[[np.ndarray, np.ndarray], np.ndarray],
+        group_size: int,
+        batch_size: int,
+        temperature: float,
+        top_p: float,
+        seed: int,
+        prompt_entropy_fn: Callable[[object, list[list[int]]], np.ndarray] | None = None,
+    ):
+        self.sampler = sampler
+        self.tokenizer = tokenizer
+        self.prompts = prompts
+        self.verify = verify
+        self.shape_rewards = shape_rewards
+        self.group_size = group_size
+        self.batch_size = batch_size
+        self.temperature = temperature
+        self.top_p = top_p
+        self.seed = seed
+        self._entropy_fn = prompt_entropy_fn
+        self._ids: dict[int, list[int]] = {}
+        self.params = None
+        self.step = 0
+        self._calls = 0
+        self.counters = {k: 0 for k in COUNTERS}
+        self.timers = {"generate": 0.0, "verify": 0.0, "entropy": 0.0}
+
+    def begin_step(self, step: int, params) -> None:
+        self.step = step
+        self.params = params
+        self._calls = 0
+        self.timers = {k: 0.0 for k in self.timers}
+
+    def _next_seed(self) -> int:
+        self._calls += 1
+        return int(np.random.SeedSequence([self.seed, self.step, self._calls]).generate_state(1)[0])
+
+    def encode(self, index: int) -> list[int]:
+        ids = self._ids.get(index)
+        if ids is None:
+            ids = encode_prompt(self.tokenizer, self.prompts[index].text)
+            self._ids[index] = ids
+        return ids
+
+    def rollout(self, indices: Sequence[int], n: int) -> list[Group]:
+        indices = [int(i) for i in indices]
+        if not indices:
+            return []
+        ids = [self.encode(i) for i in indices]
+        t0 = time.perf_counter()
+        res = self.sampler.sample(self.params, ids, n, seed=self._next_seed(),
+                                  temperature=self.temperature, top_p=self.top_p)
+        t1 = time.perf_counter()
+        texts = decode_responses(self.tokenizer, res)
+        outcomes = np.array(
+            [self.verify(self.prompts[indices[r // n]], texts[r], bool(res.finished[r]))
+             for r in range(len(texts))], np.int8)
+        rewards = self.shape_rewards(outcomes.astype(np.float32), res.lengths)
+        self.timers["generate"] += t1 - t0
+        self.timers["verify"] += time.perf_counter() - t1
+        self.counters["rollouts"] += len(texts)
+        self.counters["response_tokens"] += int(res.lengths.sum())
+        self.counters["prompt_tokens"] += n * sum(len(x) for x in ids)
+        lengths = np.maximum(res.lengths, 1)
+        mean_ent = res.entropies.sum(axis=1) / lengths
+        groups = []
+        for j, idx in enumerate(indices):
+            s = slice(j * n, (j + 1) * n)
+            groups.append(Group(
+                index=idx, prompt_id=self.prompts[idx].id, outcomes=outcomes[s],
+                rewards=rewards[s], lengths=res.lengths[s], mean_entropy=mean_ent[s],
+                tokens=res.tokens[s], logps=res.logps[s], texts=texts[s]))
+        return groups
+
+    def prompt_entropy(self, indices: Sequence[int]) -> np.ndarray:
+        if self._entropy_fn is None:
+            raise NotImplementedError("this run was built without a prompt-entropy function")
+        t0 = time.perf_counter()
+        out = self._entropy_fn(self.params, [self.encode(int(i)) for i in indices])
+        self.timers["entropy"] += time.perf_counter() - t0
+        self.counters["entropy_prompts"] += len(indices)
+        return out
+
+    def generate(self, texts: Sequence[str], *, max_new_tokens: int, temperature: float = 1.0,
+                 stop: Sequence[str] = ()) -> list[str]:
+        """Free-text samples from the policy, cut at the first stop string; charged as rollouts."""
+        ids = [encode_prompt(self.tokenizer, t) for t in texts]
+        res = self.sampler.sample(self.params, ids, 1, seed=self._next_seed(),
+                                  temperature=temperature, max_new_tokens=max_new_tokens)
+        out = decode_responses(self.tokenizer, res)
+        for s in stop:
+            out = [o.split(s, 1)[0] for o in out]
+        self.counters["rollouts"] += len(out)
+        self.counters["generated_texts"] += len(out)
+        self.counters["response_tokens"] += int(res.lengths.sum())
+        return out
+
+
+def encode_prompt(tokenizer, text: str) -> list[int]:
+    """BOS + the prompt's tokens (no EOS): the sampler continues from here."""
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    bos = tokenizer.bos_token_id
+    return ([bos] if bos is not None else []) + list(ids)
+
+
+def decode_responses(tokenizer, res: SampleResult) -> list[str]:
+    """Response texts without EOS and padding."""
+    out = []
+    for row, length, fin in zip(res.tokens, res.lengths, res.finished, strict=True):
+        keep = row[: int(length) - int(bool(fin))]
+        out.append(tokenizer.decode(keep.tolist(), skip_special_tokens=True))
+    return out

@@ -1,0 +1,189 @@
+"""The embedded rollout engine: a jitted KV-cache sampler for the NNX policy.
+
+Prompts are left-padded to a prompt-length bucket and the batch is padded to a batch bucket, so
+the generate function compiles once per (batch bucket, prompt bucket, greedy) and never again.
+Decoding runs inside one `lax.while_loop` that stops as soon as every row has emitted EOS (or
+the token cap is reached), so short answers do not pay for the full cap.
+
+Per generated token it returns the log-probability and the entropy of the policy's own
+distribution (temperature 1, no top-p): these are what the RL loss and the metrics need, whatever
+temperature/top-p the sampling used. Determinism: the same parameters, prompts, n and seed give
+the same tokens on CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from frontier_rl.models import ModelConfig, init_cache
+
+
+@dataclasses.dataclass(frozen=True)
+class SampleResult:
+    """Responses for len(prompts) * n rows, prompt-major (row i*n + j is sample j of prompt i)."""
+
+    tokens: np.ndarray  # int32 [R, max_new]; after EOS (or the cap) filled with pad
+    logps: np.ndarray  # float32 [R, max_new]; 0 after the end
+    entropies: np.ndarray  # float32 [R, max_new]; 0 after the end
+    lengths: np.ndarray  # int32 [R]; generated tokens including EOS
+    finished: np.ndarray  # bool [R]; True when the row emitted EOS within the cap
+
+
+def bucket(n: int, buckets: Sequence[int]) -> int:
+    """Smallest bucket >= n; beyond the largest, the next multiple of it."""
+    for b in buckets:
+        if n <= b:
+            return b
+    top = buckets[-1]
+    return -(-n // top) * top
+
+
+def _sample_token(logits, key, temperature, top_p, greedy: bool, use_top_p: bool):
+    if greedy:
+        return jnp.argmax(logits, axis=-1).astype(jnp.int32)
+    scaled = logits / temperature
+    if use_top_p:
+        # Nucleus: keep the smallest set of tokens whose probability mass reaches top_p.
+        sorted_logits = jnp.sort(scaled, axis=-1)[:, ::-1]
+        cum = jnp.cumsum(jax.nn.softmax(sorted_logits, axis=-1), axis=-1)
+        cutoff_idx = jnp.sum(cum < top_p, axis=-1, keepdims=True)
+        cutoff = jnp.take_along_axis(sorted_logits, cutoff_idx, axis=-1)
+        scaled = jnp.where(scaled < cutoff, -jnp.inf, scaled)
+    return jax.random.categorical(key, scaled, axis=-1).astype(jnp.int32)
+
+
+class Sampler:
+    """Generates responses from the current parameters; one instance per policy graph."""
+
+    def __init__(
+        self,
+        graphdef: nnx.GraphDef,
+        cfg: ModelConfig,
+        *,
+        eos_id: int,
+        pad_id: int,
+        prompt_buckets: Sequence[int] = (16, 32, 64, 128, 256, 512),
+        batch_buckets: Sequence[int] = (8, 64, 256, 512, 1024),
+        max_new_tokens: int = 16,
+    ):
+        self.graphdef = graphdef
+        self.cfg = cfg
+        self.eos_id = eos_id
+        self.pad_id = pad_id
+        self.prompt_buckets = tuple(sorted(prompt_buckets))
+        self.batch_buckets = tuple(sorted(batch_buckets))
+        self.max_new_tokens = max_new_tokens
+        self.compile_count = 0  # incremented at trace time only: a test pins it flat.
+        self._generate = jax.jit(
+            self._generate_impl, static_argnames=("max_new", "greedy", "use_top_p")
+        )
+
+    # -- device side -------------------------------------------------------------------------
+
+    def _generate_impl(self, params, prompt, prompt_mask, keys, temperature, top_p, *,
+                       max_new: int, greedy: bool, use_top_p: bool):
+        self.compile_count += 1
+        model = nnx.merge(self.graphdef, params)
+        batch, plen = prompt.shape
+        total = plen + max_new
+        cache = init_cache(self.cfg, batch, total, dtype=jnp.dtype(self.cfg.dtype))
+        prompt_len = jnp.sum(prompt_mask, axis=-1).astype(jnp.int32)
+        positions = jnp.maximum(jnp.cumsum(prompt_mask, axis=-1) - 1, 0).astype(jnp.int32)
+        slots = jnp.arange(total)
+        key_valid = jnp.concatenate(
+            [prompt_mask.astype(bool), jnp.zeros((batch, max_new), bool)], axis=1)
+        causal = slots[None, :plen, None] >= slots[None, None, :]
+        mask = causal & key_valid[:, None, :]
+        logits, cache = model(prompt, positions, attn_mask=mask, cache=cache,
+                              cache_index=jnp.int32(0))
+        last_logits = logits[:, -1, :]
+
+        out_tok = jnp.full((batch, max_new), self.pad_id, jnp.int32)
+        out_logp = jnp.zeros((batch, max_new), jnp.float32)
+        out_ent = jnp.zeros((batch, max_new), jnp.float32)
+        done = jnp.zeros((batch,), bool)
+        lengths = jnp.zeros((batch,), jnp.int32)
+
+        def cond(carry):
+            t, _, _, _, _, _, done, _, _ = carry
+            return (t < max_new) & ~jnp.all(done)
+
+        def body(carry):
+            t, cache, logits, out_tok, out_logp, out_ent, done, lengths, key_valid = carry
+            step_keys = jax.vmap(lambda k: jax.random.fold_in(k, t))(keys)
+            tok = jax.vmap(
+                lambda lg, k: _sample_token(lg[None], k, temperature, top_p, greedy, use_top_p)[0]
+            )(logits, step_keys)
+            logp_all = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+            tok_logp = jnp.take_along_axis(logp_all, tok[:, None], axis=-1)[:, 0]
+            ent = -jnp.sum(jnp.exp(logp_all) * logp_all, axis=-1)
+            live = ~done
+            out_tok = out_tok.at[:, t].set(jnp.where(live, tok, self.pad_id))
+            out_logp = out_logp.at[:, t].set(jnp.where(live, tok_logp, 0.0))
+            out_ent = out_ent.at[:, t].set(jnp.where(live, ent, 0.0))
+            lengths = lengths + live.astype(jnp.int32)
+            done = done | (tok == self.eos_id)
+            # Feed the token back: it sits in slot plen + t at position prompt_len + t.
+            key_valid = key_valid.at[:, plen + t].set(True)
+            step_mask = key_valid[:, None, :]
+            pos = (prompt_len + t)[:, None]
+            new_logits, cache = model(tok[:, None], pos, attn_mask=step_mask, cache=cache,
+                                      cache_index=plen + t)
+            return (t + 1, cache, new_logits[:, 0, :], out_tok, out_logp, out_ent, done,
+                    lengths, key_valid)
+
+        carry = (jnp.int32(0), cache, last_logits, out_tok, out_logp, out_ent, done, lengths,
+                 key_valid)
+        carry = jax.lax.while_loop(cond, body, carry)
+        _, _, _, out_tok, out_logp, out_ent, done, lengths, _ = carry
+        return out_tok, out_logp, out_ent, lengths, done
+
+    # -- host side ---------------------------------------------------------------------------
+
+    def sample(
+        self,
+        params,
+        prompts: Sequence[Sequence[int]],
+        n: int = 1,
+        *,
+        seed: int = 0,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        greedy: bool = False,
+        max_new_tokens: int | None = None,
+    ) -> SampleResult:
+        """Samples n responses per prompt (token ids, BOS included by the caller)."""
+        if not prompts:
+            raise ValueError("sample() got no prompts")
+        if temperature <= 0 and not greedy:
+            raise ValueError(f"temperature={temperature} must be > 0 (or use greedy=True)")
+        max_new = max_new_tokens or self.max_new_tokens
+        rows = [list(p) for p in prompts for _ in range(n)]
+        num_rows = len(rows)
+        plen = bucket(max(len(r) for r in rows), self.prompt_buckets)
+        nb = bucket(num_rows, self.batch_buckets)
+        tok = np.full((nb, plen), self.pad_id, np.int32)
+        msk = np.zeros((nb, plen), np.int32)
+        for i, r in enumerate(rows):
+            tok[i, plen - len(r):] = r
+            msk[i, plen - len(r):] = 1
+        msk[num_rows:, -1] = 1  # padding rows attend to one token so softmax stays finite
+        # One key per row derived from (seed, row): a row's samples do not depend on the batch
+        # bucket it lands in.
+        keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(seed), i))(jnp.arange(nb))
+        out = self._generate(
+            params, jnp.asarray(tok), jnp.asarray(msk), keys,
+            jnp.float32(max(temperature, 1e-6)), jnp.float32(top_p),
+            max_new=max_new, greedy=greedy, use_top_p=(top_p < 1.0 and not greedy),
+        )
+        out_tok, out_logp, out_ent, lengths, done = jax.device_get(out)
+        return SampleResult(
+            tokens=out_tok[:num_rows], logps=out_logp[:num_rows], entropies=out_ent[:num_rows],
+            lengths=lengths[:num_rows], finished=done[:num_rows],
+        )

@@ -1,0 +1,131 @@
+"""The Selector interface, the StepContext it talks through, and the selector registry.
+
+A selector decides which prompts are rolled out and trained on at each step. It sees the device
+world only through a `StepContext` (`ctx`):
+
+- `ctx.rollout(indices, n)` generates n responses for each training prompt (by index into
+  `ctx.prompts`) and returns one scored `Group` per prompt. Every response is charged to the
+  rollout budget, including groups the selector later discards.
+- `ctx.prompt_entropy(indices)` is the mean next-token entropy over each prompt's positions
+  under the current parameters (HIVE Stage 2), charged to the FLOPs budget.
+- `ctx.generate(texts, ...)` samples free text from the policy (HeaPA augmentation).
+
+This package is host-side Python + numpy only (no jax, no model code), so the same selector runs
+inside the trainer and inside the synthetic learner, and its cost is measurable in microseconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+REWARD_CORRECT, REWARD_WRONG, REWARD_INVALID = 1, 0, -1
+
+
+@dataclasses.dataclass
+class Group:
+    """G responses to one prompt, scored by the verifier.
+
+    `outcomes` are the raw verifier results in {1, 0, -1} (correct / wrong / invalid); zero-
+    variance classification uses them, never a shaped reward. `rewards` are what the loss uses
+    (outcomes plus any shaping such as DAPO's overlong penalty).
+    """
+
+    index: int  # into ctx.prompts
+    prompt_id: str
+    outcomes: np.ndarray  # int8 [G]
+    rewards: np.ndarray  # float32 [G]
+    lengths: np.ndarray  # int32 [G] response tokens (EOS included)
+    mean_entropy: np.ndarray  # float32 [G] mean token entropy per response
+    tokens: np.ndarray | None = None  # int32 [G, max_new]; None in the synthetic learner
+    logps: np.ndarray | None = None  # float32 [G, max_new]
+    texts: list[str] | None = None
+
+    @property
+    def size(self) -> int:
+        return int(self.outcomes.shape[0])
+
+    @property
+    def all_correct(self) -> bool:
+        return bool(np.all(self.outcomes == REWARD_CORRECT))
+
+    @property
+    def all_wrong(self) -> bool:
+        return bool(np.all(self.outcomes == REWARD_WRONG))
+
+    @property
+    def all_invalid(self) -> bool:
+        return bool(np.all(self.outcomes == REWARD_INVALID))
+
+    @property
+    def zero_variance(self) -> bool:
+        """All G raw outcomes equal: the group carries no GRPO gradient."""
+        return bool(np.all(self.outcomes == self.outcomes[0]))
+
+    @property
+    def pass_rate(self) -> float:
+        return float(np.mean(self.outcomes == REWARD_CORRECT))
+
+
+class StepContext(Protocol):
+    """The only door from selection logic to the device world (see module docstring)."""
+
+    step: int
+    prompts: Sequence[Any]  # objects with .id, .text, .answer, .bucket
+    group_size: int  # G, from config.rl.group_size
+    batch_size: int  # B, prompts per step, from config.rl.batch_size
+
+    def rollout(self, indices: Sequence[int], n: int) -> list[Group]: ...
+
+    def prompt_entropy(self, indices: Sequence[int]) -> np.ndarray: ...
+
+    def generate(self, texts: Sequence[str], *, max_new_tokens: int, temperature: float,
+                 stop: Sequence[str] = ()) -> list[str]: ...
+
+
+class Selector(Protocol):
+    """What the trainer calls, once per step, in this order."""
+
+    def build_batch(self, ctx: StepContext) -> list[Group]:
+        """Returns the groups to train on this step (rolled out through ctx)."""
+
+    def after_update(self, ctx: StepContext, groups: list[Group]) -> None:
+        """Runs after the parameter update (HeaPA augmentation, HIVE/GRESO p updates)."""
+
+    def metrics(self) -> dict[str, float]:
+        """`select/...` metrics of the last step."""
+
+    def state_dict(self) -> dict:
+        """Everything needed to resume, JSON-serialisable."""
+
+    def load_state_dict(self, state: dict) -> None: ...
+
+
+SelectorFactory = Callable[..., Selector]
+_REGISTRY: dict[str, SelectorFactory] = {}
+
+
+def register(name: str) -> Callable[[SelectorFactory], SelectorFactory]:
+    """Class decorator: makes a selector available as `config.selector.name = name`."""
+
+    def wrap(factory: SelectorFactory) -> SelectorFactory:
+        if name in _REGISTRY:
+            raise ValueError(f"selector {name!r} is registered twice")
+        _REGISTRY[name] = factory
+        return factory
+
+    return wrap
+
+
+def names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def make(name: str, cfg: Any, num_prompts: int, seed: int) -> Selector:
+    """Builds the selector registered as `name` with its config section `cfg`."""
+    if name not in _REGISTRY:
+        raise ValueError(f"selector.name={name!r} is not one of {names()}")
+    return _REGISTRY[name](cfg, num_prompts=num_prompts, seed=seed)

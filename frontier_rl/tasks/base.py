@@ -1,0 +1,146 @@
+"""Task interface: prompts, verifiers and the task registry.
+
+A task is a fixed training pool plus a held-out eval set of `Prompt`s and a verifier that maps
+(prompt, response text, finished) to a reward in {1, 0, -1}. Tasks are plain data: they are
+built once on the host by `make_task(name, cfg, seed)` and never touch the accelerator, so this
+package must not import jax.
+
+Names are either a registered family ("arith", "corpus") or "family:arg" ("gym:leg_counting");
+the part after the colon is passed to the family's builder as `cfg["dataset"]`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+REWARD_CORRECT = 1
+REWARD_WRONG = 0
+REWARD_INVALID = -1  # No parsable answer, or the response never ended (no EOS).
+
+
+@dataclasses.dataclass(frozen=True)
+class Prompt:
+    """One problem. `id` is stable for a given task config and data seed."""
+
+    id: str  # e.g. "arith/4op/000123"
+    text: str  # exactly what the policy is conditioned on
+    answer: str  # canonical reference answer
+    bucket: str  # difficulty bucket for per-bucket eval breakdowns, e.g. "4op"
+    # Excluded from the hash so prompts can live in sets / dict keys despite holding a dict.
+    meta: dict = dataclasses.field(default_factory=dict, hash=False)
+
+
+# (prompt, response, finished) -> REWARD_CORRECT | REWARD_WRONG | REWARD_INVALID.
+Verifier = Callable[[Prompt, str, bool], int]
+
+
+@dataclasses.dataclass
+class Task:
+    """A training pool and a disjoint eval set with a verifier.
+
+    `buckets` is ordered easy -> hard. `alphabet` is set for character-level tasks (build the
+    tokenizer with `build_char_tokenizer(task.alphabet)`), None for text tasks. `config` is the
+    fully resolved task config (including the data seed actually used), `stats` holds counters
+    gathered while building (e.g. {"skipped_no_answer": 3}).
+    """
+
+    name: str
+    train: list[Prompt]
+    eval: list[Prompt]
+    buckets: list[str]
+    verifier: Verifier
+    stats: dict = dataclasses.field(default_factory=dict)
+    config: dict = dataclasses.field(default_factory=dict)
+    alphabet: str | None = None
+
+    def verify(self, prompt: Prompt, response: str, finished: bool = True) -> int:
+        """Returns 1 (correct), 0 (well-formed but wrong) or -1 (unfinished / unparsable)."""
+        return self.verifier(prompt, response, finished)
+
+
+TaskBuilder = Callable[[dict, int], Task]
+TASKS: dict[str, TaskBuilder] = {}
+
+
+def register_task(name: str) -> Callable[[TaskBuilder], TaskBuilder]:
+    """Decorator registering `builder(cfg: dict, seed: int) -> Task` under `name`."""
+
+    def deco(builder: TaskBuilder) -> TaskBuilder:
+        if name in TASKS:
+            raise ValueError(f"Task {name!r} is already registered.")
+        TASKS[name] = builder
+        return builder
+
+    return deco
+
+
+def to_dict(cfg: Any) -> dict:
+    """Plain dict from None, a dict or an ml_collections ConfigDict (shallow copy)."""
+    if cfg is None:
+        return {}
+    if hasattr(cfg, "to_dict"):  # ConfigDict / FrozenConfigDict.
+        return dict(cfg.to_dict())
+    if isinstance(cfg, Mapping):
+        return dict(cfg)
+    raise TypeError(f"Task config must be a mapping or ConfigDict, got {type(cfg).__name__}.")
+
+
+def make_task(name: str, cfg: Any = None, seed: int = 0) -> Task:
+    """Builds a registered task. `cfg` is a dict / ConfigDict of that family's knobs."""
+    cfg = to_dict(cfg)
+    family, _, arg = name.partition(":")
+    if family not in TASKS:
+        raise ValueError(
+            f"Unknown task {name!r}; registered: {sorted(TASKS)} (gym tasks: 'gym:<name>')."
+        )
+    if arg:
+        cfg["dataset"] = arg
+    return TASKS[family](cfg, seed)
+
+
+def resolve_config(cfg: Mapping, defaults: Mapping, family: str) -> dict:
+    """Fills defaults and rejects unknown keys, so a typo in a config is an error, not a no-op.
+
+    "name" is tolerated because configs usually keep the task name next to its knobs.
+    """
+    unknown = set(cfg) - set(defaults) - {"name"}
+    if unknown:
+        raise ValueError(
+            f"Unknown {family} task config keys {sorted(unknown)}; known: {sorted(defaults)}."
+        )
+    out = dict(defaults)
+    out.update({k: v for k, v in cfg.items() if k != "name"})
+    return out
+
+
+def data_seed(cfg: Mapping, seed: int) -> int:
+    """Seed for data generation: `cfg["data_seed"]` if set (same pool for every run seed), else
+    `seed + cfg["seed_offset"]`."""
+    if cfg.get("data_seed") is not None:
+        return int(cfg["data_seed"])
+    return int(seed) + int(cfg.get("seed_offset", 0))
+
+
+def rng(*keys: int) -> np.random.Generator:
+    """Independent deterministic stream per key tuple (e.g. (seed, STREAM_EVAL, bucket)).
+
+    The key count is mixed in because SeedSequence zero-pads short entropy, which would make
+    (a, b) and (a, b, 0) the same stream.
+    """
+    return np.random.default_rng(np.random.SeedSequence([len(keys), *map(int, keys)]))
+
+
+def split_counts(total: int, weights: Iterable[float]) -> list[int]:
+    """Splits `total` into integer parts proportional to `weights` (largest remainder)."""
+    w = np.asarray(list(weights), dtype=np.float64)
+    if w.ndim != 1 or len(w) == 0 or (w < 0).any() or w.sum() <= 0:
+        raise ValueError(f"Bucket weights must be non-negative with a positive sum, got {w}.")
+    exact = total * w / w.sum()
+    counts = np.floor(exact).astype(int)
+    order = np.argsort(-(exact - counts), kind="stable")
+    counts[order[: total - counts.sum()]] += 1
+    return counts.tolist()

@@ -1,0 +1,109 @@
+"""Any reasoning-gym dataset as a task: make_task("gym:<dataset>", cfg, seed).
+
+Train and eval come from two `reasoning_gym.create_dataset` instances with different seeds;
+eval drops anything whose question also appears in train. Verification is binary: the final
+answer is extracted first (reasoning-gym scorers give partial credit for substrings, which
+must not leak into the reward), then the dataset's own `score_answer` on the extracted answer
+is thresholded at 1.0. No extractable answer (or an unfinished response) gives -1.
+
+reasoning_gym is imported lazily: it takes over a second to import.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from frontier_rl.tasks import base
+from frontier_rl.tasks.verify import extract_final_answer
+
+DEFAULTS = dict(
+    dataset=None,  # reasoning-gym name; set by make_task("gym:<name>", ...)
+    train_size=2000,
+    eval_size=200,
+    dataset_kwargs=None,  # extra create_dataset kwargs (difficulty knobs, e.g. max_terms=3)
+    bucket_key=None,  # metadata field to bucket by (e.g. "num_terms"); None = one bucket
+    prompt_template="{question}\n\nGive your final answer between <answer> and </answer> tags.",
+    allow_bare_answer=False,  # accept a response that is nothing but the answer
+    seed_offset=0,
+    data_seed=None,
+)
+
+
+def _check_name(name: str | None) -> None:
+    from reasoning_gym.factory import DATASETS
+
+    if name in DATASETS:
+        return
+    close = difflib.get_close_matches(str(name), list(DATASETS), n=5)
+    raise ValueError(
+        f"Unknown reasoning-gym dataset {name!r} (close: {close}). List all names with: "
+        "python -c 'from reasoning_gym.factory import DATASETS; print(sorted(DATASETS))'"
+    )
+
+
+def _sort_key(value) -> tuple:
+    # Numeric difficulty values sort numerically, anything else by its text.
+    return (0, value, "") if isinstance(value, int | float) else (1, 0, str(value))
+
+
+@base.register_task("gym")
+def make_gym_task(cfg: dict, seed: int) -> base.Task:
+    """Builds a reasoning-gym task; see DEFAULTS for the knobs."""
+    import reasoning_gym
+
+    cfg = base.resolve_config(cfg, DEFAULTS, "gym")
+    name = cfg["dataset"]
+    _check_name(name)
+    cfg["data_seed"] = dseed = base.data_seed(cfg, seed)
+    # Procedural datasets seed item i with (seed + i), so nearby train/eval seeds would share
+    # items. Keep the eval seed 2**30 away from the train seed.
+    train_seed = int(base.rng(dseed).integers(2**30))
+    kwargs = dict(cfg["dataset_kwargs"] or {})
+    sets = {
+        split: reasoning_gym.create_dataset(name, size=size, seed=s, **kwargs)
+        for split, size, s in (("train", cfg["train_size"], train_seed),
+                               ("eval", cfg["eval_size"], train_seed + 2**30))
+    }
+    stats = {"skipped_no_answer": 0, "train_duplicates": 0, "eval_dropped_overlap": 0}
+    seen: set[str] = set()
+    prompts: dict[str, list[base.Prompt]] = {"train": [], "eval": []}
+    bucket_values = {}
+    for split, dataset in sets.items():
+        for i, entry in enumerate(dataset):
+            if entry.get("answer") is None or str(entry["answer"]) == "":
+                stats["skipped_no_answer"] += 1
+                continue
+            text = cfg["prompt_template"].format(question=entry["question"])
+            if text in seen:  # repeats within train, or eval items that are also in train
+                stats["train_duplicates" if split == "train" else "eval_dropped_overlap"] += 1
+                continue
+            seen.add(text)
+            bucket = name
+            if cfg["bucket_key"] is not None:
+                value = entry["metadata"][cfg["bucket_key"]]
+                bucket = f"{cfg['bucket_key']}={value}"
+                bucket_values[bucket] = value
+            pid = f"gym/{name}/{i:06d}" if split == "train" else f"gym/{name}/eval/{i:06d}"
+            prompts[split].append(base.Prompt(id=pid, text=text, answer=str(entry["answer"]),
+                                              bucket=bucket, meta={"entry": entry}))
+    if cfg["bucket_key"] is None:
+        buckets = [name]
+    else:
+        buckets = sorted(bucket_values, key=lambda b: _sort_key(bucket_values[b]))
+    score_answer = sets["train"].score_answer
+    allow_bare = cfg["allow_bare_answer"]
+
+    def verifier(prompt: base.Prompt, response: str, finished: bool = True) -> int:
+        if not finished:
+            return base.REWARD_INVALID
+        answer = extract_final_answer(response, allow_bare=allow_bare)
+        if answer is None:
+            return base.REWARD_INVALID
+        try:
+            score = score_answer(answer, prompt.meta["entry"])
+        except Exception:  # scorers parse free text; a crash on odd input means "not correct"
+            score = 0.0
+        return base.REWARD_CORRECT if score >= 1.0 - 1e-9 else base.REWARD_WRONG
+
+    return base.Task(name=f"gym:{name}", train=prompts["train"], eval=prompts["eval"],
+                     buckets=buckets, verifier=verifier, stats=stats, config=cfg)

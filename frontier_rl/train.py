@@ -1,0 +1,327 @@
+"""The training loop: one RL run from a config, resumable from its workdir.
+
+Read top to bottom: setup, task, policy, warm start, device functions, selector, restore, loop.
+Method-specific logic lives behind the Selector interface (`selection/`); this file only wires
+components together.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import resource
+import shutil
+import time
+
+import jax
+import ml_collections
+import numpy as np
+from flax import nnx
+
+from frontier_rl import checkpoint, config_lib, evaluation, metrics, selection, tasks, warmstart
+from frontier_rl.models import ModelConfig, Transformer, hf
+from frontier_rl.rl import batch as batch_lib
+from frontier_rl.rl import losses, sharding
+from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
+from frontier_rl.rollout.context import PolicyContext
+from frontier_rl.rollout.sampler import Sampler
+
+log = logging.getLogger("frontier_rl")
+
+PROMPT_BUCKETS = (16, 32, 64, 128, 256, 512, 1024)
+ROW_BUCKETS = (64, 128, 256, 512, 1024, 2048)
+
+
+class RunError(RuntimeError):
+    """A problem with the run's inputs, reported as one line without a traceback."""
+
+
+def _prepare_workdir(workdir: str) -> str:
+    if not workdir:
+        raise RunError("--workdir is required (a directory for checkpoints and metrics)")
+    workdir = os.path.abspath(workdir)
+    try:
+        os.makedirs(workdir, exist_ok=True)
+        probe = os.path.join(workdir, ".write_test")
+        with open(probe, "w") as f:
+            f.write("ok")
+        os.remove(probe)
+    except OSError as e:
+        raise RunError(f"workdir {workdir} is not writable: {e.strerror}") from None
+    return workdir
+
+
+def _peak_rss_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def _flat(tree) -> dict[str, np.ndarray]:
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    return {f"{i:04d}": leaf for i, (_, leaf) in enumerate(leaves)}
+
+
+def _unflat(target, flat: dict) -> object:
+    treedef = jax.tree_util.tree_structure(target)
+    return jax.tree_util.tree_unflatten(treedef, [flat[k] for k in sorted(flat)])
+
+
+def _alphabet(task) -> str:
+    """Characters of the char-level tokenizer built for a task without a model directory."""
+    if task.name == "arith":
+        return tasks.ARITH_ALPHABET
+    return "".join(sorted({c for p in task.train + task.eval for c in p.text + p.answer}))
+
+
+def _warmstart_pairs(task, buckets: list[str], cfg, seed: int) -> list[tuple[str, str]]:
+    """(prompt, response) pairs of the easy slice; arith draws them from a stream disjoint from
+    the eval set, other tasks use their training prompts in those buckets."""
+    unknown = sorted(set(buckets) - set(task.buckets))
+    if unknown:
+        raise RunError(f"warmstart.buckets has {unknown}, not among the task's {task.buckets}")
+    if task.name == "arith":
+        n = min(cfg.steps * cfg.batch_size, 50_000)
+        return tasks.warmstart_examples(task, buckets, n, seed)
+    return [(p.text, p.answer) for p in task.train if p.bucket in buckets]
+
+
+def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
+    """Trains per `config` in `workdir`; returns the last evaluation's metrics."""
+    # ======================================================================= setup
+    config_lib.validate(config)
+    workdir = _prepare_workdir(workdir)
+    with open(os.path.join(workdir, "config.json"), "w") as f:
+        f.write(config.to_json_best_effort(indent=2))
+    seed = config.seed
+    writer = metrics.MetricWriter(workdir, tensorboard=config.log.tensorboard)
+    say = print if config.log.progress else (lambda *a, **k: None)
+
+    # ======================================================================= task
+    task_cfg = {k: v for k, v in config.task.items() if k != "name"}
+    task = tasks.make_task(config.task.name, task_cfg, seed)
+    if not task.train or not task.eval:
+        raise RunError(f"task {config.task.name!r} has an empty train or eval split")
+    skipped = task.stats.get("skipped_no_answer", 0)
+    if skipped:
+        log.warning("task %s: skipped %d rows without an answer", task.name, skipped)
+    say(f"task {task.name}: {len(task.train)} train prompts, {len(task.eval)} eval prompts, "
+        f"buckets {task.buckets}")
+
+    # ======================================================================= policy
+    ws_dir = os.path.join(workdir, "warmstart")
+    if os.path.exists(os.path.join(ws_dir, "model.safetensors")):
+        model, mcfg = hf.load_pretrained(ws_dir)
+        tokenizer = hf.load_tokenizer(ws_dir)
+        say(f"warm start: loaded cached policy from {ws_dir}")
+        warm = False
+    elif config.model.path:
+        model, mcfg = hf.load_pretrained(config.model.path)
+        tokenizer = hf.load_tokenizer(config.model.path)
+        warm = config.warmstart.enabled and config.warmstart.steps > 0
+    else:
+        tokenizer = tasks.build_char_tokenizer(_alphabet(task))
+        mcfg = ModelConfig(
+            vocab_size=len(tokenizer), hidden_size=config.model.hidden_size,
+            intermediate_size=config.model.intermediate_size,
+            num_layers=config.model.num_layers, num_heads=config.model.num_heads,
+            num_kv_heads=config.model.num_kv_heads, head_dim=config.model.head_dim,
+            rope_theta=config.model.rope_theta, family=config.model.family,
+            qk_norm=config.model.family == "qwen3", qkv_bias=config.model.family == "qwen2",
+            tie_word_embeddings=config.model.tie_word_embeddings, dtype=config.model.dtype,
+            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id)
+        model = Transformer(mcfg, rngs=nnx.Rngs(seed))
+        warm = config.warmstart.enabled and config.warmstart.steps > 0
+    graphdef, params = nnx.split(model, nnx.Param)
+    say(f"policy: {mcfg.family}, {mcfg.num_params():,} parameters, vocab {mcfg.vocab_size}")
+
+    # ======================================================================= warm start
+    if warm:
+        buckets = [b for b in config.warmstart.buckets.split(",") if b]
+        pairs = _warmstart_pairs(task, buckets, config.warmstart, seed)
+        t0 = time.perf_counter()
+        say(f"warm start: {config.warmstart.steps} supervised steps on {buckets} "
+            f"({len(pairs)} examples)")
+        params, loss = warmstart.train(
+            graphdef, params, tokenizer, pairs, steps=config.warmstart.steps,
+            batch_size=config.warmstart.batch_size,
+            learning_rate=config.warmstart.learning_rate,
+            warmup_steps=config.warmstart.warmup_steps, seed=seed,
+            progress=lambda i, loss: say(f"  warm start step {i}: loss {loss:.4f}", flush=True))
+        tmp = ws_dir + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        hf.save_pretrained(nnx.merge(graphdef, params), mcfg, tmp)
+        hf.save_tokenizer(tokenizer, tmp)
+        os.replace(tmp, ws_dir)  # atomic: a killed warm start leaves no half-written cache
+        say(f"warm start: done in {time.perf_counter() - t0:.0f}s (loss {loss:.4f}), "
+            f"cached in {ws_dir}")
+    ref_params = params if config.rl.kl_coef > 0 else None
+
+    # ======================================================================= device functions
+    mesh = sharding.make_mesh(config.mesh.data, config.mesh.model)
+    loss_cfg = losses.LossConfig(
+        aggregation=losses.LOSSES[config.rl.loss].aggregation, eps_low=config.rl.eps_low,
+        eps_high=config.rl.eps_high, clip_ratio_c=config.rl.clip_ratio_c,
+        kl_coef=config.rl.kl_coef)
+    tx = make_optimizer(OptimConfig(
+        learning_rate=config.rl.learning_rate, b1=config.rl.b1, b2=config.rl.b2,
+        weight_decay=config.rl.weight_decay, grad_clip=config.rl.grad_clip,
+        warmup_steps=config.rl.warmup_steps))
+    trainer = Trainer(graphdef, loss_cfg, tx, mesh, epochs=config.rl.epochs,
+                      minibatches=config.rl.minibatches)
+    params, opt_state = trainer.init(params)
+    sampler = Sampler(graphdef, mcfg, eos_id=tokenizer.eos_token_id,
+                      pad_id=tokenizer.pad_token_id, prompt_buckets=PROMPT_BUCKETS,
+                      max_new_tokens=config.rollout.max_new_tokens)
+    recompute_old = config.rollout.temperature != 1.0 or config.rollout.top_p < 1.0
+
+    def shape_rewards(outcomes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        if config.rl.loss == "dapo" and config.rl.overlong_buffer > 0:
+            return outcomes + losses.overlong_penalty(
+                lengths, config.rollout.max_new_tokens, config.rl.overlong_buffer,
+                config.rl.overlong_penalty)
+        return outcomes
+
+    def evaluate(params, step: int) -> dict[str, float]:
+        return evaluation.evaluate(
+            sampler, params, tokenizer, task.eval, task.verify, k=config.eval.k,
+            temperature=config.eval.temperature, greedy=config.eval.greedy, seed=seed + 7)
+
+    # ======================================================================= selector
+    selector = selection.make(config.selector.name, config.selector, len(task.train), seed)
+    ctx = PolicyContext(
+        sampler=sampler, tokenizer=tokenizer, prompts=task.train, verify=task.verify,
+        shape_rewards=shape_rewards, group_size=config.rl.group_size,
+        batch_size=config.rl.batch_size, temperature=config.rollout.temperature,
+        top_p=config.rollout.top_p, seed=seed)
+
+    # ======================================================================= restore
+    ckpt = checkpoint.Checkpointer(os.path.join(workdir, "checkpoints"),
+                                   max_to_keep=config.checkpoint.max_to_keep)
+    start_step, last_eval = 0, {}
+    restored = ckpt.restore({"params": _flat(params), "opt_state": _flat(opt_state)})
+    if restored is not None:
+        start_step, arrays, meta = restored
+        params = jax.device_put(_unflat(params, arrays["params"]), trainer.param_shardings)
+        opt_state = jax.device_put(_unflat(opt_state, arrays["opt_state"]),
+                                   trainer.opt_shardings)
+        selector.load_state_dict(meta["selector"])
+        ctx.counters = dict(meta["counters"])
+        last_eval = meta.get("last_eval", {})
+        writer.truncate_after(start_step)
+        say(f"resumed from step {start_step} ({ctx.counters['rollouts']:,} rollouts so far)")
+    else:
+        writer.truncate_after(-1)
+
+    def save(step: int) -> None:
+        ckpt.save(step, {"params": _flat(params), "opt_state": _flat(opt_state)},
+                  {"step": step, "selector": selector.state_dict(), "counters": ctx.counters,
+                   "rng": {"seed": seed}, "last_eval": last_eval}, force=True)
+
+    if start_step == 0:
+        t0 = time.perf_counter()
+        last_eval = evaluate(params, 0)
+        writer.write(0, {**last_eval, "perf/eval_time": time.perf_counter() - t0})
+        say(_eval_line(0, last_eval, task.buckets, config.eval.k))
+
+    # ======================================================================= loop
+    num_steps = config.rl.num_steps
+    bar = _progress(config.log.progress, start_step, num_steps)
+    for step in range(start_step + 1, num_steps + 1):
+        t_step = time.perf_counter()
+        ctx.begin_step(step, params)
+        rollouts_before = ctx.counters["rollouts"]
+
+        # --- select + roll out
+        groups = selector.build_batch(ctx)
+        t_built = time.perf_counter()
+        if not groups:
+            raise RunError(f"selector {config.selector.name!r} returned no groups at step {step}")
+
+        # --- update
+        prompt_ids = [ctx.encode(g.index) for g in groups]
+        batch = batch_lib.pack(groups, prompt_ids, pad_id=tokenizer.pad_token_id,
+                               prompt_buckets=PROMPT_BUCKETS, row_buckets=ROW_BUCKETS,
+                               row_multiple=trainer.row_multiple)
+        if recompute_old:
+            batch["old_logp"] = trainer.logps(params, batch["tokens"], batch["valid"])
+        if ref_params is not None:
+            batch["ref_logp"] = trainer.logps(ref_params, batch["tokens"], batch["valid"])
+        params, opt_state, train_metrics = trainer.step(
+            params, opt_state, batch, seed=int(np.random.SeedSequence([seed, step, 99])
+                                               .generate_state(1)[0]))
+        t_updated = time.perf_counter()
+        ctx.params = params
+        selector.after_update(ctx, groups)
+        t_after = time.perf_counter()
+
+        # --- metrics
+        outcomes = np.concatenate([g.outcomes for g in groups])
+        rewards = np.concatenate([g.rewards for g in groups])
+        step_metrics = {f"train/{k}": v for k, v in train_metrics.items()}
+        step_metrics.update({
+            "rollout/total": ctx.counters["rollouts"],
+            "rollout/step": ctx.counters["rollouts"] - rollouts_before,
+            "rollout/tokens": ctx.counters["response_tokens"],
+            "rollout/reward_mean": float(rewards.mean()),
+            "rollout/correct": float(np.mean(outcomes == 1)),
+            "rollout/invalid": float(np.mean(outcomes == -1)),
+            "rollout/zero_var_frac": float(np.mean([g.zero_variance for g in groups])),
+            "rollout/all_correct_frac": float(np.mean([g.all_correct for g in groups])),
+            "rollout/all_wrong_frac": float(np.mean([g.all_wrong for g in groups])),
+            "rollout/response_len": float(np.mean(np.concatenate([g.lengths for g in groups]))),
+            "perf/step_time": t_after - t_step,
+            "perf/generate_time": ctx.timers["generate"],
+            "perf/verify_time": ctx.timers["verify"],
+            "perf/select_time": (t_built - t_step) - ctx.timers["generate"]
+            - ctx.timers["verify"] + (t_after - t_updated),
+            "perf/update_time": t_updated - t_built,
+            "perf/peak_rss_gib": _peak_rss_gib(),
+        })
+        step_metrics.update({f"select/{k}": v for k, v in selector.metrics().items()})
+        if (config.eval.every and step % config.eval.every == 0) or step == num_steps:
+            t0 = time.perf_counter()
+            last_eval = evaluate(params, step)
+            step_metrics.update(last_eval)
+            step_metrics["perf/eval_time"] = time.perf_counter() - t0
+        writer.write(step, step_metrics)
+        bar.update(step, ctx.counters["rollouts"], float(rewards.mean()), last_eval, task.buckets,
+                   config.eval.k)
+        if step % config.checkpoint.every == 0 or step == num_steps:
+            save(step)
+    bar.close()
+    if start_step < num_steps:
+        say(_eval_line(num_steps, last_eval, task.buckets, config.eval.k))
+    ckpt.close()
+    writer.close()
+    with open(os.path.join(workdir, "final_metrics.json"), "w") as f:
+        json.dump({"step": num_steps, "rollouts": ctx.counters["rollouts"], **last_eval}, f,
+                  indent=2)
+    return last_eval
+
+
+def _eval_line(step: int, ev: dict, buckets, k: int) -> str:
+    parts = [f"{b} {ev.get(f'eval/avg@{k}/{b}', float('nan')):.1f}" for b in buckets]
+    return f"eval step {step}: avg@{k} " + " | ".join(parts)
+
+
+class _progress:
+    """A tqdm bar showing step, rollouts so far, mean reward and the last eval."""
+
+    def __init__(self, enabled: bool, start: int, total: int):
+        self._bar = None
+        if enabled:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, initial=start, desc="rl", dynamic_ncols=True)
+
+    def update(self, step, rollouts, reward, last_eval, buckets, k):
+        if self._bar is None:
+            return
+        ev = "/".join(f"{last_eval.get(f'eval/avg@{k}/{b}', float('nan')):.0f}" for b in buckets)
+        self._bar.set_postfix_str(f"rollouts {rollouts:,} reward {reward:+.2f} avg@{k} {ev}")
+        self._bar.update(1)
+
+    def close(self):
+        if self._bar is not None:
+            self._bar.close()

@@ -1,0 +1,368 @@
+"""Tests for frontier_rl.tasks: arith generation, verifiers, tokenizer, corpora, reasoning-gym."""
+
+import collections
+import json
+import sys
+import threading
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from frontier_rl import tasks
+from frontier_rl.tasks import arith, verify
+from frontier_rl.tasks.base import REWARD_CORRECT, REWARD_INVALID, REWARD_WRONG
+
+SMALL = {"train_size": 2000, "eval_per_bucket": 64}
+
+
+@pytest.fixture(scope="module")
+def arith_task():
+    return tasks.make_task("arith", SMALL, seed=0)
+
+
+def _unreverse_sum(text: str) -> int:
+    """Independent decoding of a reversed-digit prompt: "73+5+218=" -> 37 + 5 + 812."""
+    assert text.endswith("=")
+    return sum(int(t[::-1]) for t in text[:-1].split("+"))
+
+
+# ----------------------------------------------------------------------------- arith
+
+
+def test_arith_deterministic_with_stable_ids(arith_task):
+    again = tasks.make_task("arith", SMALL, seed=0)
+    assert [(p.id, p.text, p.answer) for p in arith_task.train] == [
+        (p.id, p.text, p.answer) for p in again.train]
+    assert arith_task.eval == again.eval
+    ids = [p.id for p in arith_task.train + arith_task.eval]
+    assert len(set(ids)) == len(ids)
+    assert all(p.id.startswith(f"arith/{p.bucket}/") for p in arith_task.train)
+    # Another seed gives another pool; a fixed data_seed gives the same pool for any seed.
+    other = tasks.make_task("arith", SMALL, seed=1)
+    assert {p.text for p in other.train} != {p.text for p in arith_task.train}
+    pinned = [tasks.make_task("arith", {**SMALL, "data_seed": 7}, seed=s) for s in (0, 5)]
+    assert pinned[0].train == pinned[1].train
+    # The resolved config rebuilds the very same task.
+    assert tasks.make_task("arith", arith_task.config, seed=123).train == arith_task.train
+
+
+def test_arith_prefix_stable_ids():
+    # Growing the pool keeps the first problems of each bucket (same ids, same texts).
+    small = tasks.make_task("arith", {"train_size": 400, "eval_per_bucket": 8}, seed=3)
+    large = tasks.make_task("arith", {"train_size": 800, "eval_per_bucket": 8}, seed=3)
+    by_id = {p.id: p.text for p in large.train}
+    assert all(by_id[p.id] == p.text for p in small.train)
+
+
+def test_arith_buckets_and_counts(arith_task):
+    assert arith_task.buckets == ["2op", "3op", "4op", "5op"]
+    assert collections.Counter(p.bucket for p in arith_task.train) == {
+        b: 500 for b in arith_task.buckets}
+    assert collections.Counter(p.bucket for p in arith_task.eval) == {
+        b: 64 for b in arith_task.buckets}
+    # Buckets are mixed, not sorted, so any prefix of the pool covers all of them.
+    assert len({p.bucket for p in arith_task.train[:40]}) == 4
+    weighted = tasks.make_task(
+        "arith", {"train_size": 1000, "bucket_weights": [3, 1, 1, 0], "eval_per_bucket": 4}, 0)
+    assert collections.Counter(p.bucket for p in weighted.train) == {
+        "2op": 600, "3op": 200, "4op": 200}
+
+
+def test_arith_eval_disjoint_from_train_and_warmstart(arith_task):
+    train_texts = {p.text for p in arith_task.train}
+    eval_texts = {p.text for p in arith_task.eval}
+    assert len(train_texts) == len(arith_task.train)  # no repeats in the pool
+    assert len(eval_texts) == len(arith_task.eval)
+    assert not train_texts & eval_texts
+    pairs = tasks.warmstart_examples(arith_task, ["2op", "3op"], 2000, seed=0)
+    assert len(pairs) == 2000
+    assert not {q for q, _ in pairs} & eval_texts
+    counts = collections.Counter(q.count("+") + 1 for q, _ in pairs)
+    assert counts == {2: 1000, 3: 1000}
+    assert pairs == tasks.warmstart_examples(arith_task, ["2op", "3op"], 2000, seed=0)
+    assert pairs != tasks.warmstart_examples(arith_task, ["2op", "3op"], 2000, seed=1)
+    with pytest.raises(ValueError, match="warm-start buckets"):
+        tasks.warmstart_examples(arith_task, ["9op"], 10)
+
+
+def test_arith_reversed_digit_format(arith_task):
+    for p in arith_task.train[:500] + arith_task.eval:
+        ops = p.text[:-1].split("+")
+        assert len(ops) == arith.bucket_operands(p.bucket)
+        assert all(1 <= len(t) <= 3 and t.isdigit() for t in ops)
+        assert p.answer == str(_unreverse_sum(p.text))[::-1]
+        assert p.meta["operands"] == [int(t[::-1]) for t in ops]
+    # The documented example, and the plain (MSD-first) variant.
+    assert arith.format_prompt([37, 5, 812]) == "73+5+218="
+    assert arith.solve("73+5+218=") == "458"
+    assert arith.solve("37+5+812=", reverse_digits=False) == "854"
+    plain = tasks.make_task("arith", {"train_size": 40, "eval_per_bucket": 4,
+                                      "reverse_digits": False}, 0)
+    for p in plain.train:
+        assert int(p.answer) == sum(int(t) for t in p.text[:-1].split("+"))
+
+
+def test_arith_digit_counts_mix_within_problems(arith_task):
+    lengths = [{len(t) for t in p.text[:-1].split("+")} for p in arith_task.train]
+    assert sum(len(s) > 1 for s in lengths) > len(lengths) // 2
+
+
+@pytest.mark.parametrize("response,finished,expected", [
+    ("458", True, REWARD_CORRECT),
+    ("4580", True, REWARD_CORRECT),  # zero padding is the same number
+    ("459", True, REWARD_WRONG),
+    ("854", True, REWARD_WRONG),  # not reversed
+    ("", True, REWARD_INVALID),
+    ("45+8", True, REWARD_INVALID),
+    ("4a", True, REWARD_INVALID),
+    ("458", False, REWARD_INVALID),  # never emitted EOS
+])
+def test_arith_verify(arith_task, response, finished, expected):
+    p = tasks.Prompt(id="x", text="73+5+218=", answer="458", bucket="3op")
+    assert arith_task.verify(p, response, finished=finished) == expected
+
+
+def test_arith_verify_own_answers(arith_task):
+    for p in arith_task.eval:
+        assert arith_task.verify(p, p.answer) == REWARD_CORRECT
+        assert arith_task.verify(p, p.answer + "1") == REWARD_WRONG
+
+
+def test_config_handling():
+    with pytest.raises(ValueError, match="max_operand"):
+        tasks.make_task("arith", {"max_operand": 4}, 0)
+    with pytest.raises(ValueError, match="Unknown task"):
+        tasks.make_task("nope", {}, 0)
+    with pytest.raises(ValueError, match="distinct problems"):
+        tasks.make_task("arith", {"max_digits": 1, "max_operands": 2, "train_size": 200}, 0)
+    ml_collections = pytest.importorskip("ml_collections")
+    cfg = ml_collections.ConfigDict({"name": "arith", "max_operands": 3, "train_size": 60,
+                                     "eval_per_bucket": 4})
+    task = tasks.make_task(cfg.name, cfg, seed=0)
+    assert task.buckets == ["2op", "3op"] and len(task.train) == 60
+    assert len({task.train[0], task.train[0]}) == 1  # prompts are hashable
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops=st.lists(st.integers(0, 10**9), min_size=1, max_size=8), reverse=st.booleans())
+def test_solve_matches_generated_answer(ops, reverse):
+    text = arith.format_prompt(ops, reverse)
+    assert arith.solve(text, reverse) == arith.format_answer(sum(ops), reverse)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), max_digits=st.integers(1, 4))
+def test_solve_matches_task_answers(seed, max_digits):
+    cfg = {"train_size": 40, "eval_per_bucket": 4, "max_digits": max_digits}
+    task = tasks.make_task("arith", cfg, seed)
+    for p in task.train + task.eval:
+        assert tasks.solve(p.text) == p.answer
+
+
+@given(st.text(alphabet="0123456789+= x", max_size=12))
+def test_solve_rejects_ill_formed(text):
+    try:
+        arith.solve(text)
+    except ValueError:
+        return
+    # Anything accepted must be digits(+digits)*= exactly.
+    body = text[:-1].split("+")
+    assert text.endswith("=") and all(t.isdigit() for t in body)
+
+
+# ----------------------------------------------------------------------------- tokenizer
+
+
+def test_char_tokenizer_round_trip_and_reload(tmp_path):
+    from transformers import PreTrainedTokenizerFast
+
+    tok = tasks.build_char_tokenizer(tasks.ARITH_ALPHABET, str(tmp_path / "tok"))
+    assert (tok.pad_token_id, tok.bos_token_id, tok.eos_token_id, tok.unk_token_id) == (
+        0, 1, 2, 3)
+    assert len(tok) == 4 + len(tasks.ARITH_ALPHABET)
+    text = "73+5+218=458"
+    ids = tasks.encode(tok, text)
+    assert len(ids) == len(text) and min(ids) >= 4  # no special tokens added
+    assert tasks.decode(tok, [tok.bos_token_id, *ids, tok.eos_token_id]) == text
+    loaded = PreTrainedTokenizerFast.from_pretrained(str(tmp_path / "tok"))
+    assert tasks.encode(loaded, text) == ids
+    assert tasks.decode(loaded, ids) == text
+    assert loaded.eos_token_id == 2 and loaded.pad_token_id == 0
+    # Spaces and newlines survive (no merging or inserted spaces).
+    other = tasks.build_char_tokenizer("ab \n")
+    assert tasks.decode(other, tasks.encode(other, "a b\n ba  ")) == "a b\n ba  "
+    assert tasks.encode(other, "z") == [other.unk_token_id]
+    with pytest.raises(ValueError):
+        tasks.build_char_tokenizer("aa")
+
+
+# ----------------------------------------------------------------------------- verifiers
+
+
+def test_extractors():
+    assert verify.extract_number("so 1,234.50 apples") == "1234.50"
+    assert verify.extract_number("x = -3/4.") == "-3/4"
+    assert verify.extract_number("no digits") is None
+    assert verify.extract_final_answer("a <answer> 1 </answer> b <answer>2</answer>") == "2"
+    assert verify.extract_final_answer("work\nAnswer: 17\n") == "17"
+    assert verify.extract_final_answer(r"so \boxed{\frac{1}{2}}.") == r"\frac{1}{2}"
+    assert verify.extract_final_answer("... #### 72") == "72"
+    assert verify.extract_final_answer("17") is None
+    assert verify.extract_final_answer("17", allow_bare=True) == "17"
+    assert verify.numeric_reward("Answer: 0.50", "1/2") == REWARD_CORRECT
+    assert verify.numeric_reward("the total is 73", "rationale #### 72") == REWARD_WRONG
+    assert verify.numeric_reward("no idea", "72") == REWARD_INVALID
+    assert verify.numeric_reward("72", "72", finished=False) == REWARD_INVALID
+
+
+@pytest.mark.parametrize("response,answer,expected", [
+    (r"so \boxed{1/2}", "0.5", REWARD_CORRECT),
+    (r"\boxed{\frac{1}{2}}", "0.5", REWARD_CORRECT),
+    (r"\boxed{0.5}", r"\frac{1}{2}", REWARD_CORRECT),
+    (r"\boxed{x+1}", "1+x", REWARD_CORRECT),
+    (r"\boxed{0.6}", "0.5", REWARD_WRONG),
+    ("the answer is 0.5", "0.5", REWARD_INVALID),  # no boxed answer
+    (r"\boxed{}", "0.5", REWARD_INVALID),
+    ("", "0.5", REWARD_INVALID),
+])
+def test_math_verify_reward(response, answer, expected):
+    assert verify.math_verify_reward(response, answer) == expected
+
+
+def test_math_verify_reward_off_main_thread():
+    # math-verify's default signal.alarm timeouts raise outside the main thread.
+    results, errors = [], []
+
+    def work():
+        try:
+            results.append(verify.math_verify_reward(r"so \boxed{\frac{2}{4}}", "0.5"))
+            results.append(verify.math_verify_reward(r"\boxed{3}", "0.5"))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and sorted(results) == [0, 0, 1, 1]
+
+
+# ----------------------------------------------------------------------------- corpora
+
+
+def _write_jsonl(path, rows):
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+
+
+ROWS = [{"prompt": f"What is {i} + {i}?", "answer": str(2 * i), "level": i % 3}
+        for i in range(40)]
+
+
+def test_jsonl_corpus_skips_rows_without_answer(tmp_path):
+    rows = ROWS + [{"prompt": "no answer key"}, {"prompt": "null", "answer": None},
+                   {"prompt": "blank", "answer": "  "}, {"answer": "1"}]
+    _write_jsonl(tmp_path / "qa.jsonl", rows)
+    cfg = {"path": str(tmp_path / "qa.jsonl"), "eval_fraction": 0.25, "verifier": "numeric",
+           "bucket_key": "level"}
+    task = tasks.make_task("corpus", cfg, seed=0)
+    assert task.stats["skipped_no_answer"] == 3
+    assert task.stats["skipped_no_prompt"] == 1
+    assert len(task.train) == 30 and len(task.eval) == 10
+    assert not {p.text for p in task.train} & {p.text for p in task.eval}
+    assert task.buckets == ["0", "1", "2"]
+    assert task.train[0].id.startswith("qa/")
+    p = task.eval[0]
+    assert task.verify(p, f"Answer: {p.answer}") == REWARD_CORRECT
+    assert task.verify(p, "Answer: 1000") == REWARD_WRONG
+    assert task.verify(p, "nothing") == REWARD_INVALID
+    again = tasks.make_task("corpus", cfg, seed=0)
+    assert [p.id for p in again.eval] == [p.id for p in task.eval]
+
+
+def test_corpus_errors(tmp_path):
+    missing = tmp_path / "nope.jsonl"
+    with pytest.raises(FileNotFoundError, match="nope.jsonl"):
+        tasks.make_task("corpus", {"path": str(missing)}, 0)
+    (tmp_path / "bad.jsonl").write_text('{"prompt": "a", "answer": "1"}\n{oops\n')
+    with pytest.raises(ValueError, match="bad.jsonl:2"):
+        tasks.make_task("corpus", {"path": str(tmp_path / "bad.jsonl")}, 0)
+
+
+def test_parquet_corpus_with_math_verify(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    rows = [{"question": f"Half of {2 * i + 1}?", "solution": f"{2 * i + 1}/2"} for i in range(20)]
+    rows.append({"question": "missing", "solution": None})
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "half.parquet")
+    cfg = {"path": str(tmp_path / "half.parquet"), "prompt_key": "question",
+           "answer_key": "solution", "eval_fraction": 0.2}
+    task = tasks.make_task("corpus", cfg, seed=0)
+    assert task.stats["skipped_no_answer"] == 1
+    assert (len(task.train), len(task.eval)) == (16, 4)
+    p = task.train[0]
+    value = int(p.text.split()[2].rstrip("?")) / 2
+    assert task.verify(p, rf"so \boxed{{{value}}}") == REWARD_CORRECT
+    assert task.verify(p, rf"so \boxed{{{value + 1}}}") == REWARD_WRONG
+    assert task.verify(p, f"{value}") == REWARD_INVALID
+
+
+def test_tfds_corpus_via_data_source(tmp_path):
+    tfds = pytest.importorskip("tensorflow_datasets")
+
+    class FrontierRlTinyQa(tfds.core.GeneratorBasedBuilder):
+        """A 12-row question/answer set written as array_record (no tensorflow needed)."""
+
+        VERSION = tfds.core.Version("1.0.0")
+
+        def _info(self):
+            text = tfds.features.Text()
+            return tfds.core.DatasetInfo(
+                builder=self,
+                features=tfds.features.FeaturesDict({"question": text, "answer": text}))
+
+        def _split_generators(self, dl_manager):
+            return {"train": self._generate_examples(10), "test": self._generate_examples(2)}
+
+        def _generate_examples(self, n):
+            for i in range(n):
+                yield i, {"question": f"{n}: {i}+1?", "answer": "" if i == 3 else str(i + 1)}
+
+    builder = FrontierRlTinyQa(data_dir=str(tmp_path), file_format="array_record")
+    builder.download_and_prepare()
+    cfg = {"path": "tfds:frontier_rl_tiny_qa", "data_dir": str(tmp_path),
+           "prompt_key": "question", "eval_split": "test", "verifier": "numeric"}
+    task = tasks.make_task("corpus", cfg, seed=0)
+    assert "tensorflow" not in sys.modules
+    assert task.stats["skipped_no_answer"] == 2  # one per split
+    assert (len(task.train), len(task.eval)) == (9, 1)
+    assert task.eval[0].id.startswith("frontier_rl_tiny_qa/test/")
+    p = task.train[0]
+    assert task.verify(p, f"Answer: {p.answer}") == REWARD_CORRECT
+    with pytest.raises(ValueError, match="no_such_dataset"):
+        tasks.make_task("corpus", {"path": "tfds:no_such_dataset", "data_dir": str(tmp_path)}, 0)
+
+
+# ----------------------------------------------------------------------------- reasoning-gym
+
+
+def test_reasoning_gym_task():
+    pytest.importorskip("reasoning_gym")
+    task = tasks.make_task("gym:leg_counting", {"train_size": 100, "eval_size": 30}, seed=0)
+    assert task.name == "gym:leg_counting" and task.buckets == ["leg_counting"]
+    assert len(task.train) == 100 - task.stats["train_duplicates"]
+    assert not {p.text for p in task.train} & {p.text for p in task.eval}
+    assert task.train[0].id == "gym/leg_counting/000000"
+    for p in task.eval:
+        assert task.verify(p, f"I count.\n<answer>{p.answer}</answer>") == REWARD_CORRECT
+        assert task.verify(p, f"<answer>{int(p.answer) + 1}</answer>") == REWARD_WRONG
+    p = task.eval[0]
+    # Partial credit from the scorer never leaks: a longer string containing the answer is 0.
+    assert task.verify(p, f"<answer>{p.answer} legs, or {p.answer}0</answer>") == REWARD_WRONG
+    assert task.verify(p, "I don't know") == REWARD_INVALID
+    assert task.verify(p, f"<answer>{p.answer}</answer>", finished=False) == REWARD_INVALID
+    again = tasks.make_task("gym:leg_counting", {"train_size": 100, "eval_size": 30}, seed=0)
+    assert [p.text for p in again.eval] == [p.text for p in task.eval]
+    with pytest.raises(ValueError, match="leg_counting"):
+        tasks.make_task("gym:leg_countin", {}, 0)
