@@ -1,0 +1,97 @@
+"""Golden values for the GRPO/DAPO losses, computed by hand in the comments."""
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from frontier_rl.rl.losses import (
+    LOSSES,
+    LossConfig,
+    aggregate,
+    group_advantages,
+    overlong_penalty,
+    policy_loss,
+)
+
+
+def test_group_advantages_hand_values():
+    # mean 0.5, unbiased std sqrt(4 * 0.25 / 3) = 0.57735 -> +-0.866025.
+    adv = group_advantages(np.array([1, 0, 1, 0, 1, 1, 1, 1], np.float32), 4)
+    np.testing.assert_allclose(adv[:4], [0.866025, -0.866025, 0.866025, -0.866025], atol=1e-5)
+    np.testing.assert_array_equal(adv[4:], 0.0)  # zero-variance group: exactly no signal
+
+
+def test_group_advantages_rejects_ragged():
+    with pytest.raises(ValueError, match="groups of 3"):
+        group_advantages(np.zeros(4), 3)
+
+
+def test_overlong_penalty_hand_values():
+    # L_max 8, L_cache 2: no penalty up to 6, -0.5 at 7, -1 at 8.
+    np.testing.assert_allclose(overlong_penalty(np.array([3, 6, 7, 8]), 8, 2), [0, 0, -0.5, -1])
+    np.testing.assert_allclose(overlong_penalty(np.array([8]), 8, 0), [0.0])
+
+
+def _loss(log_ratio, adv, mask, cfg, ref=None, logp=None):
+    logp = jnp.zeros_like(jnp.asarray(log_ratio)) if logp is None else jnp.asarray(logp)
+    old = logp - jnp.asarray(log_ratio)
+    return policy_loss(logp, old, jnp.asarray(adv, jnp.float32), jnp.asarray(mask), cfg,
+                       ref_logp=ref)
+
+
+def test_clip_higher_positive_advantage():
+    # ratios 1.5 and 0.5, A = +1, eps 0.2/0.28:
+    #   1.5: max(-1.5, -1.28) = -1.28 (clipped);  0.5: max(-0.5, -0.8) = -0.5.
+    cfg = LOSSES["dapo"]
+    loss, m = _loss([[math.log(1.5), math.log(0.5)]], [1.0], [[1.0, 1.0]], cfg)
+    assert float(loss) == pytest.approx((-1.28 - 0.5) / 2, abs=1e-6)
+    assert float(m["clip_frac"]) == pytest.approx(0.5)
+
+
+def test_clip_negative_advantage_and_dual_clip():
+    # A = -1: ratio 1.5 -> max(1.5, 1.28) = 1.5; ratio 0.5 -> max(0.5, 0.8) = 0.8;
+    # ratio 12 -> max(12, 1.28) = 12, dual clip min(12, c=10) = 10.
+    cfg = LOSSES["dapo"]
+    loss, _ = _loss([[math.log(1.5), math.log(0.5), math.log(12.0)]], [-1.0],
+                    [[1.0, 1.0, 1.0]], cfg)
+    assert float(loss) == pytest.approx((1.5 + 0.8 + 10.0) / 3, abs=1e-5)
+
+
+def test_grpo_symmetric_clip():
+    # GRPO preset clips at 1.2 on both sides: ratio 1.5, A=+1 -> -1.2.
+    loss, _ = _loss([[math.log(1.5)]], [1.0], [[1.0]], LOSSES["grpo"])
+    assert float(loss) == pytest.approx(-1.2, abs=1e-6)
+
+
+def test_aggregations_differ_as_specified():
+    # seq 1: one token of loss 1; seq 2: three tokens of loss 2.
+    per_token = jnp.array([[1.0, 0.0, 0.0], [2.0, 2.0, 2.0]])
+    mask = jnp.array([[1.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+    assert float(aggregate(per_token, mask, "token_mean")) == pytest.approx(7 / 4)
+    assert float(aggregate(per_token, mask, "seq_mean_token_mean")) == pytest.approx(3 / 2)
+    # Padding rows (no tokens) do not dilute the sequence mean.
+    per_token = jnp.concatenate([per_token, jnp.zeros((1, 3))])
+    mask = jnp.concatenate([mask, jnp.zeros((1, 3))])
+    assert float(aggregate(per_token, mask, "seq_mean_token_mean")) == pytest.approx(3 / 2)
+    with pytest.raises(ValueError, match="aggregation"):
+        aggregate(per_token, mask, "sum")
+
+
+def test_kl_k3_penalty():
+    # logp = log 0.5, ref = log 0.25: delta = log 0.5, k3 = 0.5 - log 0.5 - 1 = 0.193147.
+    cfg = LossConfig(kl_coef=0.1)
+    logp = jnp.log(jnp.array([[0.5]]))
+    ref = jnp.log(jnp.array([[0.25]]))
+    loss, m = _loss([[0.0]], [0.0], [[1.0]], cfg, ref=ref, logp=logp)
+    assert float(m["kl_ref"]) == pytest.approx(0.5 - math.log(0.5) - 1, abs=1e-6)
+    assert float(loss) == pytest.approx(0.1 * 0.193147, abs=1e-6)
+    with pytest.raises(ValueError, match="ref_logp"):
+        _loss([[0.0]], [0.0], [[1.0]], cfg)
+
+
+def test_masked_tokens_do_not_count():
+    cfg = LOSSES["dapo"]
+    loss, _ = _loss([[0.0, 5.0]], [1.0], [[1.0, 0.0]], cfg)
+    assert float(loss) == pytest.approx(-1.0, abs=1e-6)

@@ -1,0 +1,291 @@
+"""Tests for frontier_rl.models: HF parity both ways, KV-cache decoding, config and I/O errors."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch
+import transformers
+from flax import nnx
+
+from frontier_rl.models import (
+    ModelConfig,
+    Transformer,
+    config_from_hf,
+    config_to_hf,
+    family_preset,
+    init_cache,
+    load_pretrained,
+    load_tokenizer,
+    save_pretrained,
+    save_tokenizer,
+)
+
+TINY = dict(vocab_size=97, hidden_size=64, intermediate_size=128, num_layers=2, num_heads=4,
+            num_kv_heads=2, head_dim=16)
+# (family, tie_word_embeddings): Qwen2 covers qkv bias, Llama the untied lm_head.
+CASES = [("qwen3", True), ("qwen2", True), ("llama", False)]
+HF_CLASSES = {
+    "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM),
+    "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
+    "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
+}
+
+
+def hf_model(family: str, tie: bool, seed: int = 0):
+    """A random float32 transformers model; norms and biases are perturbed off their init
+    (ones / zeros) so that a mix-up of those tensors would show in the logits."""
+    config_cls, model_cls = HF_CLASSES[family]
+    config = config_cls(
+        vocab_size=97, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, rope_theta=1e4 + seed,
+        tie_word_embeddings=tie, attn_implementation="eager")
+    torch.manual_seed(seed)
+    model = model_cls(config).float().eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name or name.endswith("bias"):
+                p.add_(0.1 * torch.randn_like(p))
+    return model
+
+
+def perturbed_model(cfg: ModelConfig, seed: int = 0) -> Transformer:
+    """A random model whose norm weights and biases are also random (not ones / zeros)."""
+    model = Transformer(cfg, rngs=nnx.Rngs(seed))
+    state = nnx.state(model, nnx.Param)
+    flat = nnx.traversals.flatten_mapping(nnx.to_pure_dict(state))
+    rng = np.random.default_rng(seed)
+    for path, value in flat.items():
+        if path[-1] in ("weight", "bias"):
+            flat[path] = value + 0.1 * rng.standard_normal(value.shape).astype(np.float32)
+    nnx.replace_by_pure_dict(state, nnx.traversals.unflatten_mapping(flat))
+    nnx.update(model, state)
+    return model
+
+
+def random_batch(batch: int = 3, length: int = 13, seed: int = 0):
+    tokens = np.random.default_rng(seed).integers(0, 97, (batch, length))
+    positions = np.broadcast_to(np.arange(length), (batch, length))
+    return tokens, jnp.asarray(tokens, jnp.int32), jnp.asarray(positions, jnp.int32)
+
+
+def torch_logits(model, tokens: np.ndarray) -> np.ndarray:
+    with torch.no_grad():
+        return model(torch.tensor(tokens)).logits.float().numpy()
+
+
+@pytest.mark.parametrize("family,tie", CASES)
+def test_load_hf_checkpoint_matches_transformers(tmp_path, family, tie):
+    ref_model = hf_model(family, tie)
+    ref_model.save_pretrained(tmp_path)
+    model, cfg = load_pretrained(tmp_path)
+    assert (cfg.family, cfg.tie_word_embeddings, cfg.rope_theta) == (family, tie, 1e4)
+    assert cfg.qk_norm == (family == "qwen3") and cfg.qkv_bias == (family == "qwen2")
+    assert cfg.num_params() == sum(p.numel() for p in ref_model.parameters())
+    np_tokens, tokens, positions = random_batch()
+    logits, cache = model(tokens, positions)
+    assert logits.dtype == jnp.float32 and cache is None
+    np.testing.assert_allclose(logits, torch_logits(ref_model, np_tokens), atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("family,tie", CASES)
+def test_saved_checkpoint_loads_in_transformers(tmp_path, family, tie):
+    cfg = family_preset(family, **TINY, tie_word_embeddings=tie, rope_theta=5e5, eos_token_id=2)
+    model = perturbed_model(cfg)
+    save_pretrained(model, cfg, tmp_path)
+    ref_model = transformers.AutoModelForCausalLM.from_pretrained(
+        tmp_path, attn_implementation="eager").float().eval()
+    assert type(ref_model).__name__ == config_to_hf(cfg)["architectures"][0]
+    np_tokens, tokens, positions = random_batch(seed=1)
+    logits, _ = model(tokens, positions)
+    np.testing.assert_allclose(logits, torch_logits(ref_model, np_tokens), atol=1e-4, rtol=0)
+    # And back: our own loader reproduces the model and its config exactly.
+    reloaded, cfg2 = load_pretrained(tmp_path)
+    assert cfg2 == cfg
+    np.testing.assert_array_equal(reloaded(tokens, positions)[0], logits)
+
+
+def test_llama3_rope_scaling_matches_transformers(tmp_path):
+    rope = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0, "original_max_position_embeddings": 32}
+    # Small theta and a context past original_max_position_embeddings so that all three
+    # frequency bands (kept, interpolated, divided by factor) are exercised.
+    cfg = family_preset("llama", **TINY, rope_theta=500.0, rope_scaling=rope,
+                        max_position_embeddings=128)
+    model = perturbed_model(cfg)
+    save_pretrained(model, cfg, tmp_path)
+    ref_model = transformers.AutoModelForCausalLM.from_pretrained(
+        tmp_path, attn_implementation="eager").float().eval()
+    np_tokens, tokens, positions = random_batch(batch=1, length=100)
+    np.testing.assert_allclose(model(tokens, positions)[0], torch_logits(ref_model, np_tokens),
+                               atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("family", ["qwen3", "qwen2"])
+def test_kv_cache_decoding_matches_full_forward(family):
+    cfg = family_preset(family, **TINY)
+    model = perturbed_model(cfg, seed=2)
+    batch, length, prompt_len, max_len = 3, 12, 5, 16
+    rng = np.random.default_rng(3)
+    tokens = jnp.asarray(rng.integers(0, cfg.vocab_size, (batch, length)), jnp.int32)
+    # Row 1 is left-padded by 3 slots and row 2 by 1; padding slots must be invisible.
+    valid = np.ones((batch, length), bool)
+    valid[1, :3] = valid[2, :1] = False
+    positions = jnp.asarray(np.maximum(np.cumsum(valid, axis=1) - 1, 0), jnp.int32)
+    causal = np.tril(np.ones((length, length), bool))
+    full_mask = jnp.asarray(causal[None] & valid[:, None, :])
+    ref, _ = model(tokens, positions, attn_mask=full_mask)
+
+    # Cache slots past `length` stay empty and are masked out like padding.
+    slot_valid = jnp.asarray(np.pad(valid, ((0, 0), (0, max_len - length))))
+    slots = jnp.arange(max_len)
+    graphdef, params = nnx.split(model, nnx.Param)
+
+    @jax.jit
+    def decode(params):
+        model = nnx.merge(graphdef, params)
+        cache = init_cache(cfg, batch, max_len)
+        mask = (slots[None, :prompt_len, None] >= slots) & slot_valid[:, None, :]
+        logits, cache = model(tokens[:, :prompt_len], positions[:, :prompt_len],
+                              attn_mask=mask, cache=cache, cache_index=jnp.int32(0))
+        out = jnp.zeros((batch, length, cfg.vocab_size)).at[:, :prompt_len].set(logits)
+
+        def step(t, carry):  # `t` is traced: the cache write offset is dynamic.
+            out, cache = carry
+            tok = jax.lax.dynamic_slice_in_dim(tokens, t, 1, axis=1)
+            pos = jax.lax.dynamic_slice_in_dim(positions, t, 1, axis=1)
+            mask = ((slots <= t) & slot_valid)[:, None, :]
+            logits, cache = model(tok, pos, attn_mask=mask, cache=cache, cache_index=t)
+            return jax.lax.dynamic_update_slice_in_dim(out, logits, t, axis=1), cache
+
+        return jax.lax.fori_loop(prompt_len, length, step, (out, cache))
+
+    out, cache = decode(params)
+    assert cache.k.shape == (cfg.num_layers, batch, max_len, cfg.num_kv_heads, cfg.head_dim)
+    assert not np.any(np.asarray(cache.k)[:, :, length:])  # unused slots never written
+    np.testing.assert_allclose(np.asarray(out)[valid], np.asarray(ref)[valid], atol=1e-5, rtol=0)
+
+
+def test_cache_requires_mask_and_index():
+    cfg = family_preset("llama", **TINY)
+    model = Transformer(cfg, rngs=nnx.Rngs(0))
+    _, tokens, positions = random_batch(batch=2, length=4)
+    with pytest.raises(ValueError, match="attn_mask"):
+        model(tokens, positions, cache=init_cache(cfg, 2, 8), cache_index=0)
+
+
+def test_grad_and_bfloat16():
+    cfg = family_preset("qwen3", **TINY)
+    graphdef, params = nnx.split(Transformer(cfg, rngs=nnx.Rngs(0)), nnx.Param)
+    _, tokens, positions = random_batch()
+
+    @jax.jit
+    def loss(params):
+        logits, _ = nnx.merge(graphdef, params)(tokens, positions)
+        logp = jax.nn.log_softmax(logits[:, :-1])
+        return -jnp.mean(jnp.take_along_axis(logp, tokens[:, 1:, None], axis=-1))
+
+    grads = jax.grad(loss)(params)
+    norms = [float(jnp.linalg.norm(g)) for g in jax.tree.leaves(grads)]
+    assert all(np.isfinite(norms)) and all(n > 0 for n in norms)
+
+    bf16 = family_preset("qwen3", **TINY, dtype="bfloat16", tie_word_embeddings=False)
+    model = Transformer(bf16, rngs=nnx.Rngs(0))
+    assert all(p.dtype == jnp.bfloat16 for p in jax.tree.leaves(nnx.state(model, nnx.Param)))
+    logits, _ = model(tokens, positions)
+    assert logits.dtype == jnp.float32 and bool(jnp.all(jnp.isfinite(logits)))
+
+
+@pytest.mark.parametrize("family,tie", CASES + [("qwen3", False)])
+def test_num_params_matches_model(family, tie):
+    cfg = family_preset(family, **TINY, tie_word_embeddings=tie)
+    params = nnx.state(nnx.eval_shape(lambda: Transformer(cfg, rngs=nnx.Rngs(0))), nnx.Param)
+    assert cfg.num_params() == sum(int(np.prod(p.shape)) for p in jax.tree.leaves(params))
+    embeddings = cfg.vocab_size * cfg.hidden_size * (1 if tie else 2)
+    assert cfg.num_params(include_embeddings=False) == cfg.num_params() - embeddings
+
+
+@pytest.mark.parametrize("override,pattern", [
+    (dict(num_heads=6, num_kv_heads=4), r"num_heads=6 is not a multiple of num_kv_heads=4"),
+    (dict(hidden_size=0), r"hidden_size=0"),
+    (dict(head_dim=15), r"head_dim=15"),
+    (dict(dtype="float16"), r"dtype='float16'.*bfloat16"),
+    (dict(family="gpt2"), r"family='gpt2'"),
+    (dict(rms_norm_eps=-1.0), r"rms_norm_eps=-1.0"),
+    (dict(rope_scaling={"rope_type": "yarn", "factor": 2.0}), r"rope_type='yarn'"),
+    (dict(rope_scaling={"rope_type": "llama3", "factor": 8.0}), r"low_freq_factor"),
+    (dict(eos_token_id=-1), r"eos_token_id=-1"),
+])
+def test_config_validation_names_the_field(override, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        ModelConfig(**{**TINY, **override})
+
+
+def test_config_hashable_and_hf_round_trip():
+    rope = {"rope_type": "linear", "factor": 2.0}
+    cfg = family_preset("qwen2", **TINY, rope_scaling=rope, bos_token_id=1, pad_token_id=0)
+    assert hash(cfg) == hash(family_preset("qwen2", **TINY, rope_scaling=dict(rope),
+                                           bos_token_id=1, pad_token_id=0))
+    assert config_from_hf(config_to_hf(cfg)) == cfg
+    with pytest.raises(ValueError, match="qkv_bias"):
+        config_to_hf(family_preset("llama", **TINY, qkv_bias=True))
+    # transformers 4.x spelling: top-level rope_theta, rope_scaling with "type", torch_dtype,
+    # and a list of EOS ids; head_dim and num_key_value_heads omitted.
+    legacy = {"model_type": "llama", "vocab_size": 97, "hidden_size": 64,
+              "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "rope_theta": 5e5, "rope_scaling": {"type": "linear", "factor": 4.0},
+              "torch_dtype": "bfloat16", "eos_token_id": [7, 8], "tie_word_embeddings": True}
+    got = config_from_hf(legacy)
+    assert (got.head_dim, got.num_kv_heads, got.rope_theta, got.dtype, got.eos_token_id) == (
+        16, 4, 5e5, "bfloat16", 7)
+    assert got.rope_scaling == {"rope_type": "linear", "factor": 4.0}
+
+
+def test_load_errors_are_clear(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_pretrained(tmp_path / "nope")
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        load_pretrained(tmp_path)
+    cfg = family_preset("qwen3", **TINY)
+    (tmp_path / "config.json").write_text(json.dumps(config_to_hf(cfg)))
+    (tmp_path / "tokenizer.json").write_text("{}")
+    with pytest.raises(FileNotFoundError,
+                       match=r"no \*\.safetensors weights in .* \(found: config.json, "
+                             r"tokenizer.json\)"):
+        load_pretrained(tmp_path)
+
+    gpt2 = tmp_path / "gpt2"
+    gpt2.mkdir()
+    (gpt2 / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    with pytest.raises(ValueError, match="unsupported model_type='gpt2'"):
+        load_pretrained(gpt2)
+
+    # A checkpoint of another family: same sizes, but no q_norm/k_norm and extra biases.
+    qwen2 = tmp_path / "qwen2"
+    save_pretrained(Transformer(family_preset("qwen2", **TINY), rngs=nnx.Rngs(0)),
+                    family_preset("qwen2", **TINY), qwen2)
+    hf_config = json.loads((qwen2 / "config.json").read_text())
+    (qwen2 / "config.json").write_text(json.dumps({**hf_config, "model_type": "qwen3"}))
+    with pytest.raises(ValueError, match=r"missing .*q_norm.weight.*unexpected .*q_proj.bias"):
+        load_pretrained(qwen2)
+
+
+def test_tokenizer_round_trip(tmp_path):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {w: i for i, w in enumerate(["<pad>", "<eos>", "<unk>", "a", "b", "c"])}
+    raw = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    raw.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="<pad>",
+                                               eos_token="<eos>", unk_token="<unk>")
+    save_tokenizer(tok, tmp_path)
+    loaded = load_tokenizer(tmp_path)
+    assert loaded.encode("a c b z", add_special_tokens=False) == [3, 5, 4, 2]
+    assert (loaded.pad_token_id, loaded.eos_token_id) == (0, 1)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_tokenizer(os.path.join(tmp_path, "missing"))
