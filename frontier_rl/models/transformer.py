@@ -104,7 +104,9 @@ class Embed(nnx.Module):
         self.embedding = nnx.Param(_init(rngs.params(), (vocab_size, hidden_size), dtype))
 
     def __call__(self, tokens: jax.Array) -> jax.Array:
-        return jnp.take(self.embedding[...], tokens, axis=0)
+        # Clip rather than jnp.take's default NaN fill: a pad id outside the vocab must not
+        # put NaNs into masked-out keys/values (0 * NaN would still poison the softmax mix).
+        return jnp.take(self.embedding[...], tokens, axis=0, mode="clip")
 
 
 class RMSNorm(nnx.Module):
@@ -168,7 +170,10 @@ class Attention(nnx.Module):
         self.num_heads, self.num_kv_heads, self.head_dim = (
             cfg.num_heads, cfg.num_kv_heads, cfg.head_dim)
 
-    def __call__(self, x, cos, sin, mask, cache=None, layer=0, cache_index=None):
+    def __call__(self, x: jax.Array, cos: jax.Array, sin: jax.Array, mask: jax.Array,
+                 cache: KVCache | None = None, layer: int = 0,
+                 cache_index: jax.Array | int | None = None,
+                 ) -> tuple[jax.Array, KVCache | None]:
         """x [B, T, H] -> ([B, T, H], cache). With `cache` (a KVCache of all layers) the new
         keys/values go into cache[layer] at slots [cache_index, cache_index + T)."""
         b, t, _ = x.shape
@@ -202,7 +207,10 @@ class DecoderLayer(nnx.Module):
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps, dtype=dt)
         self.mlp = MLP(cfg, rngs=rngs)
 
-    def __call__(self, x, cos, sin, mask, cache=None, layer=0, cache_index=None):
+    def __call__(self, x: jax.Array, cos: jax.Array, sin: jax.Array, mask: jax.Array,
+                 cache: KVCache | None = None, layer: int = 0,
+                 cache_index: jax.Array | int | None = None,
+                 ) -> tuple[jax.Array, KVCache | None]:
         h, cache = self.self_attn(self.input_layernorm(x), cos, sin, mask, cache, layer,
                                   cache_index)
         x = x + h

@@ -98,8 +98,12 @@ class Trainer:
         self.param_shardings = sharding.param_shardings(params, self.mesh)
         params = jax.device_put(params, self.param_shardings)
         opt_state = jax.jit(self.tx.init)(params)
-        self.opt_shardings = jax.tree.map(lambda x: x.sharding, opt_state)
         rep = sharding.replicated(self.mesh)
+        # Moments inherit the parameters' shardings; scalars (step counts) are replicated.
+        self.opt_shardings = jax.tree.map(
+            lambda x: x.sharding if getattr(x.sharding, "mesh", None) == self.mesh else rep,
+            opt_state)
+        opt_state = jax.device_put(opt_state, self.opt_shardings)
         self._step = jax.jit(
             self._step_impl,
             in_shardings=(self.param_shardings, self.opt_shardings,
@@ -142,7 +146,7 @@ class Trainer:
             (loss, metrics), grads = jax.value_and_grad(self._loss, has_aux=True)(params, mb)
             updates, opt_state = self.tx.update(grads, opt_state, params)
             params = optax.apply_updates(params, updates)
-            metrics = dict(metrics, loss=loss, grad_norm=optax.global_norm(grads))
+            metrics = dict(metrics, loss=loss, grad_norm=optax.tree.norm(grads))
             return (params, opt_state), metrics
 
         (params, opt_state), metrics = jax.lax.scan(update, (params, opt_state), batches)
