@@ -20,6 +20,7 @@ import numpy as np
 from flax import nnx
 
 from frontier_rl import checkpoint, config_lib, evaluation, metrics, selection, tasks, warmstart
+from frontier_rl.entropy import PromptEntropy
 from frontier_rl.models import ModelConfig, Transformer, hf
 from frontier_rl.rl import batch as batch_lib
 from frontier_rl.rl import losses, sharding
@@ -193,7 +194,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         sampler=sampler, tokenizer=tokenizer, prompts=task.train, verify=task.verify,
         shape_rewards=shape_rewards, group_size=config.rl.group_size,
         batch_size=config.rl.batch_size, temperature=config.rollout.temperature,
-        top_p=config.rollout.top_p, seed=seed)
+        top_p=config.rollout.top_p, seed=seed,
+        prompt_entropy_fn=PromptEntropy(graphdef, pad_id=tokenizer.pad_token_id,
+                                        prompt_buckets=PROMPT_BUCKETS))
 
     # ======================================================================= restore
     ckpt = checkpoint.Checkpointer(os.path.join(workdir, "checkpoints"),

@@ -94,3 +94,24 @@ def test_rejects_bad_input(sampler, tiny_policy):
         sampler.sample(tiny_policy[2], [], 2)
     with pytest.raises(ValueError, match="temperature"):
         sampler.sample(tiny_policy[2], PROMPTS, 2, temperature=0.0)
+
+
+def test_prompt_entropy_matches_numpy(tiny_policy, tokenizer):
+    """ctx.prompt_entropy's pass equals a direct numpy computation from the model's logits."""
+    from frontier_rl.entropy import PromptEntropy
+
+    cfg, graphdef, params = tiny_policy
+    fn = PromptEntropy(graphdef, pad_id=tokenizer.pad_token_id, prompt_buckets=(16,),
+                       batch_buckets=(8,))
+    got = fn(params, PROMPTS)
+    model = nnx.merge(graphdef, params)
+    for p, v in zip(PROMPTS, got, strict=True):
+        ids = jnp.asarray([p], jnp.int32)
+        logits, _ = model(ids, jnp.arange(len(p))[None])
+        logits = np.asarray(logits[0, :-1], np.float64)
+        z = logits - logits.max(-1, keepdims=True)
+        logq = z - np.log(np.exp(z).sum(-1, keepdims=True))
+        expected = float(np.mean(-(np.exp(logq) * logq).sum(-1)))
+        assert v == pytest.approx(expected, abs=1e-5)
+    fn(params, PROMPTS[:2])
+    assert fn.compile_count == 1

@@ -8,7 +8,7 @@ the token cap is reached), so short answers do not pay for the full cap.
 Per generated token it returns the log-probability and the entropy of the policy's own
 distribution (temperature 1, no top-p): these are what the RL loss and the metrics need, whatever
 temperature/top-p the sampling used. Determinism: the same parameters, prompts, n and seed give
-the same tokens on CPU.
+the same tokens on CPU (one key per decode step, folded from the seed, samples every row).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class Sampler:
 
     # -- device side -------------------------------------------------------------------------
 
-    def _generate_impl(self, params, prompt, prompt_mask, keys, temperature, top_p, *,
+    def _generate_impl(self, params, prompt, prompt_mask, key, temperature, top_p, *,
                        max_new: int, greedy: bool, use_top_p: bool):
         self.compile_count += 1
         model = nnx.merge(self.graphdef, params)
@@ -116,10 +116,8 @@ class Sampler:
 
         def body(carry):
             t, cache, logits, out_tok, out_logp, out_ent, done, lengths, key_valid = carry
-            step_keys = jax.vmap(lambda k: jax.random.fold_in(k, t))(keys)
-            tok = jax.vmap(
-                lambda lg, k: _sample_token(lg[None], k, temperature, top_p, greedy, use_top_p)[0]
-            )(logits, step_keys)
+            tok = _sample_token(logits, jax.random.fold_in(key, t), temperature, top_p, greedy,
+                                use_top_p)
             logp_all = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
             tok_logp = jnp.take_along_axis(logp_all, tok[:, None], axis=-1)[:, 0]
             ent = -jnp.sum(jnp.exp(logp_all) * logp_all, axis=-1)
@@ -174,11 +172,8 @@ class Sampler:
             tok[i, plen - len(r):] = r
             msk[i, plen - len(r):] = 1
         msk[num_rows:, -1] = 1  # padding rows attend to one token so softmax stays finite
-        # One key per row derived from (seed, row): a row's samples do not depend on the batch
-        # bucket it lands in.
-        keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(seed), i))(jnp.arange(nb))
         out = self._generate(
-            params, jnp.asarray(tok), jnp.asarray(msk), keys,
+            params, jnp.asarray(tok), jnp.asarray(msk), jax.random.key(seed),
             jnp.float32(max(temperature, 1e-6)), jnp.float32(top_p),
             max_new=max_new, greedy=greedy, use_top_p=(top_p < 1.0 and not greedy),
         )

@@ -1,0 +1,52 @@
+"""Prompt entropy (HIVE Stage 2): V(x) = mean over prompt positions t = 2..L of the entropy of
+the policy's full-vocabulary next-token distribution p(. | x_<t), under the current parameters.
+
+One jitted forward pass over a left-padded batch; padding is excluded, log-softmax is taken in
+float32 and reduced at once; prompt lengths and batch sizes are padded to buckets so the pass
+compiles once per bucket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from frontier_rl.rl.train_step import sequence_logps
+from frontier_rl.rollout.sampler import bucket
+
+
+class PromptEntropy:
+    def __init__(self, graphdef: nnx.GraphDef, *, pad_id: int,
+                 prompt_buckets: Sequence[int] = (16, 32, 64, 128, 256, 512),
+                 batch_buckets: Sequence[int] = (64, 256, 1024)):
+        self.graphdef = graphdef
+        self.pad_id = pad_id
+        self.prompt_buckets = tuple(prompt_buckets)
+        self.batch_buckets = tuple(batch_buckets)
+        self.compile_count = 0
+        self._fn = jax.jit(self._impl)
+
+    def _impl(self, params, tokens, valid):
+        self.compile_count += 1
+        _, entropy = sequence_logps(nnx.merge(self.graphdef, params), tokens, valid)
+        # Target t is predicted from x_<t; count targets 2..L, whose context is a real token.
+        mask = (valid[:, 1:] * valid[:, :-1]).astype(jnp.float32)
+        return jnp.sum(entropy * mask, axis=-1) / jnp.maximum(jnp.sum(mask, axis=-1), 1.0)
+
+    def __call__(self, params, prompts: Sequence[Sequence[int]]) -> np.ndarray:
+        """Mean next-token entropy (nats) per prompt, float32 [len(prompts)]."""
+        n = len(prompts)
+        if n == 0:
+            return np.zeros((0,), np.float32)
+        plen = bucket(max(len(p) for p in prompts), self.prompt_buckets)
+        rows = bucket(n, self.batch_buckets)
+        tokens = np.full((rows, plen), self.pad_id, np.int32)
+        valid = np.zeros((rows, plen), np.int32)
+        for i, p in enumerate(prompts):
+            tokens[i, plen - len(p):] = p
+            valid[i, plen - len(p):] = 1
+        return np.asarray(self._fn(params, tokens, valid))[:n]

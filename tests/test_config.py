@@ -1,0 +1,55 @@
+"""Configs validate when built and name the bad field, value and allowed range."""
+
+import importlib.util
+import os
+
+import pytest
+
+from frontier_rl import config_lib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "configs", name))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("name", sorted(f for f in os.listdir(os.path.join(ROOT, "configs"))
+                                        if f.endswith(".py")))
+def test_every_config_builds(name):
+    mod = load(name)
+    assert config_lib.validate(mod.get_config())
+    assert mod.__doc__ and "frontier-rl" in mod.__doc__  # says how to run it
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("rl.learning_rate", -1.0, "rl.learning_rate=-1.0 is not allowed: a number > 0"),
+    ("rl.group_size", 1, "rl.group_size=1"),
+    ("rl.minibatches", 3, "a divisor of rl.batch_size * rl.group_size = 512"),
+    ("rollout.top_p", 1.5, "rollout.top_p=1.5"),
+    ("selector.name", "nope", "selector.name='nope'"),
+    ("model.num_heads", 3, "a multiple of model.num_kv_heads=2"),
+    ("checkpoint.max_to_keep", 1, "falls back to the previous one"),
+])
+def test_bad_values_name_the_field(field, value, message):
+    c = config_lib.default_config()
+    section, leaf = field.split(".")
+    c[section][leaf] = value
+    with pytest.raises(config_lib.ConfigError, match=message.replace("*", r"\*")
+                       .replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        config_lib.validate(c)
+
+
+def test_dapo_forbids_kl():
+    c = load("arith_dapo.py").get_config()
+    c.rl.kl_coef = 0.1
+    with pytest.raises(config_lib.ConfigError, match="DAPO has no KL"):
+        config_lib.validate(c)
+
+
+def test_unknown_config_arg():
+    with pytest.raises(ValueError, match="unknown arg"):
+        load("arith_grpo.py").get_config("huge")
