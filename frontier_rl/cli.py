@@ -3,6 +3,7 @@
 Commands:
   train  --config=configs/<exp>.py[:arg] --workdir=DIR [--config.<field>=value ...]
   bench  sampler | train_step  [--bench_config=default] [--repeats=N] [--json]
+  bench  selection --selector=NAME [--sizes=10000,100000,1000000] [--json]
 
 Any config leaf can be overridden on the command line, e.g. `--config.rl.learning_rate=3e-4`.
 """
@@ -26,6 +27,8 @@ flags.DEFINE_string("workdir", None, "Run directory: checkpoints, metrics.jsonl,
 flags.DEFINE_bool("json", False, "bench: print the figures as one JSON object on the last line.")
 flags.DEFINE_integer("repeats", 10, "bench: timed repetitions after warm-up.")
 flags.DEFINE_string("bench_config", "default", "bench: the named work to time.")
+flags.DEFINE_string("selector", "uniform", "bench selection: the registered selector to time.")
+flags.DEFINE_list("sizes", ["10000", "100000", "1000000"], "bench selection: pool sizes.")
 
 
 def _main(argv: list[str]) -> int:
@@ -45,8 +48,14 @@ def _main(argv: list[str]) -> int:
 
             if len(argv) < 3:
                 raise train.RunError(f"bench needs one of {sorted(bench.BENCHES)}")
-            bench.main(argv[2], config_name=FLAGS.bench_config, repeats=FLAGS.repeats,
-                       as_json=FLAGS.json)
+            if argv[2] == "selection":
+                from frontier_rl import bench_selection
+
+                bench_selection.main(FLAGS.selector, sizes=[int(s) for s in FLAGS.sizes],
+                                     repeats=FLAGS.repeats, as_json=FLAGS.json)
+            else:
+                bench.main(argv[2], config_name=FLAGS.bench_config, repeats=FLAGS.repeats,
+                           as_json=FLAGS.json)
     except (config_lib.ConfigError, train.RunError, FileNotFoundError, ValueError) as e:
         print(f"frontier-rl {command}: error: {e}", file=sys.stderr)
         return 1

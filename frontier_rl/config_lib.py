@@ -89,14 +89,21 @@ def default_config() -> ml_collections.ConfigDict:
     c.rl.overlong_buffer = 0  # DAPO L_cache (tokens); 0 disables shaping
     c.rl.overlong_penalty = 1.0
 
+    # The prompt selector; each registered selector's own fields live in selector.<name>.
+    from frontier_rl import selection
+
     c.selector = ml_collections.ConfigDict()
     c.selector.name = "uniform"
+    for name in selection.names():
+        c.selector[name] = ml_collections.ConfigDict(selection.defaults(name))
 
-    # Held-out evaluation: Avg@k (k samples at `temperature`) and greedy accuracy per bucket.
+    # Held-out evaluation: Avg@k (k samples at `temperature` / `top_p`) and greedy accuracy per
+    # bucket. T = 0.7, top-p = 0.7 is HeaPA's Avg@16 protocol (eval_dataset_generation.py).
     c.eval = ml_collections.ConfigDict()
     c.eval.every = 25
     c.eval.k = 8
-    c.eval.temperature = 1.0
+    c.eval.temperature = 0.7
+    c.eval.top_p = 0.7
     c.eval.greedy = True
 
     c.checkpoint = ml_collections.ConfigDict()
@@ -211,9 +218,14 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
            lambda x: isinstance(x, int) and 0 <= x < cfg.rollout.max_new_tokens,
            f"an integer in [0, rollout.max_new_tokens={cfg.rollout.max_new_tokens})")
     _check(cfg, "selector.name", _in(*selection.names()), f"one of {selection.names()}")
+    try:
+        selection.validate(cfg.selector.name, cfg.selector.get(cfg.selector.name))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     _check(cfg, "eval.every", lambda x: isinstance(x, int) and x >= 0, "an integer >= 0")
     _check(cfg, "eval.k", _pos_int, "an integer >= 1")
     _check(cfg, "eval.temperature", _pos, "a number > 0")
+    _check(cfg, "eval.top_p", lambda x: _pos(x) and x <= 1, "a number in (0, 1]")
     _check(cfg, "checkpoint.every", _pos_int, "an integer >= 1")
     _check(cfg, "checkpoint.max_to_keep", lambda x: _pos_int(x) and x >= 2,
            "an integer >= 2 (a damaged latest checkpoint falls back to the previous one)")

@@ -30,7 +30,7 @@ from frontier_rl.rollout.sampler import Sampler
 
 log = logging.getLogger("frontier_rl")
 
-PROMPT_BUCKETS = (16, 32, 64, 128, 256, 512, 1024)
+PROMPT_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 ROW_BUCKETS = (64, 128, 256, 512, 1024, 2048)
 
 
@@ -186,7 +186,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     def evaluate(params, step: int) -> dict[str, float]:
         return evaluation.evaluate(
             sampler, params, tokenizer, task.eval, task.verify, k=config.eval.k,
-            temperature=config.eval.temperature, greedy=config.eval.greedy, seed=seed + 7)
+            temperature=config.eval.temperature, top_p=config.eval.top_p,
+            greedy=config.eval.greedy, seed=seed + 7)
 
     # ======================================================================= selector
     selector = selection.make(config.selector.name, config.selector, len(task.train), seed)
@@ -224,7 +225,10 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     if start_step == 0:
         t0 = time.perf_counter()
         last_eval = evaluate(params, 0)
-        writer.write(0, {**last_eval, "perf/eval_time": time.perf_counter() - t0})
+        task_metrics = {"task/train_prompts": len(task.train), "task/eval_prompts": len(task.eval),
+                        **{f"task/{k}": v for k, v in task.stats.items()
+                           if isinstance(v, (int, float))}}
+        writer.write(0, {**last_eval, **task_metrics, "perf/eval_time": time.perf_counter() - t0})
         say(_eval_line(0, last_eval, task.buckets, config.eval.k))
 
     # ======================================================================= loop

@@ -141,3 +141,28 @@ def test_sigkill_then_resume_matches(full_run, tmp_path):
     a = _comparable(metrics.read(str(tmp_path / "metrics.jsonl")))
     b = _comparable(metrics.read(str(ref_dir / "metrics.jsonl")))
     assert a == b
+
+
+def test_corpus_rows_without_answer_are_skipped_and_counted(tmp_path):
+    import ml_collections
+
+    rows = [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(40)]
+    rows += [{"prompt": "1+1="}, {"prompt": "2+2=", "answer": None},
+             {"prompt": "3+3=", "answer": ""}]
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    c = smoke_config(**{"warmstart.enabled": False, "rl.num_steps": 1})
+    c.task = ml_collections.ConfigDict(
+        {"name": "corpus", "path": str(path), "verifier": "numeric", "eval_fraction": 0.2})
+    train.run(c, str(tmp_path / "run"))
+    first = metrics.read(str(tmp_path / "run" / "metrics.jsonl"))[0]
+    assert first["task/skipped_no_answer"] == 3
+    assert first["task/train_prompts"] + first["task/eval_prompts"] == 40
+
+
+def test_dapo_config_trains(tmp_path):
+    c = smoke_config(**{"rl.loss": "dapo", "rl.overlong_buffer": 2, "rl.num_steps": 2})
+    final = train.run(c, str(tmp_path))
+    records = metrics.read(str(tmp_path / "metrics.jsonl"))
+    assert records[-1]["step"] == 2 and "eval/avg@2/all" in final
+    assert all(r["train/loss"] == r["train/loss"] for r in records[1:])  # finite

@@ -105,16 +105,32 @@ class Selector(Protocol):
 
 
 SelectorFactory = Callable[..., Selector]
-_REGISTRY: dict[str, SelectorFactory] = {}
 
 
-def register(name: str) -> Callable[[SelectorFactory], SelectorFactory]:
-    """Class decorator: makes a selector available as `config.selector.name = name`."""
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    factory: SelectorFactory
+    defaults: dict  # config.selector.<name>.<field> defaults (paper symbols in the comments)
+    validate: Callable[[Any], None] | None  # raises ValueError naming selector.<name>.<field>
+
+
+_REGISTRY: dict[str, Entry] = {}
+
+
+def register(name: str, *, defaults: dict | None = None,
+             validate: Callable[[Any], None] | None = None
+             ) -> Callable[[SelectorFactory], SelectorFactory]:
+    """Class decorator: makes a selector available as `config.selector.name = name`.
+
+    `defaults` become the config section `config.selector.<name>` (so every field can be
+    overridden from the command line); `validate(section)` checks it before anything compiles.
+    The factory is called as `factory(section, num_prompts=..., seed=...)`.
+    """
 
     def wrap(factory: SelectorFactory) -> SelectorFactory:
         if name in _REGISTRY:
             raise ValueError(f"selector {name!r} is registered twice")
-        _REGISTRY[name] = factory
+        _REGISTRY[name] = Entry(factory, dict(defaults or {}), validate)
         return factory
 
     return wrap
@@ -124,8 +140,19 @@ def names() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def defaults(name: str) -> dict:
+    return dict(_REGISTRY[name].defaults)
+
+
+def validate(name: str, section: Any) -> None:
+    entry = _REGISTRY[name]
+    if entry.validate is not None:
+        entry.validate(section)
+
+
 def make(name: str, cfg: Any, num_prompts: int, seed: int) -> Selector:
-    """Builds the selector registered as `name` with its config section `cfg`."""
+    """Builds the selector registered as `name` from `config.selector` (its own subsection)."""
     if name not in _REGISTRY:
         raise ValueError(f"selector.name={name!r} is not one of {names()}")
-    return _REGISTRY[name](cfg, num_prompts=num_prompts, seed=seed)
+    section = cfg.get(name) if cfg is not None and hasattr(cfg, "get") else None
+    return _REGISTRY[name].factory(section, num_prompts=num_prompts, seed=seed)
