@@ -32,6 +32,7 @@ log = logging.getLogger("frontier_rl")
 
 PROMPT_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 ROW_BUCKETS = (64, 128, 256, 512, 1024, 2048)
+WARMSTART_KEY = "frontier_rl_warmstart.json"  # the config the cached warm start was made with
 
 
 class RunError(RuntimeError):
@@ -110,10 +111,17 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
 
     # ======================================================================= policy
     ws_dir = os.path.join(workdir, "warmstart")
+    ws_key = json.loads(ml_collections.ConfigDict(
+        {"seed": seed, "task": config.task, "model": config.model, "warmstart": config.warmstart}
+    ).to_json_best_effort())
     if os.path.exists(os.path.join(ws_dir, "model.safetensors")):
         model, mcfg = hf.load_pretrained(ws_dir)
         tokenizer = hf.load_tokenizer(ws_dir)
         say(f"warm start: loaded cached policy from {ws_dir}")
+        key_path = os.path.join(ws_dir, WARMSTART_KEY)
+        if os.path.exists(key_path) and json.load(open(key_path)) != ws_key:
+            log.warning("the cached warm start in %s was made with a different task/model/"
+                        "warmstart config; delete that directory to redo it", ws_dir)
         warm = False
     elif config.model.path:
         model, mcfg = hf.load_pretrained(config.model.path)
@@ -153,6 +161,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         shutil.rmtree(tmp, ignore_errors=True)
         hf.save_pretrained(nnx.merge(graphdef, params), mcfg, tmp)
         hf.save_tokenizer(tokenizer, tmp)
+        with open(os.path.join(tmp, WARMSTART_KEY), "w") as f:
+            json.dump(ws_key, f, indent=2)
         os.replace(tmp, ws_dir)  # atomic: a killed warm start leaves no half-written cache
         say(f"warm start: done in {time.perf_counter() - t0:.0f}s (loss {loss:.4f}), "
             f"cached in {ws_dir}")
@@ -192,7 +202,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     # ======================================================================= selector
     selector = selection.make(config.selector.name, config.selector, len(task.train), seed)
     ctx = PolicyContext(
-        sampler=sampler, tokenizer=tokenizer, prompts=task.train, verify=task.verify,
+        sampler=sampler, tokenizer=tokenizer, prompts=list(task.train), verify=task.verify,
         shape_rewards=shape_rewards, group_size=config.rl.group_size,
         batch_size=config.rl.batch_size, temperature=config.rollout.temperature,
         top_p=config.rollout.top_p, seed=seed,
@@ -240,7 +250,10 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         rollouts_before = ctx.counters["rollouts"]
 
         # --- select + roll out
-        groups = selector.build_batch(ctx)
+        try:
+            groups = selector.build_batch(ctx)
+        except RuntimeError as e:  # e.g. DS's max_num_gen_batches: the selector's own words
+            raise RunError(f"step {step}: {e}") from None
         t_built = time.perf_counter()
         if not groups:
             raise RunError(f"selector {config.selector.name!r} returned no groups at step {step}")
@@ -280,8 +293,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
             "perf/step_time": t_after - t_step,
             "perf/generate_time": ctx.timers["generate"],
             "perf/verify_time": ctx.timers["verify"],
+            "perf/entropy_time": ctx.timers["entropy"],
             "perf/select_time": (t_built - t_step) - ctx.timers["generate"]
-            - ctx.timers["verify"] + (t_after - t_updated),
+            - ctx.timers["verify"] - ctx.timers["entropy"] + (t_after - t_updated),
             "perf/update_time": t_updated - t_built,
             "perf/peak_rss_gib": _peak_rss_gib(),
         })

@@ -113,3 +113,11 @@ def test_rejects_ragged_rows(tiny_policy, tokenizer):
     tr, params, opt = _trainer(tiny_policy, mesh, minibatches=3)
     with pytest.raises(ValueError, match="multiple of 3"):
         tr.step(params, opt, _pack(_groups(tiny_policy, tokenizer)), seed=0)
+
+
+def test_pack_uses_a_selector_baseline_when_given(tiny_policy, tokenizer):
+    groups = _groups(tiny_policy, tokenizer)
+    groups[0].adv_baseline, groups[0].adv_scale = 0.25, 0.5
+    b = _pack(groups)
+    np.testing.assert_allclose(b["advantages"][:4], [1.5, -0.5, 1.5, -0.5])  # (r - 0.25) / 0.5
+    np.testing.assert_allclose(b["advantages"][4:8], [0.866025, -0.866025] * 2, atol=1e-5)

@@ -46,6 +46,13 @@ def pack(
     advantages = np.zeros((nrows,), np.float32)
     rewards = np.concatenate([g.rewards for g in groups])
     advantages[:rows] = group_advantages(rewards, group_size)
+    for j, g in enumerate(groups):
+        # Selectors that estimate the baseline from more responses than they return
+        # (Reinforce-Ada's global statistics) set it on the group.
+        if getattr(g, "adv_baseline", None) is not None:
+            scale = g.adv_scale if g.adv_scale is not None else 1.0
+            advantages[j * group_size:(j + 1) * group_size] = (
+                (np.asarray(g.rewards, np.float32) - g.adv_baseline) / scale)
 
     r = 0
     for g, p in zip(groups, prompt_ids, strict=True):

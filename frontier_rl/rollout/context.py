@@ -63,6 +63,26 @@ class PolicyContext:
         self._calls += 1
         return int(np.random.SeedSequence([self.seed, self.step, self._calls]).generate_state(1)[0])
 
+    def add_prompts(self, prompts: Sequence) -> list[int]:
+        """Makes new prompts (e.g. augmented queries) rollable; returns their indices.
+
+        A prompt whose id is already known gets its existing index. Indices last for the
+        process: selectors checkpoint prompt ids and texts, and re-add them after a resume.
+        """
+        if not isinstance(self.prompts, list):
+            self.prompts = list(self.prompts)
+        if not hasattr(self, "_index_by_id"):
+            self._index_by_id = {p.id: i for i, p in enumerate(self.prompts)}
+        out = []
+        for p in prompts:
+            idx = self._index_by_id.get(p.id)
+            if idx is None:
+                idx = len(self.prompts)
+                self.prompts.append(p)
+                self._index_by_id[p.id] = idx
+            out.append(idx)
+        return out
+
     def encode(self, index: int) -> list[int]:
         ids = self._ids.get(index)
         if ids is None:

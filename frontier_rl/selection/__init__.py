@@ -1,6 +1,15 @@
 """Prompt selectors (host-side Python; no jax). Importing this package registers them all."""
 
-from frontier_rl.selection import uniform  # noqa: F401  (registers "uniform")
+from frontier_rl.selection import (
+    dynamic_sampling,  # noqa: F401  (registers "ds")
+    greso,  # noqa: F401  (registers "greso")
+    heapa,  # noqa: F401  (registers "heapa" and "ps")
+    hive,  # noqa: F401  (registers "hive")
+    pcl,  # noqa: F401  (registers "pcl")
+    prefilter,  # noqa: F401  (registers "prefilter")
+    reinforce_ada,  # noqa: F401  (registers "reinforce_ada")
+    uniform,  # noqa: F401  (registers "uniform")
+)
 from frontier_rl.selection.base import (
     Group,
     Selector,

@@ -43,6 +43,11 @@ class Group:
     tokens: np.ndarray | None = None  # int32 [G, max_new]; None in the synthetic learner
     logps: np.ndarray | None = None  # float32 [G, max_new]
     texts: list[str] | None = None
+    # Set by selectors that estimate the group baseline from more responses than they return
+    # (Reinforce-Ada's global statistics): the advantage is then (rewards - adv_baseline) /
+    # adv_scale instead of the within-group GRPO normalisation. None = within-group.
+    adv_baseline: float | None = None
+    adv_scale: float | None = None
 
     @property
     def size(self) -> int:

@@ -1,0 +1,14 @@
+"""HeaPA (heap sampling + on-policy query augmentation, arXiv 2601.22448) and the Prioritized
+Sampling baseline, behind the Selector interface. Importing this package registers "heapa" and
+"ps".
+
+    pool.py      records, cold FIFO, low/high heaps, boundary sampler, eviction, archive, recycling
+    ps.py        the Prioritized Sampling pool (sum tree)
+    augment.py   on-policy candidate queries (arith prefix continuation; the spec's tag template)
+    teacher.py   asynchronous annotation: programmatic arith teacher, HTTP chat-completions teacher
+    lineage.py   parent -> children graph, ChildAgg / PathAgg re-estimation
+    selector.py  the selectors, their config fields and the list of deviations from the paper/code
+    bench.py     host-time and memory profile of the pool at large sizes
+"""
+
+from frontier_rl.selection.heapa import selector  # noqa: F401  (registers "heapa" and "ps")

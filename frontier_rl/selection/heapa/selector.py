@@ -1,0 +1,616 @@
+"""The `heapa` and `ps` selectors: pool + sampler + augmentation + teacher + lineage.
+
+One step (build_batch, then after_update once the policy is updated):
+
+    drain the teacher: accepted (question, answer) pairs become records (cold queue, or the
+      heaps at their estimate with aug_entry="heap"), with their parent recorded
+    recycle if |pool| < B or |archive| >= recycle_archive_max: lineage refresh (ChildAgg /
+      PathAgg), then the archive is reinserted, `recycle_chunk` records per step (more if
+      the pool cannot otherwise supply B)
+    sample B records (cold first, then the boundary sampler) -> ctx.rollout(..., G)
+    pool statistic of each record = mean shaped reward of its own group, matched by record id;
+      the record goes to the archive            [with filter_groups: DAPO rounds until B
+                                                 non-zero-variance groups or max_rounds]
+    after_update: the policy writes n_aug candidates per rolled-out prompt (ctx.generate);
+      parsed, deduplicated, and queued for the teacher without waiting
+
+Rollouts of augmented records need them in the context: `ctx.add_prompts(list[Prompt]) ->
+list[int]` appends them (id = record_id, answer = the teacher's) and returns their indices.
+
+Selectors and ablations (ALGORITHMS.md §2, §4.6, §4.8):
+    heapa                          HeaPA + PathAgg (default: refresh="path")
+    heapa, refresh="child"         HeaPA + ChildAgg
+    heapa, augment=False           heap sampling only
+    heapa, sampling="uniform"      policy augmentation only (uniform draws from the pool)
+    ps                             Prioritized Sampling (heapa/ps.py); augment=True is PS+PA
+
+Paper symbols -> config fields (`config.selector.heapa.*`):
+    alpha -> alpha, N -> capacity, B -> rl.batch_size, G -> rl.group_size, n_aug -> n_aug,
+    [d_min, d_max] -> d_min / d_max, "up to 2B candidates" -> candidate_factor,
+    archive threshold -> recycle_archive_max, T (PathAgg) -> path_weight_temp.
+
+Where this follows the paper rather than the released verl code, or fixes it (the code's
+behaviour stays available where it is a reasonable choice):
+ 1. Rewards: r = 1 / 0 / -1 (paper; reward_scheme="ternary"); the code scores +-1
+    (reward_scheme="pm1": correct +1, anything else -1, plus any shaping).
+ 2. Accepted augmentations enter the cold queue (paper, slime port; aug_entry="cold"); the verl
+    code puts them straight into the heaps at their estimate (aug_entry="heap").
+ 3. Recycling also triggers when the archive reaches recycle_archive_max (paper; the code has
+    only |pool| < B; 0 turns it off). Reinsertion is spread over steps, recycle_chunk records
+    per step (0 = all at once, as the code, which only sleeps between 512-record chunks).
+ 4. Pool statistics and the augmentation parent's reward are keyed by record id (the code
+    matches rewards by position and looks the parent reward up under a mismatched text key).
+    Nothing sampled is lost: a record that was not rolled out goes back to the pool.
+ 5. max(low) <= min(high) always holds: an arrival is placed by comparing with both boundary
+    items, and rebalancing runs to completion (rebalance_max_moves=0; the code's 4 = local).
+ 6. Evictions keep the lineage graph and the record index consistent (the code leaves
+    dangling edges) and are counted (evicted, evicted_on_arrival).
+ 7. Augmentation enforces the stop strings and the token cap, and parses only the response
+    (the code's rollout ignored both, and its parser read a tail of the prompt).
+ 8. The teacher rejects answers that are not numbers (the code let gt=None through) and keeps
+    JSON number answers (the code dropped them); faults are retried and counted.
+ 9. Everything is seeded; the whole state (pool, heaps, archive, recycle queue, lineage,
+    teacher queue and in-flight work, RNGs) is checkpointed.
+10. Augmented records get short sequential ids ("aug/<hex>") rather than uuid4, so runs repeat.
+11. The DAPO group filter (filter_groups) returns what it has after max_rounds instead of
+    raising.
+12. max_cold_frac < 1 caps the cold share of a batch (an addition; 1.0 = paper and code).
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import math
+import re
+import time
+
+import numpy as np
+
+from frontier_rl.selection.base import REWARD_CORRECT, Group, StepContext, register
+from frontier_rl.selection.common import read_config, rng_state, set_rng_state
+from frontier_rl.selection.heapa import augment, lineage, pool, ps, teacher
+from frontier_rl.tasks.base import Prompt
+
+REWARD_SCHEMES = ("ternary", "pm1")
+AUG_ENTRY = ("cold", "heap")
+EFFORTS = ("", "minimal", "low", "medium", "high")
+# Every rejection reason has a metric (select/reject_<reason>), zero when it did not occur.
+REASONS = ("empty", "ill_formed", "token_cap", "duplicate", "queue_full", "unsolvable",
+           "filter", "no_numeric_answer", "empty_clean", "cjk", "timeout", "connection_error",
+           "http_error", "malformed_response", "malformed_json", "overloaded", "exception")
+
+COMMON = dict(
+    capacity=1_000_000,  # N: pool size bound (cold + low + high; the archive is not counted)
+    reward_scheme="ternary",  # pool statistic from r = 1/0/-1 (paper) or "pm1" (+-1, code)
+    shuffle_seeds=True,  # seeds enter the cold queue in a seeded random order (a dataloader)
+    max_cold_frac=1.0,  # at most this share of a batch from the cold queue (1.0 = paper)
+    filter_groups=False,  # DAPO recipe: keep only non-zero-variance groups, resample rounds
+    max_rounds=20,  # DAPO max_num_gen_batches
+    recycle_archive_max=8192,  # archive size that triggers recycling (paper; 0 = code: off)
+    recycle_chunk=512,  # archived records reinserted per step (0 = all at once)
+    # On-policy augmentation.
+    augment=True,  # off: "heap sampling only" (heapa) / plain PS (ps)
+    n_aug=1,  # n_aug: candidate queries the policy writes per rolled-out prompt
+    aug_format="auto",  # "arith" (prefix continuation), "template" (tags), "auto" (by prompts)
+    aug_max_new_tokens=0,  # token cap of the augmentation generation; 0 = 8 arith / 400 template
+    aug_temperature=1.0,
+    aug_entry="cold",  # accepted pairs enter the cold queue (paper) or "heap" at est (code)
+    aug_require_capacity=True,  # augment only if N - |pool| >= #prompts * n_aug (code)
+    arith_prefix="mixed",  # arith: "drop_last" (sibling), "extend" (harder child) or "mixed"
+    arith_max_operands=6,  # arith dataset filter: operands per problem (min 2)
+    arith_max_digits=3,  # arith dataset filter: digits per operand
+    reverse_digits=True,  # arith: digits least-significant first (= task.reverse_digits)
+    prompt_template="{prompt}",  # template path: how a question becomes a prompt (= corpus's)
+    d_min=0.75,  # d_min: clamp of the policy difficulty factor d
+    d_max=1.33,  # d_max
+    est_fallback=0.5,  # parent statistic used when it has none
+    # Teacher.
+    teacher="auto",  # "arith" (programmatic), "http" (OpenAI-compatible), "auto" (by format)
+    teacher_workers=2,  # worker threads; 0 = inline and deterministic (tests)
+    teacher_queue=20000,  # bounded queue; a full queue drops candidates (counted)
+    teacher_timeout_s=30.0,  # per call
+    teacher_max_retries=1,  # retries after a failed call (timeouts, errors, bad JSON)
+    teacher_backoff_s=1.0,  # backoff before retry k: backoff * 2^(k-1)
+    teacher_url="",  # e.g. http://127.0.0.1:8000/v1 (the path /chat/completions is added)
+    teacher_model="gpt-5-nano",
+    teacher_api_key_env="OPENAI_API_KEY",  # name of the environment variable holding the key
+    teacher_max_tokens=4196,
+    teacher_reasoning_effort="",  # sent only if set (e.g. "low" for OpenAI reasoning models)
+    wrong_label_rate=0.0,  # arith teacher: injected label-noise rate
+    max_question_chars=4000,  # template path dataset filter
+)
+
+HEAPA_DEFAULTS = dict(
+    alpha=0.5,  # alpha: target fraction of scored items in the low (harder) partition
+    sampling="boundary",  # "boundary", "mixed" (half from the easy end) or "uniform"
+    candidate_factor=2,  # boundary candidates = factor * B, of which B are drawn uniformly
+    rebalance_max_moves=0,  # boundary moves per rebalance; 0 = until balanced (code: 4)
+    refresh="path",  # lineage re-estimation at recycle time: "path", "child" or "none"
+    refresh_every=0,  # K: also refresh (the archive's values) every K steps; 0 = off
+    path_weight_temp=1.0,  # T of PathAgg's leaf-count weights
+    blend=0.5,  # weight of a node's previous value in the refresh blend
+    **COMMON,
+)
+
+PS_DEFAULTS = dict(
+    ps_epsilon=0.1,  # epsilon in ((1 - s) + epsilon)^(1/T)
+    ps_temperature=1.0,  # T
+    ps_prior_count=1,  # visit count of a record entering at an estimate (code: 0)
+    **{**COMMON, "augment": False},
+)
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _checker(name: str, defaults: dict):
+    def validate(section) -> None:
+        c = read_config(section, defaults)
+
+        def fail(field, allowed):
+            raise ValueError(f"selector.{name}.{field}={getattr(c, field)!r} {allowed}")
+
+        def num(field, lo=None, hi=None, *, integer=False, lo_open=False):
+            v = getattr(c, field)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or (
+                    integer and not isinstance(v, int)) or not math.isfinite(v):
+                fail(field, f"is not {'an integer' if integer else 'a number'}")
+            if (lo is not None and (v <= lo if lo_open else v < lo)) or (hi is not None and v > hi):
+                left = "(" if lo_open else "["
+                fail(field, f"is outside {left}{lo if lo is not None else '-inf'}, "
+                            f"{hi if hi is not None else 'inf'}]")
+
+        def choice(field, options):
+            if getattr(c, field) not in options:
+                fail(field, f"is not one of {list(options)}")
+
+        def flag(field):
+            if not isinstance(getattr(c, field), bool):
+                fail(field, "is not True or False")
+
+        num("capacity", 1, integer=True)
+        choice("reward_scheme", REWARD_SCHEMES)
+        num("max_cold_frac", 0.0, 1.0, lo_open=True)
+        num("max_rounds", 1, integer=True)
+        num("recycle_archive_max", 0, integer=True)
+        num("recycle_chunk", 0, integer=True)
+        for f in ("shuffle_seeds", "filter_groups", "augment", "aug_require_capacity",
+                  "reverse_digits"):
+            flag(f)
+        num("n_aug", 1, 64, integer=True)
+        choice("aug_format", augment.FORMATS)
+        num("aug_max_new_tokens", 0, integer=True)
+        num("aug_temperature", 0.0, lo_open=True)
+        choice("aug_entry", AUG_ENTRY)
+        choice("arith_prefix", augment.ARITH_PREFIX)
+        num("arith_max_operands", 2, integer=True)
+        num("arith_max_digits", 1, 18, integer=True)
+        if not isinstance(c.prompt_template, str) or "{prompt}" not in c.prompt_template:
+            fail("prompt_template", "must contain '{prompt}'")
+        num("d_min", 0.01, 1.0)
+        num("d_max", 1.0, 100.0)
+        num("est_fallback", -1.0, 1.0)
+        choice("teacher", teacher.TEACHERS)
+        num("teacher_workers", 0, 64, integer=True)
+        num("teacher_queue", 1, integer=True)
+        num("teacher_timeout_s", 0.0, lo_open=True)
+        num("teacher_max_retries", 0, 10, integer=True)
+        num("teacher_backoff_s", 0.0)
+        for f in ("teacher_url", "teacher_model", "teacher_api_key_env"):
+            if not isinstance(getattr(c, f), str):
+                fail(f, "is not a string")
+        if c.teacher == "http" and c.augment and not c.teacher_url:
+            fail("teacher_url", "must be set when teacher='http'")
+        num("teacher_max_tokens", 1, integer=True)
+        choice("teacher_reasoning_effort", EFFORTS)
+        num("wrong_label_rate", 0.0, 1.0)
+        num("max_question_chars", 1, integer=True)
+        if name == "heapa":
+            num("alpha", 0.05, 0.95)
+            choice("sampling", pool.SAMPLING)
+            num("candidate_factor", 1, 16, integer=True)
+            num("rebalance_max_moves", 0, integer=True)
+            choice("refresh", lineage.MODES)
+            num("refresh_every", 0, integer=True)
+            num("path_weight_temp", 0.0, lo_open=True)
+            num("blend", 0.0, 1.0)
+        else:
+            num("ps_epsilon", 0.0)
+            num("ps_temperature", 0.0, lo_open=True)
+            num("ps_prior_count", 0, integer=True)
+
+    return validate
+
+
+def text_key(text: str) -> int:
+    """Stable 53-bit hash of a normalised problem text (dedup; exact in any JSON reader)."""
+    norm = re.sub(r"\s+", " ", text.strip().lower())
+    return int.from_bytes(hashlib.blake2b(norm.encode(), digest_size=8).digest(), "big") >> 11
+
+
+# ----------------------------------------------------------------------------- the selector
+
+
+@register("heapa", defaults=HEAPA_DEFAULTS, validate=_checker("heapa", HEAPA_DEFAULTS))
+class Heapa:
+    kind = "heapa"
+    defaults = HEAPA_DEFAULTS
+
+    def __init__(self, cfg, *, num_prompts: int, seed: int):
+        _checker(self.kind, self.defaults)(cfg)
+        self.c = c = read_config(cfg, self.defaults)
+        if num_prompts < 1:
+            raise ValueError("the training pool is empty")
+        self.num_prompts = num_prompts
+        self.seed = seed
+        self.rng = np.random.default_rng(np.random.SeedSequence([seed, 0x4EA9A]))
+        self.pool = self._make_pool()
+        self.lineage = lineage.Lineage()
+        self.teacher = teacher.AsyncTeacher(
+            workers=c.teacher_workers, queue_size=c.teacher_queue,
+            timeout_s=c.teacher_timeout_s, max_retries=c.teacher_max_retries,
+            backoff_s=c.teacher_backoff_s)
+        self.fmt = ""  # resolved augmentation format ("arith" / "template")
+        self.augmenter: augment.Augmenter | None = None
+        self.seeded = False
+        self.seen: set[int] = set()
+        self.next_cid = 0
+        self.next_rid = 0
+        self.step = 0
+        self.counters: collections.Counter = collections.Counter()
+        self._observed: list[tuple[pool.Record, float]] = []
+        self._step: collections.Counter = collections.Counter()
+        self._last: dict[str, float] = {}
+        self._host_s = 0.0
+        self._ctx_s = 0.0
+        self._sampled_stats: list[float] = []
+        self._by_index: dict[int, pool.Record] = {}  # this step's rolled-out records
+        self._kept = 0
+        self._aug_in_batch = 0
+
+    def _make_pool(self):
+        c = self.c
+        return pool.Pool(alpha=c.alpha, capacity=c.capacity, candidate_factor=c.candidate_factor,
+                         sampling=c.sampling, rebalance_max_moves=c.rebalance_max_moves,
+                         max_cold_frac=c.max_cold_frac, seed=self.seed, on_evict=self._evicted)
+
+    def _evicted(self, rec: pool.Record) -> None:
+        self.lineage.remove(rec.rid, rec.parent)
+
+    # ------------------------------------------------------------------ set-up
+
+    def _resolve(self, prompts) -> None:
+        """Picks the augmentation format and teacher (once; both are checkpointed)."""
+        c = self.c
+        if not self.fmt:
+            fmt = c.aug_format
+            if fmt == "auto":
+                head = [prompts[i].text for i in range(min(len(prompts), 64))]
+                fmt = "arith" if all(augment.is_arith_prompt(t) for t in head) else "template"
+            self.fmt = fmt
+        self._build_augmenter()
+
+    def _build_augmenter(self) -> None:
+        c = self.c
+        if not c.augment or self.augmenter is not None:
+            return
+        self.augmenter = augment.Augmenter(
+            fmt=self.fmt, n_aug=c.n_aug, max_new_tokens=c.aug_max_new_tokens,
+            temperature=c.aug_temperature, d_min=c.d_min, d_max=c.d_max,
+            arith_mode=c.arith_prefix, prompt_template=c.prompt_template,
+            est_fallback=c.est_fallback, rng=self.rng)
+        kind = c.teacher if c.teacher != "auto" else ("arith" if self.fmt == "arith" else "http")
+        if kind == "arith":
+            self.teacher.teacher = teacher.ArithTeacher(
+                max_operands=c.arith_max_operands, max_digits=c.arith_max_digits,
+                reverse_digits=c.reverse_digits, wrong_label_rate=c.wrong_label_rate,
+                seed=self.seed)
+        else:
+            if not c.teacher_url:
+                raise ValueError(f"selector.{self.kind}.teacher_url is empty: augmentation of "
+                                 "text prompts needs an OpenAI-compatible teacher endpoint "
+                                 "(or set augment=False)")
+            self.teacher.teacher = teacher.HttpTeacher(
+                c.teacher_url, model=c.teacher_model, api_key_env=c.teacher_api_key_env,
+                timeout_s=c.teacher_timeout_s, max_tokens=c.teacher_max_tokens,
+                reasoning_effort=c.teacher_reasoning_effort, d_min=c.d_min, d_max=c.d_max,
+                max_question_chars=c.max_question_chars)
+
+    def _body(self, text: str) -> str:
+        return text if self.fmt == "arith" else augment.unwrap(text, self.c.prompt_template)
+
+    def _seed(self, ctx: StepContext) -> None:
+        """The training prompts enter the cold queue (id = prompt id, index = position)."""
+        prompts = ctx.prompts
+        n = min(self.num_prompts, len(prompts))
+        self._resolve(prompts)
+        order = self.rng.permutation(n).tolist() if self.c.shuffle_seeds else range(n)
+        recs = []
+        for i in order:
+            p = prompts[i]
+            recs.append(pool.Record(p.id, index=i))
+            if self.c.augment:
+                self.seen.add(text_key(self._body(p.text)))
+        self.pool.add_many(recs)
+        self.seeded = True
+
+    # ------------------------------------------------------------------ build_batch
+
+    def build_batch(self, ctx: StepContext) -> list[Group]:
+        t0 = time.perf_counter()
+        self._ctx_s = 0.0
+        self.step = int(getattr(ctx, "step", self.step + 1))
+        self._step = collections.Counter()
+        self._observed = []
+        self._sampled_stats = []
+        self._by_index = {}
+        self._last = {}
+        if not self.seeded:
+            self._seed(ctx)
+        self._drain()
+        B, G = ctx.batch_size, ctx.group_size
+        kept: list[Group] = []
+        last: list[Group] = []
+        rounds = 0
+        while True:
+            self._ensure_supply(B)
+            recs = self.pool.sample(B)
+            if not recs:
+                break
+            for k, v in self.pool.last.items():
+                self._step[f"sampled_{k}"] += v
+            self._sampled_stats += [r.stat for r in recs if r.stat is not None]
+            groups = self._rollout(ctx, recs, G)
+            rounds += 1
+            if not self.c.filter_groups:
+                kept = groups
+                break
+            kept += [g for g in groups if not g.zero_variance]
+            last = groups
+            if len(kept) >= B or rounds >= self.c.max_rounds:
+                break
+        if self.c.filter_groups:
+            if len(kept) > B:
+                kept = kept[:B]
+            elif not kept:
+                kept = last
+                self.counters["filter_short"] += 1
+        self._step["rounds"] = rounds
+        self._kept = len(kept)
+        self._aug_in_batch = sum(1 for g in kept if self._is_aug(g))
+        self._host_s = time.perf_counter() - t0 - self._ctx_s
+        return kept
+
+    def _is_aug(self, g: Group) -> bool:
+        rec = self._by_index.get(g.index)
+        return rec is not None and rec.aug
+
+    def _ensure_supply(self, need: int) -> None:
+        c, p = self.c, self.pool
+        for _ in range(2):
+            trigger = p.size < need or (c.recycle_archive_max
+                                        and len(p.archive) >= c.recycle_archive_max)
+            if not p.recycling and p.archive and trigger:
+                p.begin_recycle(self._refresh(apply=False))
+            if p.recycling:
+                p.recycle_some(c.recycle_chunk, need=need)
+            if p.size >= need or not p.archive:
+                break
+
+    def _refresh(self, apply: bool) -> dict[str, float]:
+        mode = getattr(self.c, "refresh", "none")
+        if mode == "none":
+            return {}
+        t0 = time.perf_counter()
+        values, info = self.lineage.refresh(self.pool.records, mode=mode,
+                                            temp=self.c.path_weight_temp, blend=self.c.blend)
+        if apply:
+            for rid, v in values.items():
+                rec = self.pool.archive.get(rid)
+                if rec is not None:
+                    rec.stat = rec.est = v
+        self.counters["refreshes"] += 1
+        self.counters["cycle_detected"] += int(info["cycle"])
+        self._last.update({f"refresh_{k}": v for k, v in info.items()})
+        self._last["refresh_ms"] = 1e3 * (time.perf_counter() - t0)
+        return values
+
+    def _rollout(self, ctx: StepContext, recs: list[pool.Record], G: int) -> list[Group]:
+        t = time.perf_counter()
+        new = [r for r in recs if r.index < 0]
+        if new:
+            idx = ctx.add_prompts([Prompt(id=r.rid, text=r.text, answer=r.answer, bucket="aug",
+                                          meta={"parent": r.parent}) for r in new])
+            for r, i in zip(new, idx, strict=True):
+                r.index = int(i)
+        groups = ctx.rollout([r.index for r in recs], G)
+        self._ctx_s += time.perf_counter() - t
+        by_index = {r.index: r for r in recs}
+        stats = self._stats(groups)
+        seen = set()
+        for g, s in zip(groups, stats, strict=True):
+            rec = by_index.get(g.index)
+            if rec is None or (g.prompt_id != rec.rid and not rec.aug):
+                raise RuntimeError(
+                    f"group for prompt {g.prompt_id!r} (index {g.index}) matches no sampled "
+                    "record: ctx.prompts changed under the selector (a resumed run must rebuild "
+                    "the same task)")
+            if rec.rid in seen:
+                continue
+            seen.add(rec.rid)
+            self.pool.observe(rec, s, self.step)
+            self._observed.append((rec, s))
+            self._by_index[g.index] = rec
+            self._step["aug_groups" if rec.aug else "seed_groups"] += 1
+            self._step["aug_stat_sum" if rec.aug else "seed_stat_sum"] += s
+        for rec in recs:  # sampled but not rolled out: back to the pool, nothing lost
+            if rec.rid not in seen:
+                self.pool.restore(rec)
+                self.counters["returned_unrolled"] += 1
+        return groups
+
+    def _stats(self, groups: list[Group]) -> list[float]:
+        """Pool statistic per group: mean shaped reward under the configured scheme."""
+        out = []
+        for g in groups:
+            r = np.asarray(g.rewards, np.float64)
+            if self.c.reward_scheme == "pm1":
+                o = np.asarray(g.outcomes)
+                r = r - o + np.where(o == REWARD_CORRECT, 1.0, -1.0)
+            out.append(float(r.mean()) if r.size else float("nan"))
+        return out
+
+    # ------------------------------------------------------------------ teacher results
+
+    def _drain(self) -> None:
+        for cand, verdict in self.teacher.drain():
+            if not verdict.ok:
+                self._step[f"reject_{verdict.reason}"] += 1
+                continue
+            if self.fmt == "arith":
+                text = verdict.question
+            else:
+                text = self.c.prompt_template.format(prompt=verdict.question)
+            if verdict.question.strip() != cand.text.strip():
+                key = text_key(verdict.question)
+                if key in self.seen:
+                    self._step["reject_duplicate"] += 1
+                    continue
+                self.seen.add(key)
+            rec = pool.Record(f"aug/{self.next_rid:x}", text=text, answer=verdict.answer,
+                              stat=cand.est if self.c.aug_entry == "heap" else None,
+                              est=cand.est, aug=True, parent=cand.parent, d=cand.d)
+            self.next_rid += 1
+            self.pool.add(rec)
+            if rec.rid in self.pool.records:
+                self.lineage.add(rec.rid, cand.parent if cand.parent in self.pool.records
+                                 else None)
+            self._step["aug_accepted"] += 1
+
+    # ------------------------------------------------------------------ after_update
+
+    def after_update(self, ctx: StepContext, groups: list[Group]) -> None:
+        t0 = time.perf_counter()
+        ctx_s = 0.0
+        c = self.c
+        if c.augment and self._observed and self.augmenter is not None:
+            want = len(self._observed) * c.n_aug
+            if c.aug_require_capacity and self.pool.capacity_remaining() < want:
+                self.counters["aug_skipped_capacity"] += 1
+            else:
+                parents = [(rec.rid, rec.text if rec.text is not None
+                            else ctx.prompts[rec.index].text, s) for rec, s in self._observed]
+                t = time.perf_counter()
+                cands, rejects = self.augmenter.propose(ctx.generate, parents, self.step,
+                                                        self.next_cid)
+                ctx_s += time.perf_counter() - t
+                self.next_cid += len(cands)
+                fresh = []
+                for cand in cands:
+                    key = text_key(cand.text)
+                    if key in self.seen:
+                        rejects["duplicate"] += 1
+                        continue
+                    self.seen.add(key)
+                    fresh.append(cand)
+                rejects["queue_full"] += self.teacher.submit(fresh)
+                self._step["aug_candidates"] += len(cands) + sum(
+                    v for k, v in rejects.items() if k not in ("duplicate", "queue_full")
+                    and not k.startswith("note_"))
+                self._step["aug_submitted"] += len(fresh) - rejects["queue_full"]
+                for k, v in rejects.items():
+                    self._step[k if k.startswith("note_") else f"reject_{k}"] += v
+        if getattr(c, "refresh_every", 0) and self.step % c.refresh_every == 0:
+            self._refresh(apply=True)
+        self._host_s += time.perf_counter() - t0 - ctx_s
+        self._finish_metrics()
+
+    # ------------------------------------------------------------------ metrics
+
+    def _finish_metrics(self) -> None:
+        st, m = self._step, self._last
+        m.update(self.pool.metrics())
+        for k in ("sampled_cold", "sampled_boundary", "sampled_easy", "sampled_uniform",
+                  "sampled_prioritized", "rounds", "aug_candidates", "aug_submitted",
+                  "aug_accepted", "note_no_difficulty"):
+            m[k] = float(st[k])
+        for r in REASONS:
+            m[f"reject_{r}"] = float(st[f"reject_{r}"])
+        m["aug_rejected"] = float(sum(st[f"reject_{r}"] for r in REASONS))
+        if self._sampled_stats:
+            q = np.quantile(np.asarray(self._sampled_stats), [0.1, 0.25, 0.5, 0.75, 0.9])
+            for name, v in zip(("q10", "q25", "q50", "q75", "q90"), q.tolist(), strict=True):
+                m[f"sampled_stat_{name}"] = v
+            m["sampled_stat_mean"] = float(np.mean(self._sampled_stats))
+        if self._kept:
+            m["aug_share"] = self._aug_in_batch / self._kept
+        for src in ("aug", "seed"):
+            if st[f"{src}_groups"]:
+                m[f"{src}_reward"] = st[f"{src}_stat_sum"] / st[f"{src}_groups"]
+        queued, inflight = self.teacher.depth()
+        service, age, n = self.teacher.take_latency()
+        m.update({"teacher_queue": float(queued), "teacher_inflight": float(inflight),
+                  "teacher_done": float(n)})
+        if n:
+            m["teacher_latency_ms"] = 1e3 * service
+            m["teacher_age_s"] = age
+        tc = self.teacher.counters
+        m["teacher_faults"] = float(sum(v for k, v in tc.items() if k.startswith("fault_")))
+        m["teacher_dropped"] = float(tc["dropped_queue_full"])
+        m["lineage_edges"] = float(self.lineage.num_edges)
+        m["time_ms"] = 1e3 * self._host_s
+
+    def metrics(self) -> dict[str, float]:
+        if "time_ms" not in self._last:  # build_batch ran without after_update
+            self._finish_metrics()
+        return dict(self._last)
+
+    # ------------------------------------------------------------------ checkpointing
+
+    def state_dict(self) -> dict:
+        return {
+            "kind": self.kind, "version": 1, "fmt": self.fmt, "seeded": self.seeded,
+            "step": self.step, "next_cid": self.next_cid, "next_rid": self.next_rid,
+            "seen": sorted(self.seen), "counters": dict(self.counters),
+            "rng": rng_state(self.rng), "pool": self.pool.state_dict(),
+            "teacher": self.teacher.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        if state.get("kind") != self.kind:
+            raise ValueError(f"checkpoint holds a {state.get('kind')!r} selector state, "
+                             f"not {self.kind!r}")
+        self.fmt = state["fmt"]
+        self.seeded = bool(state["seeded"])
+        self.step = int(state["step"])
+        self.next_cid = int(state["next_cid"])
+        self.next_rid = int(state["next_rid"])
+        self.seen = set(state["seen"])
+        self.counters = collections.Counter(state["counters"])
+        set_rng_state(self.rng, state["rng"])
+        self.pool.load_state_dict(state["pool"])
+        self.lineage.rebuild(self.pool.records)
+        self.augmenter = None
+        if self.fmt:
+            self._build_augmenter()
+        self.teacher.load_state_dict(state["teacher"])
+        self._by_index = {}
+
+    def close(self) -> None:
+        """Stops the teacher's threads (they are daemons, so exiting works without this)."""
+        self.teacher.close()
+
+
+@register("ps", defaults=PS_DEFAULTS, validate=_checker("ps", PS_DEFAULTS))
+class PrioritizedSampling(Heapa):
+    """Prioritized Sampling (§4.6) with HeaPA's augmentation machinery (PS+PA: augment=True)."""
+
+    kind = "ps"
+    defaults = PS_DEFAULTS
+
+    def _make_pool(self):
+        c = self.c
+        return ps.PSPool(capacity=c.capacity, epsilon=c.ps_epsilon,
+                         temperature=c.ps_temperature, prior_count=c.ps_prior_count,
+                         seed=self.seed, on_evict=self._evicted)

@@ -1,0 +1,191 @@
+"""PCL: Prompt Curriculum Learning (Gao et al., arXiv 2510.01135), host-side reconstruction.
+
+Each step draws k·m candidate prompts from the shuffled, epoch-cycling stream (m = B), scores
+each with a value estimate V(x) ≈ p_π(x), the current policy's success probability on x, keeps
+the m with the smallest |V(x) - τ| (ties broken at random), rolls out G responses for each, and
+then fits V on those same rollouts. V is fitted after the rollout and used at the next step, so
+it lags the policy by one step, as in the paper.
+
+How V is built [RECON: PCL's value model is a neural network (a linear head or a second LM;
+the sources disagree) and no code was released; `selection/` runs no networks, so this is a
+host-side stand-in with the same interface: predict p before the rollout, regress on its
+outcomes after]. It is a shrinkage estimator of two parts:
+  - a per-prompt estimate p̂_x: the mean success rate of x's own responses, where older evidence
+    is discounted with a half-life of `half_life` steps (the policy moves), with weight
+    w_x = (responses seen) · 2^(-(t - t_x) / half_life);
+  - a feature prior π_b(x) over the prompt's bucket (`prompt.bucket`: the operand count on arith,
+    the source/difficulty tag on corpora): a running mean of the success rates observed in that
+    bucket, updated once per step with step size `prior_lr` (an SGD step on the squared error of
+    a per-bucket constant; unseen buckets use the global running mean, which starts at τ);
+  V(x) = (w_x p̂_x + κ π_b(x)) / (w_x + κ).
+So an unseen prompt is scored by its bucket, a prompt seen recently by its own outcomes, and a
+stale one drifts back to its bucket as its evidence decays. Success means a correct raw verifier
+outcome (1); the paper's binary reward.
+
+Symbols -> config fields (`config.selector.pcl.*`): k -> k; τ -> tau; m and n are the trainer's
+rl.batch_size and rl.group_size. kappa, half_life and prior_lr are the reconstruction's own.
+
+Deviations: PCL's GRPO variant (no std normalisation, A = r - mean) is the trainer's loss choice,
+not the selector's; the k·m candidates come from the epoch stream (without replacement within
+an epoch), so candidates passed over are not offered again until the next epoch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from frontier_rl.selection.base import REWARD_CORRECT, Group, StepContext, register
+from frontier_rl.selection.common import (
+    Checker,
+    PromptStream,
+    StepStats,
+    classify,
+    decode_array,
+    encode_array,
+    is_int,
+    is_num,
+    make_rng,
+    outcome_matrix,
+    read_config,
+    rng_state,
+    set_rng_state,
+)
+
+DEFAULTS = dict(
+    k=4,  # k: candidate multiplier; k·m prompts are scored, m = B are kept
+    tau=0.5,  # τ: target success probability
+    kappa=2.0,  # [RECON] κ: weight (in responses) of the bucket prior in V
+    half_life=50.0,  # [RECON] steps after which a prompt's own evidence counts half
+    prior_lr=0.1,  # [RECON] step size of the per-bucket prior's running mean
+)
+
+
+def validate(section) -> None:
+    c = Checker("pcl", section, DEFAULTS)
+    c("k", lambda x: is_int(x, 1), "an integer >= 1")
+    c("tau", lambda x: is_num(x, 0, 1), "a number in [0, 1] (τ)")
+    c("kappa", lambda x: is_num(x, 0, lo_open=True), "a number > 0")
+    c("half_life", lambda x: is_num(x, 0, lo_open=True), "a number > 0 (steps)")
+    c("prior_lr", lambda x: is_num(x, 0, 1, lo_open=True), "a number in (0, 1]")
+
+
+@register("pcl", defaults=DEFAULTS, validate=validate)
+class PCL:
+    def __init__(self, cfg, *, num_prompts: int, seed: int):
+        self.cfg = read_config(cfg, DEFAULTS)
+        validate(vars(self.cfg))
+        self.num_prompts = num_prompts
+        self.stream = PromptStream(num_prompts, seed)
+        self.rng = make_rng(seed, 3)
+        self.t = 0  # steps taken
+        self.est = np.zeros(num_prompts, np.float32)  # p̂_x
+        self.weight = np.zeros(num_prompts, np.float32)  # responses behind p̂_x at t_x
+        self.last_t = np.zeros(num_prompts, np.int32)  # t_x
+        self.prior: dict[str, float] = {}  # π_b by bucket name
+        self.global_prior = float(self.cfg.tau)
+        self._bucket_of = np.full(num_prompts, -1, np.int32)  # cache: index -> bucket id
+        self._bucket_names: list[str] = []
+        self._bucket_ids: dict[str, int] = {}
+        self._stats: StepStats | None = None
+        self._last: dict[str, float] = {}
+
+    # ------------------------------------------------------------------ V
+
+    def _buckets(self, ctx: StepContext, idx: np.ndarray) -> np.ndarray:
+        b = self._bucket_of[idx]
+        for j in np.flatnonzero(b < 0):
+            name = str(getattr(ctx.prompts[int(idx[j])], "bucket", "") or "")
+            if name not in self._bucket_ids:
+                self._bucket_ids[name] = len(self._bucket_names)
+                self._bucket_names.append(name)
+            b[j] = self._bucket_of[idx[j]] = self._bucket_ids[name]
+        return b
+
+    def _decayed_weight(self, idx: np.ndarray) -> np.ndarray:
+        age = (self.t - self.last_t[idx]).astype(np.float64)
+        return self.weight[idx] * np.exp2(-age / self.cfg.half_life)
+
+    def value(self, ctx: StepContext, idx: np.ndarray) -> np.ndarray:
+        """V(x) for prompts `idx`: the shrinkage estimate of the module docstring."""
+        b = self._buckets(ctx, idx)
+        prior_tab = np.array([self.prior.get(n, self.global_prior) for n in self._bucket_names]
+                             or [self.global_prior])
+        prior = prior_tab[b]
+        w = self._decayed_weight(idx)
+        return (w * self.est[idx] + self.cfg.kappa * prior) / (w + self.cfg.kappa)
+
+    def observe(self, ctx: StepContext, groups: list[Group]) -> None:
+        """Fits V on rolled-out groups: per-prompt means, then per-bucket means."""
+        if not groups:
+            return
+        idx = np.array([g.index for g in groups], np.int64)
+        self._buckets(ctx, idx)
+        outcomes = outcome_matrix(groups)
+        n = outcomes.shape[1]
+        rate = np.mean(outcomes == REWARD_CORRECT, axis=1)
+        w = self._decayed_weight(idx)
+        self.est[idx] = (w * self.est[idx] + n * rate) / (w + n)
+        self.weight[idx] = w + n
+        self.last_t[idx] = self.t
+        b = self._bucket_of[idx]
+        lr = self.cfg.prior_lr
+        for bid in np.unique(b):
+            name = self._bucket_names[int(bid)]
+            mean = float(rate[b == bid].mean())
+            old = self.prior.get(name, self.global_prior)
+            self.prior[name] = old + lr * (mean - old)
+        self.global_prior += lr * (float(rate.mean()) - self.global_prior)
+
+    # ------------------------------------------------------------------ Selector
+
+    def build_batch(self, ctx: StepContext) -> list[Group]:
+        st = StepStats()
+        self._stats = st
+        m, g = ctx.batch_size, ctx.group_size
+        self.t += 1
+        cand = self.stream.next(self.cfg.k * m)
+        v = self.value(ctx, cand)
+        dist = np.abs(v - self.cfg.tau)
+        order = np.lexsort((self.rng.random(cand.size), dist))[:m]
+        chosen = cand[order]
+        groups = st.rollout(ctx, chosen, g)
+        outcomes = outcome_matrix(groups)
+        st.book(classify(outcomes))
+        self.observe(ctx, groups)
+        rate = np.mean(outcomes == REWARD_CORRECT, axis=1)
+        self._last = st.metrics(groups)
+        self._last.update({
+            "v_selected": float(v[order].mean()),
+            "v_dist_tau": float(dist[order].mean()),
+            "v_dist_tau_all": float(dist.mean()),
+            "v_abs_err": float(np.abs(v[order] - rate).mean()),
+            "pass_rate": float(rate.mean()),
+            "epoch": float(self.stream.epoch),
+        })
+        st.pause()
+        return groups
+
+    def after_update(self, ctx: StepContext, groups: list[Group]) -> None:
+        pass
+
+    def metrics(self) -> dict[str, float]:
+        return dict(self._last)
+
+    def state_dict(self) -> dict:
+        return {"num_prompts": self.num_prompts, "stream": self.stream.state_dict(),
+                "rng": rng_state(self.rng), "t": self.t, "prior": dict(self.prior),
+                "global_prior": self.global_prior, "est": encode_array(self.est),
+                "weight": encode_array(self.weight), "last_t": encode_array(self.last_t)}
+
+    def load_state_dict(self, state: dict) -> None:
+        if int(state["num_prompts"]) != self.num_prompts:
+            raise ValueError(f"pcl state is for {state['num_prompts']} prompts, the pool has "
+                             f"{self.num_prompts}")
+        self.stream.load_state_dict(state["stream"])
+        set_rng_state(self.rng, state["rng"])
+        self.t = int(state["t"])
+        self.prior = {str(k): float(v) for k, v in state["prior"].items()}
+        self.global_prior = float(state["global_prior"])
+        self.est = decode_array(state["est"])
+        self.weight = decode_array(state["weight"])
+        self.last_t = decode_array(state["last_t"])

@@ -1,0 +1,27 @@
+"""The pool's host-time profile: runs small in the default suite; the 10^6 figure is slow."""
+
+import pytest
+
+from frontier_rl.selection.heapa.bench import memory_per_record, profile
+
+
+def test_profile_reports_times_and_memory():
+    r = profile(20_000, batch=256, steps=10, warmup=2, memory_records=5_000)
+    for key in ("sample_ms", "observe_ms", "insert_ms", "step_ms_mean", "step_ms_p50",
+                "step_ms_p99", "step_ms_max", "bytes_per_record", "gc_full_collections"):
+        assert key in r
+    assert 0 < r["step_ms_p50"] < 100  # generous: shared CI machines
+    assert 100 < r["bytes_per_record"] < 2000
+    print(r)
+
+
+def test_memory_per_record_is_size_independent():
+    small, large = memory_per_record(2_000), memory_per_record(20_000)
+    assert abs(small - large) / large < 0.25
+
+
+@pytest.mark.slow
+def test_profile_at_one_million_records_meets_5ms():
+    r = profile(1_000_000, batch=256, steps=100)
+    print(r)
+    assert r["step_ms_p50"] <= 5.0

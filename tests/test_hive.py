@@ -1,0 +1,259 @@
+"""HIVE, driven by the scripted StepContext: Stage 1 probabilities, p updates, the Stage-2 band,
+the exact-B_t loop, accounting and resume."""
+
+import copy
+import json
+import math
+
+import ml_collections
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from frontier_rl import config_lib, selection
+from frontier_rl.selection import hive as hive_lib
+from frontier_rl.selection.common import EASY, HARD, INVALID, MIXED, adjust_p
+from frontier_rl.selection.scripted import ScriptedContext
+
+G = 8
+ALL_RIGHT, ALL_WRONG, ALL_INVALID = [1] * G, [0] * G, [-1] * G
+MIXED_OUT = [1, 0] * (G // 2)
+
+
+def make(num_prompts, **fields):
+    return selection.make("hive", {"hive": fields}, num_prompts, seed=0)
+
+
+def visit(sel, ctx, prompts):
+    """One scripted visit of each prompt (outcomes from ctx.script), fed to the history."""
+    return sel.observe(ctx.rollout(prompts, G))
+
+
+HISTORIES = {  # prompt: its visits, oldest first
+    0: [],
+    1: [ALL_RIGHT, ALL_RIGHT],
+    2: [ALL_WRONG, ALL_WRONG, ALL_WRONG],
+    3: [MIXED_OUT, ALL_RIGHT],
+    4: [ALL_RIGHT, MIXED_OUT],
+    5: [ALL_INVALID, ALL_INVALID],
+    6: [ALL_RIGHT] * 10,
+    7: [ALL_RIGHT, ALL_WRONG],
+}
+
+
+def scripted_history(**fields):
+    ctx = ScriptedContext(np.full(8, 0.5), group_size=G, script=HISTORIES)
+    sel = make(8, **fields)
+    for k in range(max(len(v) for v in HISTORIES.values())):
+        visit(sel, ctx, [i for i, seq in HISTORIES.items() if len(seq) > k])
+    return sel
+
+
+def test_stage1_probability_after_histories():
+    sel = scripted_history()
+    want = [1.0, 0.5**2, 0.5**3, 0.5, 1.0, 0.5**2, 0.01, 0.5**2]  # "any": z=2, τ=hard for 7
+    np.testing.assert_allclose(sel.stage1_prob(np.arange(8)), want)
+    sel.p_easy, sel.p_hard = 0.3, 0.9
+    want = [1.0, 0.09, 0.729, 0.3, 1.0, 0.25, 0.01, 0.81]
+    np.testing.assert_allclose(sel.stage1_prob(np.arange(8)), want)
+
+
+def test_stage1_typed_runs_and_types():
+    sel = scripted_history(z_mode="typed", p_default=0.2, eps_p=0.001)  # 0.5^10 < ε_p
+    want = [1.0, 0.25, 0.125, 0.5, 1.0, 0.04, 0.001, 0.5]  # 7: one trailing hard visit
+    np.testing.assert_allclose(sel.stage1_prob(np.arange(8)), want)
+    assert sel.last_type.tolist() == [MIXED, EASY, HARD, EASY, MIXED, INVALID, EASY, HARD]
+    assert sel.visits.tolist() == [0, 2, 3, 2, 2, 2, 10, 2]
+
+
+def test_stage1_entropy_mixing():
+    sel = scripted_history(lam=0.25)
+    sel._refresh_h_range()
+    h = sel.resp_entropy
+    seen = ~np.isnan(h)
+    lo, hi = h[seen].min(), h[seen].max()
+    s_ent = np.where(seen, (h - lo) / (hi - lo + 1e-8), 1.0)
+    s_rew = np.array([1.0, 0.25, 0.125, 0.5, 1.0, 0.25, 0.01, 0.25])
+    np.testing.assert_allclose(sel.stage1_prob(np.arange(8)), 0.25 * s_rew + 0.75 * s_ent,
+                               rtol=1e-6)
+
+
+def test_adjust_p_rule():
+    assert adjust_p(0.5, 0.2, 0.25 / 3, 0.01, 0.05, 0.95) == pytest.approx(0.49)
+    assert adjust_p(0.5, 0.25 / 3, 0.25 / 3, 0.01, 0.05, 0.95) == pytest.approx(0.49)  # tie: down
+    assert adjust_p(0.5, 0.0, 0.25 / 3, 0.01, 0.05, 0.95) == pytest.approx(0.51)
+    assert adjust_p(0.05, 1.0, 0.1, 0.01, 0.05, 0.95) == pytest.approx(0.05)  # clipped
+    assert adjust_p(0.95, 0.0, 0.1, 0.01, 0.05, 0.95) == pytest.approx(0.95)
+
+
+def _step(sel, ctx, step):
+    ctx.begin_step(step)
+    groups = sel.build_batch(ctx)
+    sel.after_update(ctx, groups)
+    return groups
+
+
+def test_p_updates_once_per_step_from_the_step_ratios():
+    # Half the pool always right (easy zero-variance), half mixed: easy ratio ~0.5 >= α/3 and
+    # hard ratio 0 < 2α/3, so p_easy falls and p_hard rises by Δp each step.
+    p = np.where(np.arange(256) % 2 == 0, 1.0, 0.5)
+    ctx = ScriptedContext(p, batch_size=8, group_size=G, seed=1)
+    sel = make(256, skip_first_epoch=False)
+    for step in range(1, 4):
+        _step(sel, ctx, step)
+        m = sel.metrics()
+        assert m["zero_var_easy"] >= 0.25 / 3 and m["zero_var_hard"] == 0.0
+        assert m["p_easy"] == pytest.approx(0.5 - 0.01 * step)
+        assert m["p_hard"] == pytest.approx(0.5 + 0.01 * step)
+    frozen = make(256)  # default: no update while the dataloader is in its first epoch
+    _step(frozen, ScriptedContext(p, batch_size=8, group_size=G, seed=1), 1)
+    assert (frozen.p_easy, frozen.p_hard) == (0.5, 0.5) and frozen.stream.epoch == 0
+
+
+@pytest.mark.parametrize("n,drop,keep", [(32, 8, 16), (31, 7, 8), (16, 4, 8), (15, 3, 0),
+                                         (48, 12, 24), (0, 0, 0), (100, 25, 48)])
+def test_band_counts(n, drop, keep):
+    assert hive_lib.band_counts(n, 0.25, 0.5, 8) == (drop, keep)
+
+
+@given(st.integers(0, 2000), st.floats(0, 0.9), st.floats(0.05, 1.0), st.integers(1, 16))
+@settings(max_examples=300, deadline=None)
+def test_band_counts_invariants(n, k_off, k_keep, g):
+    k_keep = min(k_keep, 1.0 - k_off)
+    drop, keep = hive_lib.band_counts(n, k_off, k_keep, g)
+    assert keep % g == 0 and 0 <= drop and drop + keep <= n
+    assert keep > n * k_keep - g - 1e-6  # at most one group short of ⌊n k_keep⌋
+
+
+def test_band_and_median_gates():
+    sel = make(64)
+    unit = np.arange(10, 42)  # 32 candidates
+    v = np.linspace(3.0, 0.0, 32)  # V falls with position: the top 8 by V are the first 8
+    v[20] = v[19]  # a tie, broken by prompt index
+    kept, thr = sel.gate(unit, v, 8)
+    assert kept.tolist() == list(range(18, 34))  # drop 8 highest, keep the next 16
+    assert thr == pytest.approx(v[23])
+    sel.cfg.gate = "median"
+    kept, gamma = sel.gate(unit, v, 8)
+    assert gamma == pytest.approx(np.median(v))
+    assert kept.tolist() == unit[v >= gamma].tolist() and kept.size == 16
+
+
+def test_stage2_band_on_the_first_raw_batch():
+    n = 64
+    entropy = np.random.default_rng(3).permutation(n).astype(np.float32)
+    ctx = ScriptedContext(np.full(n, 0.5), batch_size=8, group_size=G, entropy=entropy)
+    ctx.record_calls = True
+    sel = make(n)
+    raw = copy.deepcopy(sel.stream).next(32)  # the first raw batch the selector will draw
+    groups = sel.build_batch(ctx)
+    calls = list(ctx.calls)
+    assert [c[0] for c in calls] == ["prompt_entropy", "rollout"]  # one round suffices
+    assert sorted(calls[0][1]) == sorted(raw.tolist())  # all unseen: Stage 1 accepts all
+    ranked = sorted(raw.tolist(), key=lambda i: (-entropy[i], i))
+    band = set(ranked[8:24])  # ⌊32·0.25⌋ dropped, ⌊32·0.5⌋ = 16 kept
+    assert set(calls[1][1]) == band and calls[1][2] == G
+    assert len(groups) == 8 and all(not g.zero_variance for g in groups)
+    assert sel.metrics()["stage2_threshold"] == pytest.approx(min(entropy[i] for i in band))
+
+
+def test_exact_batch_under_scripted_zero_variance():
+    # 70% of prompts are always solved: most groups are zero-variance, so several rounds run.
+    n, big_b = 4000, 32
+    p = np.where(np.random.default_rng(0).random(n) < 0.7, 1.0, 0.5)
+    ctx = ScriptedContext(p, batch_size=big_b, group_size=G, seed=2)
+    ctx.record_calls = True
+    sel = make(n)
+    total = 0
+    for step in range(1, 6):
+        ctx.calls.clear()
+        groups = _step(sel, ctx, step)
+        m = sel.metrics()
+        assert len(groups) == big_b and all(not g.zero_variance for g in groups)
+        assert m["effective_rollouts"] == big_b * G and m["padded"] == 0
+        rolls = [c for c in ctx.calls if c[0] == "rollout"]
+        assert m["rounds"] == len(rolls) >= 2
+        assert m["rollouts"] == sum(len(c[1]) * G for c in rolls)
+        total += m["rollouts"]
+        assert ctx.counters["rollouts"] == total  # every response, discarded ones too
+        assert len(rolls[0][1]) >= math.ceil(1.5 * big_b)  # round 1 asks for B_cand
+    # round 2's size follows from round 1's survivors and zero-variance fraction (last step)
+    b_cand = math.ceil(1.5 * big_b)
+    types1 = [sel.last_type[i] for i in rolls[0][1]]
+    kept1 = sum(t == MIXED for t in types1)
+    rho = 1 - kept1 / len(types1)
+    want = max(min(64, b_cand), min(b_cand, math.ceil(1.25 * (big_b - kept1) / (1 - rho))))
+    assert want <= len(rolls[1][1]) < want + 16  # a raw batch adds at most 16 candidates
+
+
+def test_round_cap_pads_with_zero_variance_groups():
+    ctx = ScriptedContext(np.ones(500), batch_size=16, group_size=G)
+    sel = make(500, max_rounds=3)
+    groups = _step(sel, ctx, 1)
+    m = sel.metrics()
+    assert len(groups) == 16 and all(g.all_correct for g in groups)
+    assert m["rounds"] == 3 and m["padded"] == 16 and m["effective_rollouts"] == 0
+    assert m["zero_var_easy"] == 1.0
+    # ρ = 1 asks for B_cand = 24 candidates each round: two raw batches of 16 band survivors
+    assert ctx.counters["rollouts"] == m["rollouts"] == 3 * 32 * G
+
+
+def test_guard_when_stage1_rejects_almost_everything():
+    ctx = ScriptedContext(np.ones(64), batch_size=8, group_size=G)
+    sel = make(64, max_rounds=2, p_easy=0.05, p_min=0.05, eps_p=0.0)
+    sel.z_any[:] = 50  # a long easy history: P_S1 = 0.05^50 = 0
+    sel.last_type[:] = EASY
+    groups = _step(sel, ctx, 1)
+    assert len(groups) == 8 and sel.metrics()["guard"] >= 1
+
+
+def test_zero_variance_uses_raw_outcomes_not_shaped_rewards():
+    class Shaped(ScriptedContext):
+        def rollout(self, indices, n):
+            groups = super().rollout(indices, n)
+            for g in groups:  # a length penalty makes rewards differ inside the group
+                g.rewards = g.rewards - 0.1 * np.arange(n, dtype=np.float32)
+            return groups
+
+    ctx = Shaped(np.ones(64), batch_size=4, group_size=G)
+    sel = make(64, max_rounds=1)
+    groups = _step(sel, ctx, 1)
+    assert sel.metrics()["zero_var_easy"] == 1.0 and sel.metrics()["padded"] == 4
+    assert all(g.zero_variance for g in groups)
+
+
+def test_state_round_trip_makes_the_same_choices():
+    p = np.random.default_rng(5).beta(0.5, 0.5, 300)
+    ctx = ScriptedContext(p, batch_size=16, group_size=G, seed=4)
+    sel = make(300, skip_first_epoch=False)
+    for step in range(1, 4):
+        _step(sel, ctx, step)
+    state = json.loads(json.dumps(sel.state_dict()))
+    ctx2 = copy.deepcopy(ctx)
+    restored = make(300, skip_first_epoch=False)
+    restored.load_state_dict(state)
+    a, b = _step(sel, ctx, 4), _step(restored, ctx2, 4)
+    assert [g.index for g in a] == [g.index for g in b]
+    assert (sel.p_easy, sel.p_hard) == (restored.p_easy, restored.p_hard)
+    np.testing.assert_array_equal(sel.z_any, restored.z_any)
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("k_keep", 1.5, "selector.hive.k_keep=1.5 is not allowed: a number in (0, 1]"),
+    ("k_off", 0.75, "selector.hive.k_keep=0.5 is not allowed: a number with k_off + k_keep"),
+    ("gate", "mean", "selector.hive.gate='mean' is not allowed: 'band' or 'median'"),
+    ("p_easy", 0.01, "selector.hive.p_easy=0.01 is not allowed: a number in [p_min=0.05"),
+    ("b_raw", 0, "selector.hive.b_raw=0 is not allowed: an integer >= 1"),
+])
+def test_validation_names_the_field(field, value, message):
+    section = ml_collections.ConfigDict(selection.defaults("hive"))
+    section[field] = value
+    with pytest.raises(ValueError) as e:
+        selection.validate("hive", section)
+    assert message in str(e.value)
+    c = config_lib.default_config()
+    c.selector.name = "hive"
+    c.selector.hive[field] = value
+    with pytest.raises(config_lib.ConfigError):
+        config_lib.validate(c)
