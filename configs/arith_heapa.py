@@ -12,8 +12,8 @@ Args (comma-separated, e.g. `:ps_aug,smoke`):
   ps         Prioritized Sampling (selector "ps")
   ps_aug     Prioritized Sampling + policy augmentation (PS+PA)
   dapo       the DAPO recipe: token-mean loss, overlong shaping, group filter (filter_groups)
-  smoke      the same code paths in ~30 s (4 steps; tiny pool so recycling, lineage refresh and
-             eviction all run)
+  smoke      the same code paths in ~40 s (4 steps; a small archive threshold so recycling
+             and the lineage refresh run)
 
 Augmentation on arith: the policy continues a truncated parent ("73+5+" or "73+5+218+") and
 the programmatic teacher (tasks.arith.solve) answers; see selection/heapa/augment.py. The
@@ -64,5 +64,5 @@ def get_config(arg: str | None = None):
         config_lib.shrink_for_smoke(c)
         for name in ("heapa", "ps"):
             c.selector[name].recycle_archive_max = 16
-            c.selector[name].capacity = 520
+            c.selector[name].capacity = 2048
     return config_lib.validate(c)

@@ -75,7 +75,7 @@ def test_evicted_nodes_are_skipped():
     new, _ = lin.refresh(recs, mode="child")
     assert set(new) == {"R"}
     assert new["R"] == pytest.approx(0.1 + 0.5 * -0.32)
-    assert lin.children == {"R": ["B"]}  # A2's edge went with A
+    assert lin.children == {"R": ("B",)}  # A2's edge went with A
 
 
 def test_cycles_terminate_and_are_reported():

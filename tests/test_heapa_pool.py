@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from frontier_rl.selection.heapa import pool as pool_lib
+from frontier_rl.selection.heapa import records as rec_lib
 from frontier_rl.selection.heapa.pool import ARCHIVE, COLD, HIGH, LOW, Pool, Record
 
 STATS = st.sampled_from([-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0]) | st.floats(-1, 1)
@@ -30,11 +30,11 @@ def exact_pool(stats, **kw):
 
 def test_sortable_keys_order_like_floats():
     xs = [-2.0, -1.0, -0.5, -1e-300, -0.0, 0.0, 1e-300, 0.25, 1.0, 3.5]
-    keys = [pool_lib._sortable(x) for x in xs]
+    keys = [rec_lib.sortable(x) for x in xs]
     assert keys == sorted(keys)
-    assert pool_lib._sortable(-0.0) == pool_lib._sortable(0.0)
-    assert pool_lib.max_key(1.0, 1, 0) < pool_lib.max_key(0.5, 1, 0)  # max-heap: larger first
-    assert pool_lib.min_key(0.5, 1, 0) < pool_lib.min_key(0.5, 2, 0)  # ties: older first
+    assert rec_lib.sortable(-0.0) == rec_lib.sortable(0.0)
+    assert rec_lib.max_key(1.0, 1, 0) < rec_lib.max_key(0.5, 1, 0)  # max-heap: larger first
+    assert rec_lib.min_key(0.5, 1, 0) < rec_lib.min_key(0.5, 2, 0)  # ties: older first
 
 
 def test_partition_and_boundary_candidates():
@@ -93,7 +93,7 @@ def test_eviction_order_follows_the_released_code():
     assert evicted[-1] == "hardest" and p.counters["evicted_on_arrival"] == 1
     p.set_capacity(2)  # lowering N: low first, then high, then cold
     assert evicted[-2:] == ["r1", "s"]
-    assert [r.rid for r in p.cold] == ["cold"]
+    assert p.cold_ids() == ["cold"]
     p.check()
 
 
@@ -118,7 +118,7 @@ def test_restore_returns_an_unrolled_record():
     for rec in got:
         p.restore(rec)
     p.check()
-    assert p.size == 3 and p.cold[0].rid == "c"
+    assert p.size == 3 and p.cold_ids() == ["c"]
 
 
 def test_bulk_load_matches_incremental_partition():

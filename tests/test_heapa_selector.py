@@ -175,6 +175,19 @@ def test_sampled_statistics_are_summarised_once_the_cold_queue_drains():
     assert m["boundary_low"] <= m["boundary_high"]
 
 
+def test_refresh_every_k_steps_updates_archived_parents():
+    sel = make(refresh_every=2, refresh="child", recycle_archive_max=0)
+    ctx = ArithCtx(60)
+    run_steps(sel, ctx, 3)
+    assert sel.counters["refreshes"] == 1  # step 2 only; recycling is off
+    before = {rid: sel.pool.records[rid].stat for rid in sel.pool.archive}
+    run_steps(sel, ctx, 1, start=4)
+    assert sel.counters["refreshes"] == 2
+    parents = [rid for rid in before if rid in sel.lineage.children
+               and sel.pool.records[rid].loc == ARCHIVE]
+    assert parents and any(sel.pool.records[rid].stat != before[rid] for rid in parents)
+
+
 def test_pm1_reward_scheme():
     sel = make(reward_scheme="pm1")
     ctx = ArithCtx(40)
@@ -278,3 +291,43 @@ def test_runs_on_the_shared_scripted_context():
         sel.after_update(ctx, groups)
     sel.pool.check()
     assert sel.metrics()["aug_accepted"] >= 0 and len(ctx.extra_prompts) > 0
+
+
+def test_template_path_with_an_http_teacher():
+    import http.server
+    import threading
+
+    from frontier_rl import tasks
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            gen = body["messages"][1]["content"].split("GENERATION:\n", 1)[1].split("\n", 1)[0]
+            clean = f"{gen.strip() or '7'}+1="  # an arith problem, so ArithCtx can check it
+            reply = {"clean": clean, "solvable": True, "answer": tasks.solve(clean)}
+            payload = json.dumps({"choices": [{"message": {"content": json.dumps(reply)}}]})
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload.encode())
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05},
+                     daemon=True).start()
+    try:
+        host, port = srv.server_address
+        sel = make(aug_format="template", teacher="http", teacher_url=f"http://{host}:{port}",
+                   prompt_template="{prompt}", aug_entry="heap")
+        ctx = ArithCtx(24, junk=0.0)
+        run_steps(sel, ctx, 6)  # 3 steps of cold seeds, then the heaps hold the children
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    kids = [r for r in sel.pool.records.values() if r.aug]
+    assert kids and all(r.answer == tasks.solve(r.text) for r in kids)
+    assert sel.teacher.counters["accepted"] >= len(kids)
+    assert all(r.text == f"{r.text[:-3]}+1=" for r in kids)  # the teacher's clean question
+    assert ctx.added > 0  # rolled out through ctx.add_prompts

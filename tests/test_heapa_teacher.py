@@ -156,7 +156,7 @@ def test_http_teacher_answers(server):
     assert v.teacher_d == pytest.approx(1.1)
     req = server.requests[-1]
     assert req["response_format"] == {"type": "json_object"} and req["model"] == "m"
-    assert req["reasoning_effort"] == "low"
+    assert req["reasoning_effort"] == "low" and req["max_completion_tokens"] == 4196
     assert "73+5+218=" in req["messages"][1]["content"]  # the ORIGINAL is given
     assert t(cand("把 2 加 3")).reason == "cjk" and len(server.requests) == 1  # no call
 

@@ -90,6 +90,10 @@ class StepContext(Protocol):
     def generate(self, texts: Sequence[str], *, max_new_tokens: int, temperature: float,
                  stop: Sequence[str] = ()) -> list[str]: ...
 
+    def add_prompts(self, prompts: Sequence[Any]) -> list[int]:
+        """Makes new prompts (augmented queries) rollable; returns their indices."""
+        ...
+
 
 class Selector(Protocol):
     """What the trainer calls, once per step, in this order."""

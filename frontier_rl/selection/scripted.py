@@ -164,7 +164,7 @@ class ScriptedContext:
         ent = (0.2 + 2.0 * pq[:, None] + 0.05 * u).astype(np.float32)
         lengths = np.full(n, 4, np.int32)
         rewards = outcomes.astype(np.float32)
-        groups = [Group(index=int(i), prompt_id=f"scripted/{int(i)}", outcomes=outcomes[r],
+        groups = [Group(index=int(i), prompt_id=self._prompt_id(int(i)), outcomes=outcomes[r],
                         rewards=rewards[r], lengths=lengths, mean_entropy=ent[r])
                   for r, i in enumerate(idx.tolist())]
         self.counters["rollouts"] += int(idx.size) * n
@@ -201,6 +201,11 @@ class ScriptedContext:
         self.counters["generated_texts"] += len(out)
         self.time_in_s += time.perf_counter() - t0
         return out
+
+    def _prompt_id(self, i: int) -> str:
+        if i >= self.num_base:
+            return self.extra_prompts[i - self.num_base].id
+        return f"scripted/{i}"
 
     def add_prompts(self, prompts: Sequence) -> list[int]:
         """Makes new prompts rollable (as the trainer's context does); returns their indices."""

@@ -2,12 +2,14 @@
 Sampling baseline, behind the Selector interface. Importing this package registers "heapa" and
 "ps".
 
-    pool.py      records, cold FIFO, low/high heaps, boundary sampler, eviction, archive, recycling
+    records.py   the record row, its column-store view, locations, packed heap keys
+    pool.py      cold FIFO, low/high heaps, boundary sampler, eviction, archive, recycling
     ps.py        the Prioritized Sampling pool (sum tree)
     augment.py   on-policy candidate queries (arith prefix continuation; the spec's tag template)
     teacher.py   asynchronous annotation: programmatic arith teacher, HTTP chat-completions teacher
     lineage.py   parent -> children graph, ChildAgg / PathAgg re-estimation
-    selector.py  the selectors, their config fields and the list of deviations from the paper/code
+    config.py    the selectors' config fields (paper symbols) and their validation
+    selector.py  the selectors and the list of deviations from the paper and the released code
     bench.py     host-time and memory profile of the pool at large sizes
 """
 

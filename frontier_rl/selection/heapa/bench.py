@@ -13,6 +13,11 @@ G = 8 ternary outcomes, as real groups give), then times each step's pool work:
 and reports per-step mean / p50 / p99 / max milliseconds (heap rebuilds, amortised O(1),
 included), plus the memory per record (everything the pool keeps for it: the record, its
 id string, heap entries and dict slots; no text), measured with tracemalloc.
+
+As in a run, the archive is recycled when it reaches `archive_max`, `recycle_chunk` records
+per step (reported apart as recycle_ms), so the number of live records stays near N. The
+interpreter's full garbage collections land in whichever phase triggers them; their count and
+total time are reported (gc_full_collections, gc_pause_ms_total).
 """
 
 from __future__ import annotations
@@ -70,8 +75,9 @@ def memory_per_record(n: int, group_size: int = 8) -> float:
 
 
 def profile(pool_size: int, batch: int = 256, *, steps: int = 100, warmup: int = 5,
-            group_size: int = 8, entry: str = "heap", memory: bool = True,
-            memory_records: int = 200_000, seed: int = 0) -> dict:
+            group_size: int = 8, entry: str = "heap", archive_max: int = 8192,
+            recycle_chunk: int = 512, memory: bool = True, memory_records: int = 200_000,
+            seed: int = 0) -> dict:
     """Times sample / observe / insert of `batch` items per step on a full pool."""
     rng = np.random.default_rng(seed)
     t_fill = time.perf_counter()
@@ -80,23 +86,24 @@ def profile(pool_size: int, batch: int = 256, *, steps: int = 100, warmup: int =
     gc.collect()  # start from the steady state, not from the fill's collector backlog
     pauses = _GcPauses()
     graph = Lineage()
+    pool.on_evict = lambda rec: graph.remove(rec.rid, rec.parent)  # as the selector does
     G = group_size
-    rewards = rng.integers(-1, 2, size=(steps + warmup, batch, G)).astype(np.float32)
-    est = (rng.integers(-G, G + 1, size=(steps + warmup, batch)) / G).tolist()
-    times = np.zeros((steps, 3))
+    times = np.zeros((steps, 4))
     n_new = 0
     for step in range(steps + warmup):
+        rewards = rng.integers(-1, 2, size=(batch, G)).astype(np.float32)
+        est = (rng.integers(-G, G + 1, size=batch) / G).tolist()
         t0 = time.perf_counter()
         recs = pool.sample(batch)
         t1 = time.perf_counter()
-        stats = rewards[step].astype(np.float64).mean(axis=1).tolist()
+        stats = rewards.astype(np.float64).mean(axis=1).tolist()
         for rec, s in zip(recs, stats, strict=False):
             pool.observe(rec, s, step)
         t2 = time.perf_counter()
         new = []
         for j, rec in enumerate(recs):
-            child = Record(f"aug/{n_new:x}", text="", answer="", est=est[step][j],
-                           stat=est[step][j] if entry == "heap" else None, aug=True,
+            child = Record(f"aug/{n_new:x}", text="", answer="", est=est[j],
+                           stat=est[j] if entry == "heap" else None, aug=True,
                            parent=rec.rid, d=1.0)
             n_new += 1
             new.append(child)
@@ -104,21 +111,27 @@ def profile(pool_size: int, batch: int = 256, *, steps: int = 100, warmup: int =
         for child in new:
             graph.add(child.rid, child.parent)
         t3 = time.perf_counter()
+        if not pool.recycling and len(pool.archive) >= archive_max:
+            pool.begin_recycle()
+        pool.recycle_some(recycle_chunk)
+        t4 = time.perf_counter()
         if step >= warmup:
-            times[step - warmup] = (t1 - t0, t2 - t1, t3 - t2)
+            times[step - warmup] = (t1 - t0, t2 - t1, t3 - t2, t4 - t3)
         if step == warmup - 1:
             pauses.reset()
     pauses.close()
     ms = 1e3 * times
-    total = ms.sum(axis=1)
+    total = ms[:, :3].sum(axis=1)
     out = {
         "pool_size": pool_size, "batch": batch, "steps": steps, "entry": entry,
         "fill_s": t_fill,
         "sample_ms": float(ms[:, 0].mean()), "observe_ms": float(ms[:, 1].mean()),
-        "insert_ms": float(ms[:, 2].mean()), "step_ms_mean": float(total.mean()),
+        "insert_ms": float(ms[:, 2].mean()), "recycle_ms": float(ms[:, 3].mean()),
+        "step_ms_mean": float(total.mean()),
         "step_ms_p50": float(np.percentile(total, 50)),
         "step_ms_p99": float(np.percentile(total, 99)), "step_ms_max": float(total.max()),
         "heap_rebuilds": int(pool.counters["heap_rebuilds"]),
+        "evicted": int(pool.counters["evicted"]), "records": len(pool.records),
         "gc_full_collections": pauses.full, "gc_pause_ms_total": 1e3 * pauses.seconds,
     }
     if memory:
@@ -135,8 +148,8 @@ def main(argv: list[str]) -> None:
         print(f"pool {n:>9,}: step {r['step_ms_mean']:.2f} ms mean, {r['step_ms_p50']:.2f} p50, "
               f"{r['step_ms_p99']:.2f} p99, {r['step_ms_max']:.2f} max (sample "
               f"{r['sample_ms']:.2f} + observe {r['observe_ms']:.2f} + insert "
-              f"{r['insert_ms']:.2f}); {r['bytes_per_record']:.0f} B/record "
-              f"(measured on {r['memory_records']:,})")
+              f"{r['insert_ms']:.2f}; recycling {r['recycle_ms']:.2f} more); "
+              f"{r['bytes_per_record']:.0f} B/record (measured on {r['memory_records']:,})")
 
 
 if __name__ == "__main__":

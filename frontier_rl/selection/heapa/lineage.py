@@ -43,23 +43,25 @@ def attenuate(v: float, d: float) -> float:
 
 
 class Lineage:
+    """parent id -> tuple of child ids. Tuples of strings are not walked by the garbage
+    collector, so a graph over 10^6 records adds no collection pauses."""
+
     def __init__(self):
-        self.children: dict[str, list[str]] = {}
+        self.children: dict[str, tuple[str, ...]] = {}
 
     def add(self, rid: str, parent: str | None) -> None:
         if parent is not None:
-            self.children.setdefault(parent, []).append(rid)
+            self.children[parent] = self.children.get(parent, ()) + (rid,)
 
     def remove(self, rid: str, parent: str | None) -> None:
         """Drops an evicted node: its out-edges and its edge from its parent."""
         self.children.pop(rid, None)
         kids = self.children.get(parent) if parent is not None else None
         if kids is not None:
-            try:
-                kids.remove(rid)
-            except ValueError:
-                pass
-            if not kids:
+            kids = tuple(k for k in kids if k != rid)
+            if kids:
+                self.children[parent] = kids
+            else:
                 del self.children[parent]
 
     def rebuild(self, records: Mapping) -> None:

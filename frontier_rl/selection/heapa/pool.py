@@ -1,6 +1,6 @@
 """HeaPA's bounded query pool: cold FIFO, low/high heaps around the boundary, archive.
 
-Where each record lives (`Record.loc`), exactly one of:
+Where each record lives (its `loc`), exactly one of:
 
 - COLD: never rolled out (no pool statistic); a FIFO, sampled first.
 - LOW: scored, the harder partition. HIGH: scored, the easier partition. The invariant is
@@ -11,13 +11,17 @@ Where each record lives (`Record.loc`), exactly one of:
 Evicted records leave `records` entirely (counted in `evicted`, reported to `on_evict`).
 
 Each partition is a double-ended priority queue made of two `heapq` heaps (min and max) with
-lazy deletion. A heap entry is one packed integer, (statistic as a sortable 64-bit pattern,
-negated for max-heaps) << 72 | seq << 32 | handle, so heaps hold no tuples and no references
-the garbage collector has to walk (a 10^6 pool would otherwise add ~5M tracked objects and
-second-long collection pauses); ties break by seq, i.e. by arrival. An entry is live iff the
-record at `handle` is in that partition with that seq. Every record entering a partition gets
-a fresh seq; a heap is rebuilt only when its dead entries outnumber its live ones, so all work
-is O(log N) per item, amortised.
+lazy deletion. Ties break by seq, i.e. by arrival. An entry is live iff the record it names
+is in that partition with that seq; every record entering a partition gets a fresh seq, and
+a heap is rebuilt only when its dead entries outnumber its live ones, so all work is
+O(log N) per item, amortised.
+
+Storage is a column store: a record is an integer handle into flat arrays (statistic,
+estimate, seq, location, ...) plus one tuple of its immutable fields, and a heap entry is one
+packed integer, (statistic as a sortable 64-bit pattern, inverted for max-heaps) << 72 |
+seq << 32 | handle. None of these is an object the garbage collector has to walk, so a 10^6
+pool adds no full-collection pauses (one tracked object per record costs ~0.2-1 s per full
+collection at that size). `records` maps record ids to `RecordView`s over the columns.
 
 Capacity N (size = |COLD| + |LOW| + |HIGH|) follows the released code: a cold arrival at a
 full pool evicts max(HIGH), else max(LOW), else the oldest cold item; a scored arrival is
@@ -33,93 +37,47 @@ from __future__ import annotations
 import collections
 import heapq
 import math
-import struct
+from array import array
 from collections.abc import Callable
 
 import numpy as np
 
 from frontier_rl.selection.common import rng_state, set_rng_state
+from frontier_rl.selection.heapa.records import (
+    ARCHIVE,
+    COLD,
+    FREE,
+    H_MASK,
+    HIGH,
+    LOC_NAMES,
+    LOW,
+    OUT,
+    SEQ_MASK,
+    U64,
+    Record,
+    RecordMap,
+    RecordView,
+    max_key,
+    min_key,
+    opt_float,
+    sortable,
+)
 
-COLD, LOW, HIGH, ARCHIVE, OUT = range(5)
-LOC_NAMES = ("cold", "low", "high", "archive", "out")
+__all__ = ["ARCHIVE", "COLD", "HIGH", "LOW", "OUT", "SAMPLING", "Pool", "Record", "RecordView"]
+
 SAMPLING = ("boundary", "mixed", "uniform")
 _SLACK = 1024  # dead heap entries tolerated before a rebuild, on top of the live count
-_H_MASK = (1 << 32) - 1
-_SEQ_MASK = (1 << 40) - 1
-_U64 = (1 << 64) - 1
-_TOP = 1 << 63
-_pack_d = struct.Struct(">d").pack
-_unpack_q = struct.Struct(">Q").unpack
-
-
-_SORTABLE: dict[float, int] = {}  # statistics repeat (means of G outcomes): memoised
-
-
-def _sortable(x: float) -> int:
-    """A 64-bit pattern whose integer order is the order of the float x (-0.0 as 0.0)."""
-    b = _SORTABLE.get(x)
-    if b is None:
-        (b,) = _unpack_q(_pack_d(x + 0.0))
-        b = b ^ _U64 if b & _TOP else b | _TOP
-        if len(_SORTABLE) < 65536:
-            _SORTABLE[x] = b
-    return b
-
-
-def min_key(stat: float, seq: int, h: int) -> int:
-    return (_sortable(stat) << 72) | (seq << 32) | h
-
-
-def max_key(stat: float, seq: int, h: int) -> int:
-    return ((_U64 - _sortable(stat)) << 72) | (seq << 32) | h
-
-
-class Record:
-    """One prompt-answer pair. `text`/`answer` are None for seeds (they live in ctx.prompts,
-    at `index`); augmented records carry their own and get an index when first rolled out."""
-
-    __slots__ = ("rid", "text", "answer", "stat", "est", "aug", "parent", "d", "step", "index",
-                 "loc", "seq", "pos", "h")
-
-    def __init__(self, rid: str, *, text: str | None = None, answer: str | None = None,
-                 stat: float | None = None, est: float | None = None, aug: bool = False,
-                 parent: str | None = None, d: float = 1.0, step: int = -1, index: int = -1):
-        self.rid = rid
-        self.text = text
-        self.answer = answer
-        self.stat = stat  # pool statistic: mean shaped reward of the last verified group
-        self.est = est  # estimated statistic (augmented); mirrors stat once that is set
-        self.aug = aug  # source: augmented (True) or seed
-        self.parent = parent  # record_id of the parent (lineage), None for seeds
-        self.d = d  # policy difficulty factor d_c, clamped to [d_min, d_max]; 1.0 for seeds
-        self.step = step  # step last trained (-1: never)
-        self.index = index  # index into ctx.prompts (-1: not registered with the context)
-        self.loc = OUT
-        self.seq = 0
-        self.pos = -1  # slot in the uniform sampler's bag / PS sum tree
-        self.h = -1  # handle: index in the pool's slot list (heap entries point here)
-
-    def to_list(self) -> list:
-        return [self.rid, self.text, self.answer, self.stat, self.est, self.aug, self.parent,
-                self.d, self.step, -1 if self.aug else self.index, self.loc, self.seq]
-
-    @classmethod
-    def from_list(cls, row: list) -> Record:
-        rid, text, answer, stat, est, aug, parent, d, step, index, loc, seq = row
-        rec = cls(rid, text=text, answer=answer, stat=stat, est=est, aug=bool(aug),
-                  parent=parent, d=float(d), step=int(step), index=int(index))
-        rec.loc, rec.seq = int(loc), int(seq)
-        return rec
+_NAN = float("nan")
 
 
 class Pool:
     """The HeaPA pool (see module docstring). `rng` draws the boundary picks and recycling
-    order; `on_evict(record)` is told about every eviction (lineage clean-up)."""
+    order; `on_evict(view)` is told about every eviction (lineage clean-up)."""
 
     def __init__(self, *, alpha: float = 0.5, capacity: int = 1_000_000,
                  candidate_factor: int = 2, sampling: str = "boundary",
                  rebalance_max_moves: int = 0, max_cold_frac: float = 1.0, seed: int = 0,
-                 on_evict: Callable[[Record], None] | None = None):
+                 on_evict: Callable[[RecordView], None] | None = None):
         if not 0.05 <= alpha <= 0.95:
             raise ValueError(f"alpha={alpha} is outside [0.05, 0.95]")
         if sampling not in SAMPLING:
@@ -132,22 +90,34 @@ class Pool:
         self.max_cold_frac = float(max_cold_frac)
         self.rng = np.random.default_rng(np.random.SeedSequence([seed, 0x4EA9]))
         self.on_evict = on_evict
-        self.records: dict[str, Record] = {}
-        self.cold: collections.deque[Record] = collections.deque()
-        self.archive: dict[str, Record] = {}
+        self.records = RecordMap(self)
+        self.counters: collections.Counter = collections.Counter()
+        self.last: dict[str, int] = {}
+        self._clear()
+
+    def _clear(self) -> None:
+        self._h: dict[str, int] = {}  # record id -> handle
+        self._rid: list[str | None] = []
+        self._info: list[tuple | None] = []  # (text, answer, aug, parent, d): immutable
+        self._stat = array("d")  # NaN = no statistic
+        self._est = array("d")
+        self._step = array("q")
+        self._index = array("q")
+        self._seq = array("q")
+        self._pos = array("q")  # position in the uniform sampler's bag
+        self._loc = bytearray()
+        self._free: list[int] = []
+        self.cold: collections.deque[int] = collections.deque()  # handles, oldest first
+        self.archive: dict[str, int] = {}  # record id -> handle, in arrival order
         self._recycle: collections.deque[str] = collections.deque()
         self._lo_max: list[int] = []  # max-heap: top = easiest hard item
         self._lo_min: list[int] = []  # min-heap: top = hardest item (eviction)
         self._hi_min: list[int] = []  # min-heap: top = hardest easy item
         self._hi_max: list[int] = []  # max-heap: top = easiest item (mixing, eviction)
-        self._slots: list[Record | None] = []  # handle -> record
-        self._free: list[int] = []
-        self._bag: list[Record] = []  # scored records, for uniform sampling only
+        self._bag: list[int] = []  # scored handles, for uniform sampling only
         self.n_low = 0
         self.n_high = 0
-        self._seq = 0
-        self.counters = collections.Counter()
-        self.last: dict[str, int] = {}
+        self._seq_n = 0
 
     # ------------------------------------------------------------------ sizes
 
@@ -176,170 +146,206 @@ class Pool:
         """(max of LOW, min of HIGH): the two sides of the boundary."""
         lo = self._peek(self._lo_max, LOW)
         hi = self._peek(self._hi_min, HIGH)
-        return (None if lo is None else lo.stat), (None if hi is None else hi.stat)
+        return (None if lo < 0 else self._stat[lo]), (None if hi < 0 else self._stat[hi])
+
+    def view(self, h: int) -> RecordView:
+        return RecordView(self, h)
+
+    def cold_ids(self) -> list[str]:
+        return [self._rid[h] for h in self.cold]
+
+    # ------------------------------------------------------------------ records
+
+    def _register(self, rec: Record) -> int:
+        if rec.rid in self._h:
+            raise ValueError(f"record {rec.rid!r} is already in the pool")
+        info = (rec.text, rec.answer, bool(rec.aug), rec.parent, float(rec.d))
+        stat = _NAN if rec.stat is None else float(rec.stat)
+        est = _NAN if rec.est is None else float(rec.est)
+        if self._free:
+            h = self._free.pop()
+            self._rid[h], self._info[h] = rec.rid, info
+            self._stat[h], self._est[h], self._step[h] = stat, est, rec.step
+            self._index[h], self._seq[h], self._pos[h], self._loc[h] = rec.index, 0, -1, OUT
+        else:
+            h = len(self._rid)
+            self._rid.append(rec.rid)
+            self._info.append(info)
+            self._stat.append(stat)
+            self._est.append(est)
+            self._step.append(rec.step)
+            self._index.append(rec.index)
+            self._seq.append(0)
+            self._pos.append(-1)
+            self._loc.append(OUT)
+        self._h[rec.rid] = h
+        return h
+
+    def _row(self, h: int) -> list:
+        text, answer, aug, parent, d = self._info[h]
+        return [self._rid[h], text, answer, opt_float(self._stat[h]), opt_float(self._est[h]), aug,
+                parent, d, self._step[h], -1 if aug else self._index[h], self._loc[h],
+                self._seq[h]]
 
     # ------------------------------------------------------------------ heap primitives
 
-    def _live(self, key: int, loc: int) -> Record | None:
-        rec = self._slots[key & _H_MASK]
-        if rec is not None and rec.loc == loc and rec.seq == (key >> 32) & _SEQ_MASK:
-            return rec
-        return None
+    def _live(self, key: int, loc: int) -> int:
+        """The handle an entry names if the entry is live, else -1."""
+        h = key & H_MASK
+        if self._loc[h] == loc and self._seq[h] == (key >> 32) & SEQ_MASK:
+            return h
+        return -1
 
-    def _peek(self, heap: list, loc: int) -> Record | None:
+    def _peek(self, heap: list, loc: int) -> int:
+        locs, seqs = self._loc, self._seq
         while heap:
-            rec = self._live(heap[0], loc)
-            if rec is not None:
-                return rec
+            key = heap[0]
+            h = key & H_MASK
+            if locs[h] == loc and seqs[h] == (key >> 32) & SEQ_MASK:
+                return h
             heapq.heappop(heap)
-        return None
+        return -1
 
-    def _enter(self, rec: Record, side: int) -> None:
-        self._seq += 1
-        seq = rec.seq = self._seq
-        rec.loc = side
-        b = _sortable(rec.stat)
-        tail = (seq << 32) | rec.h
+    def _enter(self, h: int, side: int) -> None:
+        self._seq_n += 1
+        seq = self._seq[h] = self._seq_n
+        self._loc[h] = side
+        b = sortable(self._stat[h])
+        tail = (seq << 32) | h
         if side == LOW:
-            heapq.heappush(self._lo_max, ((_U64 - b) << 72) | tail)
+            heapq.heappush(self._lo_max, ((U64 - b) << 72) | tail)
             heapq.heappush(self._lo_min, (b << 72) | tail)
             self.n_low += 1
         else:
             heapq.heappush(self._hi_min, (b << 72) | tail)
-            heapq.heappush(self._hi_max, ((_U64 - b) << 72) | tail)
+            heapq.heappush(self._hi_max, ((U64 - b) << 72) | tail)
             self.n_high += 1
 
-    def _pop(self, side: int, hardest: bool) -> Record | None:
-        """Removes the hardest or easiest record of a partition (loc becomes OUT, seq kept)."""
+    def _pop(self, side: int, hardest: bool) -> int:
+        """Removes the hardest or easiest record of a partition (loc becomes OUT, seq kept);
+        returns its handle, or -1 if the partition is empty."""
         if side == LOW:
             heap = self._lo_min if hardest else self._lo_max
         else:
             heap = self._hi_min if hardest else self._hi_max
-        slots = self._slots
+        loc, seq = self._loc, self._seq
         while heap:
             key = heapq.heappop(heap)
-            rec = slots[key & _H_MASK]
-            if rec is not None and rec.loc == side and rec.seq == (key >> 32) & _SEQ_MASK:
-                rec.loc = OUT
+            h = key & H_MASK
+            if loc[h] == side and seq[h] == (key >> 32) & SEQ_MASK:
+                loc[h] = OUT
                 if side == LOW:
                     self.n_low -= 1
                 else:
                     self.n_high -= 1
-                return rec
-        return None
+                return h
+        return -1
 
-    def _revive(self, rec: Record, side: int) -> None:
+    def _revive(self, h: int, side: int) -> None:
         """Puts back a record just taken from the near end of `side` by the sampler.
 
         Its entry in the far-end heap still exists (nothing touches the far-end heaps while
         candidates are out, and heaps are rebuilt only between public calls), so restoring
         loc with the same seq revives it: one push instead of two.
         """
-        rec.loc = side
+        self._loc[h] = side
         if side == LOW:
-            heapq.heappush(self._lo_max, max_key(rec.stat, rec.seq, rec.h))
+            heapq.heappush(self._lo_max, max_key(self._stat[h], self._seq[h], h))
             self.n_low += 1
         else:
-            heapq.heappush(self._hi_min, min_key(rec.stat, rec.seq, rec.h))
+            heapq.heappush(self._hi_min, min_key(self._stat[h], self._seq[h], h))
             self.n_high += 1
 
     # ------------------------------------------------------------------ placement
 
-    def _insert_scored(self, rec: Record) -> None:
+    def _insert_scored(self, h: int) -> None:
         """Places a scored record so that max(LOW) <= min(HIGH) still holds."""
-        s = rec.stat
+        s = self._stat[h]
         lo = self._peek(self._lo_max, LOW)
-        if lo is not None and s <= lo.stat:
+        if lo >= 0 and s <= self._stat[lo]:
             side = LOW
         else:
             hi = self._peek(self._hi_min, HIGH)
-            if hi is not None and s >= hi.stat:
+            if hi >= 0 and s >= self._stat[hi]:
                 side = HIGH
             else:  # strictly inside the boundary gap (or both sides empty): the short side
                 side = LOW if self.n_low < self.target_low(self.n_scored + 1) else HIGH
-        self._enter(rec, side)
+        self._enter(h, side)
         if self.sampling == "uniform":
-            rec.pos = len(self._bag)
-            self._bag.append(rec)
+            self._pos[h] = len(self._bag)
+            self._bag.append(h)
 
-    def _place(self, rec: Record) -> None:
+    def _place(self, h: int) -> None:
         """Puts a known record (new, restored or recycled) into the pool, evicting if full."""
-        scored = rec.stat is not None and math.isfinite(rec.stat)
+        s = self._stat[h]
+        scored = math.isfinite(s)
         if not scored:
-            rec.stat = None
+            self._stat[h] = _NAN
         if len(self.cold) + self.n_low + self.n_high < self.capacity:
             if scored:
-                self._insert_scored(rec)
+                self._insert_scored(h)
             else:
-                rec.loc = COLD
-                self.cold.append(rec)
+                self._loc[h] = COLD
+                self.cold.append(h)
         elif not scored:
             self._evict_one(cold_arrival=True)
-            rec.loc = COLD
-            self.cold.append(rec)
+            self._loc[h] = COLD
+            self.cold.append(h)
         else:
-            self._insert_scored(rec)
-            if self._evict_one(cold_arrival=False) is rec:
+            rid = self._rid[h]
+            self._insert_scored(h)
+            if self._evict_one(cold_arrival=False) == rid:
                 self.counters["evicted_on_arrival"] += 1
-
-    def _register(self, rec: Record) -> None:
-        if rec.rid in self.records:
-            raise ValueError(f"record {rec.rid!r} is already in the pool")
-        self.records[rec.rid] = rec
-        if self._free:
-            rec.h = self._free.pop()
-            self._slots[rec.h] = rec
-        else:
-            rec.h = len(self._slots)
-            self._slots.append(rec)
 
     def add(self, rec: Record) -> None:
         """Adds a new record: cold if it has no statistic, else into LOW/HIGH."""
-        self._register(rec)
-        self._place(rec)
+        self._place(self._register(rec))
         self._rebalance()
         self._maintain()
 
     def add_many(self, recs) -> None:
         for rec in recs:
-            self._register(rec)
-            self._place(rec)
+            self._place(self._register(rec))
             self._rebalance()
         self._maintain()
 
     # ------------------------------------------------------------------ eviction
 
-    def _take_from_bag(self, rec: Record) -> None:
-        if self.sampling != "uniform" or rec.pos < 0:
+    def _take_from_bag(self, h: int) -> None:
+        pos = self._pos[h]
+        if self.sampling != "uniform" or pos < 0:
             return
         last = self._bag.pop()
-        if last is not rec:
-            self._bag[rec.pos] = last
-            last.pos = rec.pos
-        rec.pos = -1
+        if last != h:
+            self._bag[pos] = last
+            self._pos[last] = pos
+        self._pos[h] = -1
 
-    def _evict_one(self, *, cold_arrival: bool) -> Record | None:
+    def _evict_one(self, *, cold_arrival: bool) -> str | None:
+        """Evicts one record (see the module docstring); returns its id."""
         if cold_arrival:  # released code: the easiest scored item makes room for a cold one
-            rec = self._pop(HIGH, hardest=False) or self._pop(LOW, hardest=False)
+            h = self._pop(HIGH, hardest=False)
+            if h < 0:
+                h = self._pop(LOW, hardest=False)
         else:  # the hardest item overall
-            rec = self._pop(LOW, hardest=True) or self._pop(HIGH, hardest=True)
-        if rec is None and self.cold:
-            rec = self.cold.popleft()
-        if rec is None:
+            h = self._pop(LOW, hardest=True)
+            if h < 0:
+                h = self._pop(HIGH, hardest=True)
+        if h < 0 and self.cold:
+            h = self.cold.popleft()
+        if h < 0:
             return None
-        self._take_from_bag(rec)
-        self._drop(rec, "evicted")
-        return rec
-
-    def _drop(self, rec: Record, why: str) -> None:
-        rec.loc = OUT
-        del self.records[rec.rid]
-        self._slots[rec.h] = None
-        self._free.append(rec.h)
-        rec.h = -1
-        self.counters[why] += 1
+        self._take_from_bag(h)
+        rid = self._rid[h]
+        self._loc[h] = OUT
         if self.on_evict is not None:
-            self.on_evict(rec)
+            self.on_evict(RecordView(self, h))
+        del self._h[rid]
+        self._rid[h] = self._info[h] = None
+        self._loc[h] = FREE
+        self._free.append(h)
+        self.counters["evicted"] += 1
+        return rid
 
     def set_capacity(self, capacity: int) -> None:
         """Changes N; a lower N evicts hardest-first (LOW, then HIGH, then oldest cold)."""
@@ -359,12 +365,10 @@ class Pool:
         limit = self.rebalance_max_moves or math.inf
         moves = 0
         while self.n_low < target and moves < limit:
-            rec = self._pop(HIGH, hardest=True)
-            self._enter(rec, LOW)
+            self._enter(self._pop(HIGH, hardest=True), LOW)
             moves += 1
         while self.n_low > target and moves < limit:
-            rec = self._pop(LOW, hardest=False)
-            self._enter(rec, HIGH)
+            self._enter(self._pop(LOW, hardest=False), HIGH)
             moves += 1
         self.counters["rebalance_moves"] += moves
 
@@ -374,28 +378,30 @@ class Pool:
                                 (self._hi_min, HIGH, self.n_high),
                                 (self._hi_max, HIGH, self.n_high)):
             if len(heap) > 2 * live + _SLACK:
-                heap[:] = [k for k in heap if self._live(k, loc) is not None]
+                locs, seqs = self._loc, self._seq
+                heap[:] = [k for k in heap if locs[k & H_MASK] == loc
+                           and seqs[k & H_MASK] == (k >> 32) & SEQ_MASK]
                 heapq.heapify(heap)
                 self.counters["heap_rebuilds"] += 1
 
     # ------------------------------------------------------------------ sampling
 
-    def sample(self, k: int) -> list[Record]:
+    def sample(self, k: int) -> list[RecordView]:
         """Removes and returns up to k records: cold first, then boundary (or mixed/uniform).
 
         With max_cold_frac < 1, cold items fill at most that share of the batch while scored
         items remain.
         """
         k = min(int(k), self.size)
-        out: list[Record] = []
+        out: list[int] = []
         self.last = {"cold": 0, "easy": 0, "boundary": 0, "uniform": 0}
         if k <= 0:
-            return out
+            return []
         n_cold = min(len(self.cold), max(math.ceil(self.max_cold_frac * k), k - self.n_scored))
         for _ in range(n_cold):
-            rec = self.cold.popleft()
-            rec.loc = OUT
-            out.append(rec)
+            h = self.cold.popleft()
+            self._loc[h] = OUT
+            out.append(h)
         self.last["cold"] = n_cold
         need = k - n_cold
         if need > 0:
@@ -404,18 +410,18 @@ class Pool:
             else:
                 if self.sampling == "mixed":  # optional easy mixing: half from the easy end
                     for _ in range(need // 2):
-                        rec = self._pop(HIGH, hardest=False)
-                        if rec is None:
+                        h = self._pop(HIGH, hardest=False)
+                        if h < 0:
                             break
-                        out.append(rec)
+                        out.append(h)
                         self.last["easy"] += 1
                     need = k - len(out)
                 out += self._medium(need)
             self._rebalance()
         self._maintain()
-        return out
+        return [RecordView(self, h) for h in out]
 
-    def _medium(self, k: int) -> list[Record]:
+    def _medium(self, k: int) -> list[int]:
         """k records drawn uniformly from the 2k boundary candidates (all if k >= scored)."""
         if k <= 0:
             return []
@@ -432,68 +438,73 @@ class Pool:
         self.last["boundary"] += len(chosen)
         return chosen
 
-    def _pop_alternating(self, t: int) -> tuple[list[Record], list[int]]:
+    def _pop_alternating(self, t: int) -> tuple[list[int], list[int]]:
         """Pops t records alternating min(HIGH) ("hardest easy") and max(LOW) ("easiest
         hard"), starting with HIGH; when one side is empty, from the other."""
         out, sides = [], []
         side = HIGH
         while len(out) < t:
             if side == HIGH and self.n_high:
-                rec, got = self._pop(HIGH, hardest=True), HIGH
+                got = HIGH
             elif side == LOW and self.n_low:
-                rec, got = self._pop(LOW, hardest=False), LOW
+                got = LOW
             elif self.n_high:
-                rec, got = self._pop(HIGH, hardest=True), HIGH
+                got = HIGH
             elif self.n_low:
-                rec, got = self._pop(LOW, hardest=False), LOW
+                got = LOW
             else:
                 break
-            out.append(rec)
+            out.append(self._pop(got, hardest=got == HIGH))
             sides.append(got)
             side = LOW if side == HIGH else HIGH
         return out, sides
 
-    def _uniform(self, k: int) -> list[Record]:
+    def _uniform(self, k: int) -> list[int]:
         """k scored records uniformly at random (the augmentation-only ablation)."""
         k = min(k, len(self._bag))
         out = []
         for _ in range(k):
-            rec = self._bag[int(self.rng.integers(len(self._bag)))]
-            self._take_from_bag(rec)
-            if rec.loc == LOW:
+            h = self._bag[int(self.rng.integers(len(self._bag)))]
+            self._take_from_bag(h)
+            if self._loc[h] == LOW:
                 self.n_low -= 1
             else:
                 self.n_high -= 1
-            rec.loc = OUT
-            out.append(rec)
+            self._loc[h] = OUT
+            out.append(h)
         self.last["uniform"] = k
         return out
 
     # ------------------------------------------------------------------ after the rollout
 
-    def observe(self, rec: Record, stat: float, step: int) -> None:
+    def observe(self, rec: RecordView, stat: float, step: int) -> None:
         """Records the realised pool statistic of a sampled record and archives it."""
-        rec.stat = rec.est = float(stat)
-        rec.step = int(step)
-        rec.loc = ARCHIVE
-        self.archive[rec.rid] = rec
+        h = rec.h
+        self._stat[h] = self._est[h] = float(stat)
+        self._step[h] = int(step)
+        self._loc[h] = ARCHIVE
+        self.archive[self._rid[h]] = h
 
-    def restore(self, rec: Record) -> None:
+    def restore(self, rec: RecordView) -> None:
         """Returns a sampled record that was not rolled out (its statistic unchanged)."""
-        if rec.loc != OUT or rec.rid not in self.records:
+        if self._loc[rec.h] != OUT:
             return
-        self._place(rec)
+        self._place(rec.h)
         self._rebalance()
 
     # ------------------------------------------------------------------ recycling
 
+    def refresh_archive(self, values: dict[str, float]) -> None:
+        """Sets statistic = estimate = value for the archived records among `values`."""
+        for rid, v in values.items():
+            h = self.archive.get(rid)
+            if h is not None:
+                self._stat[h] = self._est[h] = float(v)
+
     def begin_recycle(self, values: dict[str, float] | None = None) -> int:
         """Queues the whole archive (shuffled) for reinsertion; `values` are refreshed
         statistics (lineage re-estimation) applied to the archived records first."""
-        for rid, v in (values or {}).items():
-            rec = self.archive.get(rid)
-            if rec is not None:
-                rec.stat = rec.est = float(v)
+        self.refresh_archive(values or {})
         ids = list(self.archive)
         order = self.rng.permutation(len(ids)).tolist()
         self._recycle = collections.deque(ids[i] for i in order)
@@ -505,10 +516,10 @@ class Pool:
         pool holds fewer than `need`. Returns how many moved."""
         moved = 0
         while self._recycle and (chunk <= 0 or moved < chunk or self.size < need):
-            rec = self.archive.pop(self._recycle.popleft(), None)
-            if rec is None:
+            h = self.archive.pop(self._recycle.popleft(), None)
+            if h is None:
                 continue
-            self._place(rec)
+            self._place(h)
             moved += 1
         self._rebalance()
         self._maintain()
@@ -519,95 +530,99 @@ class Pool:
 
     def check(self, allow_out: bool = False) -> None:
         """Asserts every invariant (O(N); for tests)."""
-        counts = collections.Counter(rec.loc for rec in self.records.values())
+        live = list(self._h.values())
+        counts = collections.Counter(self._loc[h] for h in live)
         if not allow_out:
             assert counts[OUT] == 0, f"{counts[OUT]} records are out of the pool"
-        assert counts[COLD] == len(self.cold), "cold queue and locations disagree"
-        assert all(rec.loc == COLD for rec in self.cold)
-        assert len({id(r) for r in self.cold}) == len(self.cold), "duplicate in cold"
+        assert all(self._rid[h] == rid for rid, h in self._h.items())
+        assert len(self._rid) - len(self._free) == len(self._h)
+        assert all(self._loc[h] == FREE for h in self._free)
+        assert counts[COLD] == len(self.cold) == len(set(self.cold))
+        assert all(self._loc[h] == COLD for h in self.cold)
         assert counts[LOW] == self.n_low and counts[HIGH] == self.n_high
         assert counts[ARCHIVE] == len(self.archive)
-        assert all(rec.loc == ARCHIVE for rec in self.archive.values())
-        assert all(self._slots[r.h] is r for r in self.records.values())
-        assert len(self._slots) - len(self._free) == len(self.records)
+        assert all(self._loc[h] == ARCHIVE for h in self.archive.values())
+        assert all(math.isfinite(self._stat[h]) for h in live
+                   if self._loc[h] in (LOW, HIGH, ARCHIVE))
         for heap, loc, key in ((self._lo_max, LOW, max_key), (self._lo_min, LOW, min_key),
                                (self._hi_min, HIGH, min_key), (self._hi_max, HIGH, max_key)):
-            live = [(k, self._live(k, loc)) for k in heap]
-            live = [(k, r) for k, r in live if r is not None]
-            assert len(live) == counts[loc], f"{LOC_NAMES[loc]} heap has {len(live)} live"
-            assert len({id(r) for _, r in live}) == len(live), "a record twice in one heap"
-            assert all(k == key(r.stat, r.seq, r.h) for k, r in live)
+            hs = [(k, self._live(k, loc)) for k in heap]
+            hs = [(k, h) for k, h in hs if h >= 0]
+            assert len(hs) == counts[loc], f"{LOC_NAMES[loc]} heap has {len(hs)} live"
+            assert len({h for _, h in hs}) == len(hs), "a record twice in one heap"
+            assert all(k == key(self._stat[h], self._seq[h], h) for k, h in hs)
         lo, hi = self.boundary()
         if lo is not None and hi is not None:
             assert lo <= hi, f"max(low)={lo} > min(high)={hi}"
         assert self.size <= self.capacity, f"size {self.size} > capacity {self.capacity}"
         if self.sampling == "uniform":
             assert len(self._bag) == self.n_scored
-            assert all(self._bag[r.pos] is r for r in self._bag)
+            assert all(self._pos[h] == i for i, h in enumerate(self._bag))
 
     def state_dict(self) -> dict:
+        rid = self._rid
         return {
-            "records": [rec.to_list() for rec in self.records.values()],
-            "cold": [rec.rid for rec in self.cold],
+            "records": [self._row(h) for h in self._h.values()],
+            "cold": [rid[h] for h in self.cold],
             "archive": list(self.archive),
             "recycle": list(self._recycle),
-            "bag": [rec.rid for rec in self._bag],
-            "seq": self._seq,
+            "bag": [rid[h] for h in self._bag],
+            "seq": self._seq_n,
             "capacity": self.capacity,
             "counters": dict(self.counters),
             "rng": rng_state(self.rng),
         }
 
     def load_state_dict(self, state: dict) -> None:
-        self.records, self._slots, self._free = {}, [], []
+        self._clear()
         for row in state["records"]:
-            self._register(Record.from_list(row))
-        recs = self.records
-        self.cold = collections.deque(recs[r] for r in state["cold"])
-        self.archive = {r: recs[r] for r in state["archive"]}
-        self._recycle = collections.deque(state["recycle"])
-        self._lo_max, self._lo_min, self._hi_min, self._hi_max = [], [], [], []
-        self.n_low = self.n_high = 0
-        for rec in recs.values():
+            rec = Record.from_list(row)
+            h = self._register(rec)
+            self._loc[h], self._seq[h] = rec.loc, rec.seq
             if rec.loc == LOW:
-                self._lo_max.append(max_key(rec.stat, rec.seq, rec.h))
-                self._lo_min.append(min_key(rec.stat, rec.seq, rec.h))
+                self._lo_max.append(max_key(rec.stat, rec.seq, h))
+                self._lo_min.append(min_key(rec.stat, rec.seq, h))
                 self.n_low += 1
             elif rec.loc == HIGH:
-                self._hi_min.append(min_key(rec.stat, rec.seq, rec.h))
-                self._hi_max.append(max_key(rec.stat, rec.seq, rec.h))
+                self._hi_min.append(min_key(rec.stat, rec.seq, h))
+                self._hi_max.append(max_key(rec.stat, rec.seq, h))
                 self.n_high += 1
         for heap in (self._lo_max, self._lo_min, self._hi_min, self._hi_max):
             heapq.heapify(heap)
-        self._bag = [recs[r] for r in state.get("bag", [])]
-        for i, rec in enumerate(self._bag):
-            rec.pos = i
-        self._seq = int(state["seq"])
+        hs = self._h
+        self.cold = collections.deque(hs[r] for r in state["cold"])
+        self.archive = {r: hs[r] for r in state["archive"]}
+        self._recycle = collections.deque(state["recycle"])
+        self._bag = [hs[r] for r in state.get("bag", [])]
+        for i, h in enumerate(self._bag):
+            self._pos[h] = i
+        self._seq_n = int(state["seq"])
         self.capacity = int(state["capacity"])
         self.counters = collections.Counter(state["counters"])
         set_rng_state(self.rng, state["rng"])
 
     def bulk_load(self, recs: list[Record]) -> None:
         """Fills an empty pool with scored records in O(N log N) (benchmarks, big seeds)."""
-        if self.records:
+        if self._h:
             raise ValueError("bulk_load needs an empty pool")
         recs = sorted(recs, key=lambda r: r.stat)
         n_low = min(self.target_low(len(recs)), len(recs))
-        for i, rec in enumerate(recs):
-            self._register(rec)
-            self._seq += 1
-            rec.seq, rec.loc = self._seq, LOW if i < n_low else HIGH
-        self._lo_max = [max_key(r.stat, r.seq, r.h) for r in recs[:n_low]]
-        self._lo_min = [min_key(r.stat, r.seq, r.h) for r in recs[:n_low]]
-        self._hi_min = [min_key(r.stat, r.seq, r.h) for r in recs[n_low:]]
-        self._hi_max = [max_key(r.stat, r.seq, r.h) for r in recs[n_low:]]
+        hs = [self._register(rec) for rec in recs]
+        for i, h in enumerate(hs):
+            self._seq_n += 1
+            self._seq[h], self._loc[h] = self._seq_n, LOW if i < n_low else HIGH
+        stat, seq = self._stat, self._seq
+        self._lo_max = [max_key(stat[h], seq[h], h) for h in hs[:n_low]]
+        self._lo_min = [min_key(stat[h], seq[h], h) for h in hs[:n_low]]
+        self._hi_min = [min_key(stat[h], seq[h], h) for h in hs[n_low:]]
+        self._hi_max = [max_key(stat[h], seq[h], h) for h in hs[n_low:]]
         for heap in (self._lo_max, self._lo_min, self._hi_min, self._hi_max):
             heapq.heapify(heap)
-        self.n_low, self.n_high = n_low, len(recs) - n_low
+        self.n_low, self.n_high = n_low, len(hs) - n_low
         if self.sampling == "uniform":
-            self._bag = list(recs)
-            for i, rec in enumerate(self._bag):
-                rec.pos = i
+            self._bag = list(hs)
+            for i, h in enumerate(hs):
+                self._pos[h] = i
         while self.size > self.capacity:
             self._evict_one(cold_arrival=False)
 

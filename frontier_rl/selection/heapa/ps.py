@@ -28,7 +28,7 @@ from collections.abc import Callable
 import numpy as np
 
 from frontier_rl.selection.common import rng_state, set_rng_state
-from frontier_rl.selection.heapa.pool import COLD, LOC_NAMES, OUT, Record
+from frontier_rl.selection.heapa.records import COLD, LOC_NAMES, OUT, Record
 
 SCORED = 1  # the one scored partition (reported as "low")
 
@@ -77,6 +77,9 @@ class PSPool:
 
     def recycle_some(self, chunk: int, need: int = 0) -> int:
         return 0
+
+    def refresh_archive(self, values) -> None:
+        pass
 
     def success(self, rec: Record) -> float:
         return self._s[rec.pos]

@@ -24,7 +24,7 @@ Selectors and ablations (ALGORITHMS.md §2, §4.6, §4.8):
     heapa, sampling="uniform"      policy augmentation only (uniform draws from the pool)
     ps                             Prioritized Sampling (heapa/ps.py); augment=True is PS+PA
 
-Paper symbols -> config fields (`config.selector.heapa.*`):
+Paper symbols -> config fields (`config.selector.heapa.*`, defined in heapa/config.py):
     alpha -> alpha, N -> capacity, B -> rl.batch_size, G -> rl.group_size, n_aug -> n_aug,
     [d_min, d_max] -> d_min / d_max, "up to 2B candidates" -> candidate_factor,
     archive threshold -> recycle_archive_max, T (PathAgg) -> path_weight_temp.
@@ -55,13 +55,22 @@ behaviour stays available where it is a reasonable choice):
 11. The DAPO group filter (filter_groups) returns what it has after max_rounds instead of
     raising.
 12. max_cold_frac < 1 caps the cold share of a batch (an addition; 1.0 = paper and code).
+    With aug_entry="cold" and most candidates accepted, children arrive about as fast as
+    the batch consumes them, so batches can stay cold and the boundary sampler idle: that is
+    the paper's rule; max_cold_frac or aug_entry="heap" change it.
+13. Easy mixing is sampling="mixed" (the code silently ran medium-only for any string other
+    than mixed_easy_medium / mixed / half).
+14. The teacher retries once by default (teacher_max_retries=1; the code's max_retries=1
+    meant a single attempt) and its worker count defaults to 2 (code: 1).
+15. Template difficulty: a bare number counts only inside the DIFFICULTY field (augment.py).
+16. PS: a record entering at an estimate starts with visit count ps_prior_count=1 (code: 0,
+    so its first rollout overwrote the estimate) (ps.py).
 """
 
 from __future__ import annotations
 
 import collections
 import hashlib
-import math
 import re
 import time
 
@@ -70,157 +79,13 @@ import numpy as np
 from frontier_rl.selection.base import REWARD_CORRECT, Group, StepContext, register
 from frontier_rl.selection.common import read_config, rng_state, set_rng_state
 from frontier_rl.selection.heapa import augment, lineage, pool, ps, teacher
+from frontier_rl.selection.heapa.config import HEAPA_DEFAULTS, PS_DEFAULTS, checker
 from frontier_rl.tasks.base import Prompt
 
-REWARD_SCHEMES = ("ternary", "pm1")
-AUG_ENTRY = ("cold", "heap")
-EFFORTS = ("", "minimal", "low", "medium", "high")
 # Every rejection reason has a metric (select/reject_<reason>), zero when it did not occur.
 REASONS = ("empty", "ill_formed", "token_cap", "duplicate", "queue_full", "unsolvable",
            "filter", "no_numeric_answer", "empty_clean", "cjk", "timeout", "connection_error",
            "http_error", "malformed_response", "malformed_json", "overloaded", "exception")
-
-COMMON = dict(
-    capacity=1_000_000,  # N: pool size bound (cold + low + high; the archive is not counted)
-    reward_scheme="ternary",  # pool statistic from r = 1/0/-1 (paper) or "pm1" (+-1, code)
-    shuffle_seeds=True,  # seeds enter the cold queue in a seeded random order (a dataloader)
-    max_cold_frac=1.0,  # at most this share of a batch from the cold queue (1.0 = paper)
-    filter_groups=False,  # DAPO recipe: keep only non-zero-variance groups, resample rounds
-    max_rounds=20,  # DAPO max_num_gen_batches
-    recycle_archive_max=8192,  # archive size that triggers recycling (paper; 0 = code: off)
-    recycle_chunk=512,  # archived records reinserted per step (0 = all at once)
-    # On-policy augmentation.
-    augment=True,  # off: "heap sampling only" (heapa) / plain PS (ps)
-    n_aug=1,  # n_aug: candidate queries the policy writes per rolled-out prompt
-    aug_format="auto",  # "arith" (prefix continuation), "template" (tags), "auto" (by prompts)
-    aug_max_new_tokens=0,  # token cap of the augmentation generation; 0 = 8 arith / 400 template
-    aug_temperature=1.0,
-    aug_entry="cold",  # accepted pairs enter the cold queue (paper) or "heap" at est (code)
-    aug_require_capacity=True,  # augment only if N - |pool| >= #prompts * n_aug (code)
-    arith_prefix="mixed",  # arith: "drop_last" (sibling), "extend" (harder child) or "mixed"
-    arith_max_operands=6,  # arith dataset filter: operands per problem (min 2)
-    arith_max_digits=3,  # arith dataset filter: digits per operand
-    reverse_digits=True,  # arith: digits least-significant first (= task.reverse_digits)
-    prompt_template="{prompt}",  # template path: how a question becomes a prompt (= corpus's)
-    d_min=0.75,  # d_min: clamp of the policy difficulty factor d
-    d_max=1.33,  # d_max
-    est_fallback=0.5,  # parent statistic used when it has none
-    # Teacher.
-    teacher="auto",  # "arith" (programmatic), "http" (OpenAI-compatible), "auto" (by format)
-    teacher_workers=2,  # worker threads; 0 = inline and deterministic (tests)
-    teacher_queue=20000,  # bounded queue; a full queue drops candidates (counted)
-    teacher_timeout_s=30.0,  # per call
-    teacher_max_retries=1,  # retries after a failed call (timeouts, errors, bad JSON)
-    teacher_backoff_s=1.0,  # backoff before retry k: backoff * 2^(k-1)
-    teacher_url="",  # e.g. http://127.0.0.1:8000/v1 (the path /chat/completions is added)
-    teacher_model="gpt-5-nano",
-    teacher_api_key_env="OPENAI_API_KEY",  # name of the environment variable holding the key
-    teacher_max_tokens=4196,
-    teacher_reasoning_effort="",  # sent only if set (e.g. "low" for OpenAI reasoning models)
-    wrong_label_rate=0.0,  # arith teacher: injected label-noise rate
-    max_question_chars=4000,  # template path dataset filter
-)
-
-HEAPA_DEFAULTS = dict(
-    alpha=0.5,  # alpha: target fraction of scored items in the low (harder) partition
-    sampling="boundary",  # "boundary", "mixed" (half from the easy end) or "uniform"
-    candidate_factor=2,  # boundary candidates = factor * B, of which B are drawn uniformly
-    rebalance_max_moves=0,  # boundary moves per rebalance; 0 = until balanced (code: 4)
-    refresh="path",  # lineage re-estimation at recycle time: "path", "child" or "none"
-    refresh_every=0,  # K: also refresh (the archive's values) every K steps; 0 = off
-    path_weight_temp=1.0,  # T of PathAgg's leaf-count weights
-    blend=0.5,  # weight of a node's previous value in the refresh blend
-    **COMMON,
-)
-
-PS_DEFAULTS = dict(
-    ps_epsilon=0.1,  # epsilon in ((1 - s) + epsilon)^(1/T)
-    ps_temperature=1.0,  # T
-    ps_prior_count=1,  # visit count of a record entering at an estimate (code: 0)
-    **{**COMMON, "augment": False},
-)
-
-
-# ----------------------------------------------------------------------------- validation
-
-
-def _checker(name: str, defaults: dict):
-    def validate(section) -> None:
-        c = read_config(section, defaults)
-
-        def fail(field, allowed):
-            raise ValueError(f"selector.{name}.{field}={getattr(c, field)!r} {allowed}")
-
-        def num(field, lo=None, hi=None, *, integer=False, lo_open=False):
-            v = getattr(c, field)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or (
-                    integer and not isinstance(v, int)) or not math.isfinite(v):
-                fail(field, f"is not {'an integer' if integer else 'a number'}")
-            if (lo is not None and (v <= lo if lo_open else v < lo)) or (hi is not None and v > hi):
-                left = "(" if lo_open else "["
-                fail(field, f"is outside {left}{lo if lo is not None else '-inf'}, "
-                            f"{hi if hi is not None else 'inf'}]")
-
-        def choice(field, options):
-            if getattr(c, field) not in options:
-                fail(field, f"is not one of {list(options)}")
-
-        def flag(field):
-            if not isinstance(getattr(c, field), bool):
-                fail(field, "is not True or False")
-
-        num("capacity", 1, integer=True)
-        choice("reward_scheme", REWARD_SCHEMES)
-        num("max_cold_frac", 0.0, 1.0, lo_open=True)
-        num("max_rounds", 1, integer=True)
-        num("recycle_archive_max", 0, integer=True)
-        num("recycle_chunk", 0, integer=True)
-        for f in ("shuffle_seeds", "filter_groups", "augment", "aug_require_capacity",
-                  "reverse_digits"):
-            flag(f)
-        num("n_aug", 1, 64, integer=True)
-        choice("aug_format", augment.FORMATS)
-        num("aug_max_new_tokens", 0, integer=True)
-        num("aug_temperature", 0.0, lo_open=True)
-        choice("aug_entry", AUG_ENTRY)
-        choice("arith_prefix", augment.ARITH_PREFIX)
-        num("arith_max_operands", 2, integer=True)
-        num("arith_max_digits", 1, 18, integer=True)
-        if not isinstance(c.prompt_template, str) or "{prompt}" not in c.prompt_template:
-            fail("prompt_template", "must contain '{prompt}'")
-        num("d_min", 0.01, 1.0)
-        num("d_max", 1.0, 100.0)
-        num("est_fallback", -1.0, 1.0)
-        choice("teacher", teacher.TEACHERS)
-        num("teacher_workers", 0, 64, integer=True)
-        num("teacher_queue", 1, integer=True)
-        num("teacher_timeout_s", 0.0, lo_open=True)
-        num("teacher_max_retries", 0, 10, integer=True)
-        num("teacher_backoff_s", 0.0)
-        for f in ("teacher_url", "teacher_model", "teacher_api_key_env"):
-            if not isinstance(getattr(c, f), str):
-                fail(f, "is not a string")
-        if c.teacher == "http" and c.augment and not c.teacher_url:
-            fail("teacher_url", "must be set when teacher='http'")
-        num("teacher_max_tokens", 1, integer=True)
-        choice("teacher_reasoning_effort", EFFORTS)
-        num("wrong_label_rate", 0.0, 1.0)
-        num("max_question_chars", 1, integer=True)
-        if name == "heapa":
-            num("alpha", 0.05, 0.95)
-            choice("sampling", pool.SAMPLING)
-            num("candidate_factor", 1, 16, integer=True)
-            num("rebalance_max_moves", 0, integer=True)
-            choice("refresh", lineage.MODES)
-            num("refresh_every", 0, integer=True)
-            num("path_weight_temp", 0.0, lo_open=True)
-            num("blend", 0.0, 1.0)
-        else:
-            num("ps_epsilon", 0.0)
-            num("ps_temperature", 0.0, lo_open=True)
-            num("ps_prior_count", 0, integer=True)
-
-    return validate
 
 
 def text_key(text: str) -> int:
@@ -232,13 +97,13 @@ def text_key(text: str) -> int:
 # ----------------------------------------------------------------------------- the selector
 
 
-@register("heapa", defaults=HEAPA_DEFAULTS, validate=_checker("heapa", HEAPA_DEFAULTS))
+@register("heapa", defaults=HEAPA_DEFAULTS, validate=checker("heapa", HEAPA_DEFAULTS))
 class Heapa:
     kind = "heapa"
     defaults = HEAPA_DEFAULTS
 
     def __init__(self, cfg, *, num_prompts: int, seed: int):
-        _checker(self.kind, self.defaults)(cfg)
+        checker(self.kind, self.defaults)(cfg)
         self.c = c = read_config(cfg, self.defaults)
         if num_prompts < 1:
             raise ValueError("the training pool is empty")
@@ -259,13 +124,13 @@ class Heapa:
         self.next_rid = 0
         self.step = 0
         self.counters: collections.Counter = collections.Counter()
-        self._observed: list[tuple[pool.Record, float]] = []
+        self._observed: list[tuple[pool.RecordView, float]] = []
         self._step: collections.Counter = collections.Counter()
         self._last: dict[str, float] = {}
         self._host_s = 0.0
         self._ctx_s = 0.0
         self._sampled_stats: list[float] = []
-        self._by_index: dict[int, pool.Record] = {}  # this step's rolled-out records
+        self._by_index: dict[int, pool.RecordView] = {}  # this step's rolled-out records
         self._kept = 0
         self._aug_in_batch = 0
 
@@ -275,7 +140,7 @@ class Heapa:
                          sampling=c.sampling, rebalance_max_moves=c.rebalance_max_moves,
                          max_cold_frac=c.max_cold_frac, seed=self.seed, on_evict=self._evicted)
 
-    def _evicted(self, rec: pool.Record) -> None:
+    def _evicted(self, rec) -> None:
         self.lineage.remove(rec.rid, rec.parent)
 
     # ------------------------------------------------------------------ set-up
@@ -314,6 +179,7 @@ class Heapa:
             self.teacher.teacher = teacher.HttpTeacher(
                 c.teacher_url, model=c.teacher_model, api_key_env=c.teacher_api_key_env,
                 timeout_s=c.teacher_timeout_s, max_tokens=c.teacher_max_tokens,
+                max_tokens_field=c.teacher_max_tokens_field,
                 reasoning_effort=c.teacher_reasoning_effort, d_min=c.d_min, d_max=c.d_max,
                 max_question_chars=c.max_question_chars)
 
@@ -406,17 +272,14 @@ class Heapa:
         values, info = self.lineage.refresh(self.pool.records, mode=mode,
                                             temp=self.c.path_weight_temp, blend=self.c.blend)
         if apply:
-            for rid, v in values.items():
-                rec = self.pool.archive.get(rid)
-                if rec is not None:
-                    rec.stat = rec.est = v
+            self.pool.refresh_archive(values)
         self.counters["refreshes"] += 1
         self.counters["cycle_detected"] += int(info["cycle"])
         self._last.update({f"refresh_{k}": v for k, v in info.items()})
         self._last["refresh_ms"] = 1e3 * (time.perf_counter() - t0)
         return values
 
-    def _rollout(self, ctx: StepContext, recs: list[pool.Record], G: int) -> list[Group]:
+    def _rollout(self, ctx: StepContext, recs: list[pool.RecordView], G: int) -> list[Group]:
         t = time.perf_counter()
         new = [r for r in recs if r.index < 0]
         if new:
@@ -559,6 +422,8 @@ class Heapa:
         m["teacher_faults"] = float(sum(v for k, v in tc.items() if k.startswith("fault_")))
         m["teacher_dropped"] = float(tc["dropped_queue_full"])
         m["lineage_edges"] = float(self.lineage.num_edges)
+        m["aug_skipped_capacity"] = float(self.counters["aug_skipped_capacity"])
+        m["returned_unrolled"] = float(self.counters["returned_unrolled"])
         m["time_ms"] = 1e3 * self._host_s
 
     def metrics(self) -> dict[str, float]:
@@ -602,7 +467,7 @@ class Heapa:
         self.teacher.close()
 
 
-@register("ps", defaults=PS_DEFAULTS, validate=_checker("ps", PS_DEFAULTS))
+@register("ps", defaults=PS_DEFAULTS, validate=checker("ps", PS_DEFAULTS))
 class PrioritizedSampling(Heapa):
     """Prioritized Sampling (§4.6) with HeaPA's augmentation machinery (PS+PA: augment=True)."""
 

@@ -185,7 +185,8 @@ class HttpTeacher:
     enforces_timeout = True  # a deadline over connect, send and every read
 
     def __init__(self, url: str, *, model: str, api_key_env: str = "OPENAI_API_KEY",
-                 timeout_s: float = 30.0, max_tokens: int = 4196, reasoning_effort: str = "",
+                 timeout_s: float = 30.0, max_tokens: int = 4196,
+                 max_tokens_field: str = "max_completion_tokens", reasoning_effort: str = "",
                  d_min: float = 0.75, d_max: float = 1.33, max_question_chars: int = 4000):
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -198,6 +199,7 @@ class HttpTeacher:
         self.api_key_env = api_key_env
         self.timeout_s = timeout_s
         self.max_tokens = max_tokens
+        self.max_tokens_field = max_tokens_field
         self.reasoning_effort = reasoning_effort
         self.d_min, self.d_max = d_min, d_max
         self.max_question_chars = max_question_chars
@@ -209,7 +211,7 @@ class HttpTeacher:
                          {"role": "user", "content": USER.format(original=cand.original,
                                                                  generation=cand.text)}],
             "response_format": {"type": "json_object"},
-            "max_tokens": self.max_tokens,
+            self.max_tokens_field: self.max_tokens,
         }
         if self.reasoning_effort:
             body["reasoning_effort"] = self.reasoning_effort
