@@ -149,13 +149,14 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         buckets = [b for b in config.warmstart.buckets.split(",") if b]
         pairs = _warmstart_pairs(task, buckets, config.warmstart, seed)
         t0 = time.perf_counter()
-        say(f"warm start: {config.warmstart.steps} supervised steps on {buckets} "
+        say(f"warm start: up to {config.warmstart.steps} supervised steps on {buckets} "
             f"({len(pairs)} examples)")
-        params, loss = warmstart.train(
+        params, loss, ws_steps = warmstart.train(
             graphdef, params, tokenizer, pairs, steps=config.warmstart.steps,
             batch_size=config.warmstart.batch_size,
             learning_rate=config.warmstart.learning_rate,
             warmup_steps=config.warmstart.warmup_steps, seed=seed,
+            target_loss=config.warmstart.target_loss,
             progress=lambda i, loss: say(f"  warm start step {i}: loss {loss:.4f}", flush=True))
         tmp = ws_dir + ".tmp"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -164,7 +165,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         with open(os.path.join(tmp, WARMSTART_KEY), "w") as f:
             json.dump(ws_key, f, indent=2)
         os.replace(tmp, ws_dir)  # atomic: a killed warm start leaves no half-written cache
-        say(f"warm start: done in {time.perf_counter() - t0:.0f}s (loss {loss:.4f}), "
+        say(f"warm start: done in {time.perf_counter() - t0:.0f}s, {ws_steps} steps "
+            f"(loss {loss:.4f}), "
             f"cached in {ws_dir}")
     ref_params = params if config.rl.kl_coef > 0 else None
 
