@@ -166,3 +166,20 @@ def test_dapo_config_trains(tmp_path):
     records = metrics.read(str(tmp_path / "metrics.jsonl"))
     assert records[-1]["step"] == 2 and "eval/avg@2/all" in final
     assert all(r["train/loss"] == r["train/loss"] for r in records[1:])  # finite
+
+
+def test_cli_incomplete_model_config(tmp_path):
+    from flax import nnx
+
+    from frontier_rl.models import ModelConfig, Transformer, hf
+
+    cfg = ModelConfig(vocab_size=16, hidden_size=16, intermediate_size=32, num_layers=1,
+                      num_heads=2, num_kv_heads=1, head_dim=8, qk_norm=True)
+    hf.save_pretrained(Transformer(cfg, rngs=nnx.Rngs(0)), cfg, str(tmp_path / "model"))
+    conf = json.loads((tmp_path / "model" / "config.json").read_text())
+    del conf["num_attention_heads"]
+    (tmp_path / "model" / "config.json").write_text(json.dumps(conf))
+    r = _cli("train", "--config=configs/arith_grpo.py:smoke", f"--workdir={tmp_path}/run",
+             f"--config.model.path={tmp_path}/model")
+    assert r.returncode == 1 and "num_attention_heads" in r.stderr
+    assert "Traceback" not in r.stderr
