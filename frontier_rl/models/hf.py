@@ -172,13 +172,16 @@ def load_pretrained(path: str | os.PathLike, dtype: str | None = None,
             hf_config = json.load(f)
     except json.JSONDecodeError as e:
         raise ValueError(f"cannot parse {config_path}: {e}") from None
+    missing_field = None
+    try:
+        cfg = config_from_hf(hf_config)
+    except KeyError as e:  # reported after the (more basic) missing-weights check
+        missing_field = e.args[0]
     if not os.path.isfile(os.path.join(path, _INDEX_NAME)) and not any(
             n.endswith(".safetensors") for n in os.listdir(path)):
         raise FileNotFoundError(f"no *.safetensors weights in {path} (found: {_listing(path)})")
-    try:
-        cfg = config_from_hf(hf_config)
-    except KeyError as e:
-        raise ValueError(f"{config_path} lacks the required field {e.args[0]!r}") from None
+    if missing_field is not None:
+        raise ValueError(f"{config_path} lacks the required field {missing_field!r}")
     if dtype is not None:
         cfg = dataclasses.replace(cfg, dtype=dtype)
 
