@@ -317,3 +317,22 @@ def _intify(x):
             return int(x["int"])
         return {k: _intify(v) for k, v in x.items()}
     return x
+
+
+def adapt_exploration(sel) -> None:
+    """The after-update step GRESO and HIVE share (GRESO's code, HIVE Eq. 4): move p_easy and
+    p_hard by delta_p toward the targets alpha/3 and 2*alpha/3 of this step's easy / hard
+    zero-variance ratios (skipped during the first epoch when `skip_first_epoch`)."""
+    st, c = sel._stats, sel.cfg
+    if st is None:
+        return
+    st.resume()
+    if st.groups and not (c.skip_first_epoch and sel.stream.epoch == 0):
+        sel.p_easy = adjust_p(sel.p_easy, st.ratio(EASY), c.alpha / 3, c.delta_p,
+                              c.p_min, c.p_max)
+        sel.p_hard = adjust_p(sel.p_hard, st.ratio(HARD), 2 * c.alpha / 3, c.delta_p,
+                              c.p_min, c.p_max)
+    sel._last["p_easy"] = sel.p_easy
+    sel._last["p_hard"] = sel.p_hard
+    st.pause()
+    sel._last["host_ms"] = 1e3 * st.host_s()

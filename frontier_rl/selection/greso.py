@@ -43,13 +43,11 @@ import numpy as np
 
 from frontier_rl.selection.base import REWARD_CORRECT, Group, StepContext, register
 from frontier_rl.selection.common import (
-    EASY,
-    HARD,
     MIXED,
     Checker,
     PromptStream,
     StepStats,
-    adjust_p,
+    adapt_exploration,
     classify,
     decode_array,
     encode_array,
@@ -197,19 +195,7 @@ class Greso:
         return batch
 
     def after_update(self, ctx: StepContext, groups: list[Group]) -> None:
-        st, c = self._stats, self.cfg
-        if st is None:
-            return
-        st.resume()
-        if st.groups and not (c.skip_first_epoch and self.stream.epoch == 0):
-            self.p_easy = adjust_p(self.p_easy, st.ratio(EASY), c.alpha / 3, c.delta_p,
-                                   c.p_min, c.p_max)
-            self.p_hard = adjust_p(self.p_hard, st.ratio(HARD), 2 * c.alpha / 3, c.delta_p,
-                                   c.p_min, c.p_max)
-        self._last["p_easy"] = self.p_easy
-        self._last["p_hard"] = self.p_hard
-        st.pause()
-        self._last["host_ms"] = 1e3 * st.host_s()
+        adapt_exploration(self)
 
     def metrics(self) -> dict[str, float]:
         return dict(self._last)
