@@ -119,6 +119,20 @@ def main(selector: str, *, sizes: list[int], repeats: int, as_json: bool) -> dic
         print(f"{r['pool']:>9,} {r['median_ms']:>10.3f} {r['min_ms']:>8.3f} {r['max_ms']:>8.3f} "
               f"{r['ctx_median_ms']:>8.2f} {r['rollouts_per_step']:>9,.0f} "
               f"{r['mem_bytes_per_prompt']:>13.1f} {r['ckpt_bytes_per_prompt']:>14.2f}")
+    if selector in ("heapa", "ps"):
+        # The pool work the HeaPA acceptance names: sample B, observe B groups, insert B
+        # augmented records, on a full pool of each size (selection/heapa/bench.py).
+        from frontier_rl.selection.heapa import bench as heapa_bench
+
+        out["pool_profile"] = []
+        print("heapa pool: sample 256 + observe 256 groups + insert 256 augmented records")
+        for n in sizes:
+            r = heapa_bench.profile(n, BATCH_SIZE, memory=n <= 200_000 or n == max(sizes))
+            out["pool_profile"].append(r)
+            mem = f"{r['bytes_per_record']:.0f} B/record" if "bytes_per_record" in r else ""
+            print(f"{n:>9,}  median {r['step_ms_p50']:.2f} ms  mean {r['step_ms_mean']:.2f}  "
+                  f"p99 {r['step_ms_p99']:.2f}  (sample {r['sample_ms']:.2f} + observe "
+                  f"{r['observe_ms']:.2f} + insert {r['insert_ms']:.2f})  {mem}")
     if as_json:
         print(json.dumps(out))
     return out
