@@ -132,10 +132,7 @@ class MLP(nnx.Module):
         self.down_proj = Linear(i, h, bias=False, dtype=dt, rngs=rngs)
 
     def __call__(self, x: jax.Array) -> jax.Array:
-        # gate and up as one fused matmul.
-        gu = x @ jnp.concatenate([self.gate_proj.kernel[...], self.up_proj.kernel[...]], axis=1)
-        gate, up = jnp.split(gu, 2, axis=-1)
-        return self.down_proj(jax.nn.silu(gate) * up)
+        return self.down_proj(jax.nn.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
 def attend(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array) -> jax.Array:
@@ -146,9 +143,9 @@ def attend(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array) -> jax.Arr
     """
     b, t, n, d = q.shape
     kv_heads = k.shape[2]
-    q = q.reshape(b, t, kv_heads, n // kv_heads, d) * jnp.asarray(d**-0.5, q.dtype)
+    q = q.reshape(b, t, kv_heads, n // kv_heads, d)
     scores = jnp.einsum("btkgd,bskd->bkgts", q, k, preferred_element_type=jnp.float32)
-    scores = jnp.where(mask[:, None, None], scores, _MASK_VALUE)
+    scores = jnp.where(mask[:, None, None], scores * d**-0.5, _MASK_VALUE)
     probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
     out = jnp.einsum("bkgts,bskd->btkgd", probs, v)
     return out.reshape(b, t, n * d)
@@ -180,16 +177,9 @@ class Attention(nnx.Module):
         """x [B, T, H] -> ([B, T, H], cache). With `cache` (a KVCache of all layers) the new
         keys/values go into cache[layer] at slots [cache_index, cache_index + T)."""
         b, t, _ = x.shape
-        # One fused matmul for q, k and v (fewer, larger dots are faster on CPU and GPU).
-        projs = (self.q_proj, self.k_proj, self.v_proj)
-        w = jnp.concatenate([p.kernel[...] for p in projs], axis=1)
-        qkv = x @ w
-        if self.q_proj.bias is not None:
-            qkv = qkv + jnp.concatenate([p.bias[...] for p in projs])
-        nq, nk = self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim
-        q = qkv[..., :nq].reshape(b, t, self.num_heads, self.head_dim)
-        k = qkv[..., nq:nq + nk].reshape(b, t, self.num_kv_heads, self.head_dim)
-        v = qkv[..., nq + nk:].reshape(b, t, self.num_kv_heads, self.head_dim)
+        q = self.q_proj(x).reshape(b, t, self.num_heads, self.head_dim)
+        k = self.k_proj(x).reshape(b, t, self.num_kv_heads, self.head_dim)
+        v = self.v_proj(x).reshape(b, t, self.num_kv_heads, self.head_dim)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
