@@ -1,4 +1,4 @@
-"""Benchmarks: `frontier-rl bench sampler | train_step [--json]`.
+"""Benchmarks: `frontier-rl bench sampler | train_step | entropy [--json]`.
 
 The default work is fixed so figures can be compared across versions and with other libraries:
 a random Qwen3-style model (2 layers, embed 128, MLP 256, 4 heads of dim 32, 2 KV heads,
@@ -6,6 +6,8 @@ vocab 64, float32).
 - sampler: exactly 32 new tokens (no EOS stop) for 256 prompts of 8 tokens at temperature 1.
 - train_step: one GRPO update (Adam, no KL, one minibatch) on 32 prompts x G=8 sequences of
   8 + 32 tokens.
+- entropy: the prompt-entropy pass (HIVE Stage 2) over one step's B prompts as a share of
+  rolling out the same prompts x G, on the embedded config (a random d=64 arith policy).
 Each figure is the median of `repeats` timed runs after one warm-up (compile) run.
 """
 
@@ -101,7 +103,38 @@ def bench_train_step(work: dict, repeats: int) -> dict:
             "compiles": trainer.compile_count}
 
 
-BENCHES = {"sampler": bench_sampler, "train_step": bench_train_step}
+def bench_entropy(work: dict, repeats: int) -> dict:
+    """HIVE Stage 2's cost: the prompt-entropy pass over B prompts, as a share of the rollout
+    of the same B prompts x G on the embedded config (arith prompts, d=64 policy)."""
+    from frontier_rl import config_lib, tasks
+    from frontier_rl.entropy import PromptEntropy
+    from frontier_rl.rollout.context import encode_prompt
+    from frontier_rl.train import PROMPT_BUCKETS
+
+    c = config_lib.default_config()
+    task = tasks.make_task("arith", {k: v for k, v in c.task.items() if k != "name"}, 0)
+    tok = tasks.build_char_tokenizer(tasks.ARITH_ALPHABET)
+    cfg = ModelConfig(vocab_size=len(tok), hidden_size=c.model.hidden_size,
+                      intermediate_size=c.model.intermediate_size,
+                      num_layers=c.model.num_layers, num_heads=c.model.num_heads,
+                      num_kv_heads=c.model.num_kv_heads, head_dim=c.model.head_dim,
+                      qk_norm=True)
+    graphdef, params = _model(cfg)
+    prompts = [encode_prompt(tok, p.text) for p in task.train[: c.rl.batch_size]]
+    entropy = PromptEntropy(graphdef, pad_id=tok.pad_token_id, prompt_buckets=PROMPT_BUCKETS)
+    sampler = Sampler(graphdef, cfg, eos_id=tok.eos_token_id, pad_id=tok.pad_token_id,
+                      prompt_buckets=PROMPT_BUCKETS, max_new_tokens=c.rollout.max_new_tokens)
+    seed = iter(range(10**6))
+    t_ent = _timed(lambda: entropy(params, prompts), repeats)
+    t_roll = _timed(lambda: sampler.sample(params, prompts, c.rl.group_size, seed=next(seed)),
+                    repeats)
+    ent, roll = statistics.median(t_ent), statistics.median(t_roll)
+    return {"bench": "entropy", "prompts": len(prompts), "group_size": c.rl.group_size,
+            "entropy_median_s": ent, "rollout_median_s": roll,
+            "entropy_share_of_rollout": ent / roll, "repeats": repeats}
+
+
+BENCHES = {"sampler": bench_sampler, "train_step": bench_train_step, "entropy": bench_entropy}
 
 
 def main(name: str, *, config_name: str = "default", repeats: int = 10,

@@ -2,7 +2,7 @@
 
 Commands:
   train  --config=configs/<exp>.py[:arg] --workdir=DIR [--config.<field>=value ...]
-  bench  sampler | train_step  [--bench_config=default] [--repeats=N] [--json]
+  bench  sampler | train_step | entropy  [--bench_config=default] [--repeats=N] [--json]
   bench  selection --selector=NAME [--sizes=10000,100000,1000000] [--json]
 
 Any config leaf can be overridden on the command line, e.g. `--config.rl.learning_rate=3e-4`.

@@ -22,4 +22,5 @@ fi
 export PATH="$VENV/bin:$PATH"
 export JAX_PLATFORMS="${JAX_PLATFORMS:-cpu}"
 export TF_CPP_MIN_LOG_LEVEL=2
+export TRANSFORMERS_VERBOSITY=error  # torch is a test-only dependency; no "PyTorch was not found"
 cd "$ROOT"
