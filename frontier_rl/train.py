@@ -209,7 +209,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         batch_size=config.rl.batch_size, temperature=config.rollout.temperature,
         top_p=config.rollout.top_p, seed=seed,
         prompt_entropy_fn=PromptEntropy(graphdef, pad_id=tokenizer.pad_token_id,
-                                        prompt_buckets=PROMPT_BUCKETS))
+                                        prompt_buckets=PROMPT_BUCKETS),
+        flops_per_token=2.0 * mcfg.num_params())
 
     # ======================================================================= restore
     ckpt = checkpoint.Checkpointer(os.path.join(workdir, "checkpoints"),
@@ -222,7 +223,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         opt_state = jax.device_put(_unflat(opt_state, arrays["opt_state"]),
                                    trainer.opt_shardings)
         selector.load_state_dict(meta["selector"])
-        ctx.counters = dict(meta["counters"])
+        ctx.counters.update(meta["counters"])
         last_eval = meta.get("last_eval", {})
         writer.truncate_after(start_step)
         say(f"resumed from step {start_step} ({ctx.counters['rollouts']:,} rollouts so far)")
@@ -285,6 +286,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
             "rollout/total": ctx.counters["rollouts"],
             "rollout/step": ctx.counters["rollouts"] - rollouts_before,
             "rollout/tokens": ctx.counters["response_tokens"],
+            "perf/rollout_pflops": ctx.counters["rollout_flops"] / 1e15,
+            "perf/entropy_pflops": ctx.counters["entropy_flops"] / 1e15,
             "rollout/reward_mean": float(rewards.mean()),
             "rollout/correct": float(np.mean(outcomes == 1)),
             "rollout/invalid": float(np.mean(outcomes == -1)),

@@ -115,3 +115,30 @@ def test_prompt_entropy_matches_numpy(tiny_policy, tokenizer):
         assert v == pytest.approx(expected, abs=1e-5)
     fn(params, PROMPTS[:2])
     assert fn.compile_count == 1
+
+
+def test_context_charges_entropy_and_rollout_flops(tiny_policy, tokenizer):
+    from frontier_rl.entropy import PromptEntropy
+    from frontier_rl.rollout.context import PolicyContext
+    from frontier_rl.tasks import Prompt
+
+    cfg, graphdef, params = tiny_policy
+    sampler = Sampler(graphdef, cfg, eos_id=tokenizer.eos_token_id,
+                      pad_id=tokenizer.pad_token_id, prompt_buckets=(16,), max_new_tokens=4)
+    prompts = [Prompt(id=str(i), text=f"{i}+{i}=", answer=str(2 * i), bucket="2op")
+               for i in range(3)]
+    ctx = PolicyContext(sampler=sampler, tokenizer=tokenizer, prompts=prompts,
+                        verify=lambda p, r, f: int(r == p.answer),
+                        shape_rewards=lambda o, lengths: o, group_size=2, batch_size=3,
+                        temperature=1.0, top_p=1.0, seed=0,
+                        prompt_entropy_fn=PromptEntropy(graphdef, pad_id=0,
+                                                        prompt_buckets=(16,)),
+                        flops_per_token=10.0)
+    ctx.begin_step(1, params)
+    ctx.prompt_entropy([0, 1])
+    assert ctx.counters["entropy_tokens"] == 2 * 5  # BOS + "i+i="
+    assert ctx.counters["entropy_flops"] == 10.0 * 10
+    groups = ctx.rollout([0, 1, 2], 2)
+    tokens = sum(int(g.lengths.sum()) for g in groups) + 2 * 3 * 5
+    assert ctx.counters["rollouts"] == 6
+    assert ctx.counters["rollout_flops"] == 10.0 * tokens

@@ -48,6 +48,7 @@ def test_smoke_run_writes_metrics(full_run):
     for key in ("eval/avg@2/2op", "eval/greedy/5op", "eval/avg@2/all"):
         assert key in records[0] and key in records[-1]
     assert "train/loss" in records[1] and "rollout/zero_var_frac" in records[1]
+    assert records[-1]["perf/rollout_pflops"] > records[1]["perf/rollout_pflops"] > 0
     assert os.path.exists(os.path.join(workdir, "warmstart", "model.safetensors"))
     assert final == {k: v for k, v in records[-1].items() if k.startswith("eval/")}
 

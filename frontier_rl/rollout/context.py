@@ -16,7 +16,8 @@ import numpy as np
 from frontier_rl.rollout.sampler import Sampler, SampleResult
 from frontier_rl.selection.base import Group
 
-COUNTERS = ("rollouts", "response_tokens", "prompt_tokens", "entropy_prompts", "generated_texts")
+COUNTERS = ("rollouts", "response_tokens", "prompt_tokens", "entropy_prompts", "entropy_tokens",
+            "generated_texts", "rollout_flops", "entropy_flops")
 
 
 class PolicyContext:
@@ -34,6 +35,7 @@ class PolicyContext:
         top_p: float,
         seed: int,
         prompt_entropy_fn: Callable[[object, list[list[int]]], np.ndarray] | None = None,
+        flops_per_token: float = 0.0,
     ):
         self.sampler = sampler
         self.tokenizer = tokenizer
@@ -46,6 +48,9 @@ class PolicyContext:
         self.top_p = top_p
         self.seed = seed
         self._entropy_fn = prompt_entropy_fn
+        # Analytic forward cost, 2N per token (nanoGPT's estimate without attention): rollouts and
+        # entropy passes are charged to the budget under `rollout_flops` / `entropy_flops`.
+        self.flops_per_token = flops_per_token
         self._ids: dict[int, list[int]] = {}
         self.params = None
         self.step = 0
@@ -109,6 +114,8 @@ class PolicyContext:
         self.counters["rollouts"] += len(texts)
         self.counters["response_tokens"] += int(res.lengths.sum())
         self.counters["prompt_tokens"] += n * sum(len(x) for x in ids)
+        self.counters["rollout_flops"] += self.flops_per_token * (
+            int(res.lengths.sum()) + n * sum(len(x) for x in ids))
         lengths = np.maximum(res.lengths, 1)
         mean_ent = res.entropies.sum(axis=1) / lengths
         groups = []
@@ -124,9 +131,12 @@ class PolicyContext:
         if self._entropy_fn is None:
             raise NotImplementedError("this run was built without a prompt-entropy function")
         t0 = time.perf_counter()
-        out = self._entropy_fn(self.params, [self.encode(int(i)) for i in indices])
+        ids = [self.encode(int(i)) for i in indices]
+        out = self._entropy_fn(self.params, ids)
         self.timers["entropy"] += time.perf_counter() - t0
         self.counters["entropy_prompts"] += len(indices)
+        self.counters["entropy_tokens"] += sum(len(x) for x in ids)
+        self.counters["entropy_flops"] += self.flops_per_token * sum(len(x) for x in ids)
         return out
 
     def generate(self, texts: Sequence[str], *, max_new_tokens: int, temperature: float = 1.0,
@@ -141,6 +151,8 @@ class PolicyContext:
         self.counters["rollouts"] += len(out)
         self.counters["generated_texts"] += len(out)
         self.counters["response_tokens"] += int(res.lengths.sum())
+        self.counters["rollout_flops"] += self.flops_per_token * (
+            int(res.lengths.sum()) + sum(len(x) for x in ids))
         return out
 
 
