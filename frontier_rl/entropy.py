@@ -16,7 +16,7 @@ import numpy as np
 from flax import nnx
 
 from frontier_rl.rl.train_step import sequence_logps
-from frontier_rl.rollout.sampler import bucket
+from frontier_rl.rollout.sampler import bucket, left_pad
 
 
 class PromptEntropy:
@@ -44,9 +44,5 @@ class PromptEntropy:
             return np.zeros((0,), np.float32)
         plen = bucket(max(len(p) for p in prompts), self.prompt_buckets)
         rows = bucket(n, self.batch_buckets)
-        tokens = np.full((rows, plen), self.pad_id, np.int32)
-        valid = np.zeros((rows, plen), np.int32)
-        for i, p in enumerate(prompts):
-            tokens[i, plen - len(p):] = p
-            valid[i, plen - len(p):] = 1
+        tokens, valid = left_pad(prompts, plen, rows, self.pad_id)
         return np.asarray(self._fn(params, tokens, valid))[:n]

@@ -44,6 +44,17 @@ def bucket(n: int, buckets: Sequence[int]) -> int:
     return -(-n // top) * top
 
 
+def left_pad(seqs: Sequence[Sequence[int]], length: int, rows: int,
+             pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """int32 tokens and 0/1 mask [rows, length], each sequence right-aligned (left-padded)."""
+    tokens = np.full((rows, length), pad_id, np.int32)
+    mask = np.zeros((rows, length), np.int32)
+    for i, seq in enumerate(seqs):
+        tokens[i, length - len(seq):] = seq
+        mask[i, length - len(seq):] = 1
+    return tokens, mask
+
+
 def _sample_token(logits, key, temperature, top_p, greedy: bool, use_top_p: bool):
     if greedy:
         return jnp.argmax(logits, axis=-1).astype(jnp.int32)
@@ -166,11 +177,7 @@ class Sampler:
         num_rows = len(rows)
         plen = bucket(max(len(r) for r in rows), self.prompt_buckets)
         nb = bucket(num_rows, self.batch_buckets)
-        tok = np.full((nb, plen), self.pad_id, np.int32)
-        msk = np.zeros((nb, plen), np.int32)
-        for i, r in enumerate(rows):
-            tok[i, plen - len(r):] = r
-            msk[i, plen - len(r):] = 1
+        tok, msk = left_pad(rows, plen, nb, self.pad_id)
         msk[num_rows:, -1] = 1  # padding rows attend to one token so softmax stays finite
         out = self._generate(
             params, jnp.asarray(tok), jnp.asarray(msk), jax.random.key(seed),

@@ -76,8 +76,8 @@ def is_num(x, lo: float | None = None, hi: float | None = None, *, lo_open: bool
 
 class PromptStream:
     """The shuffled, epoch-cycling dataloader over `size` items: each epoch is a permutation
-    seeded by (seed, epoch), the same one `uniform` uses, so selectors with one seed see the
-    prompts in the same order. Its state is (epoch, cursor)."""
+    seeded by (seed, epoch). `uniform` and the stream-based selectors share it, so with one
+    seed they see the prompts in the same order. Its state is (epoch, cursor)."""
 
     def __init__(self, size: int, seed: int):
         if size < 1:
