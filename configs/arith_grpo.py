@@ -1,13 +1,14 @@
 """GRPO with uniform prompt selection on the embedded arithmetic task.
 
 Task: addition of 2-5 operands of 1-3 digits, digits written least-significant first; buckets
-2op..5op. A 2-layer, d=64 Qwen3-style policy (~100k parameters) is warm-started on 2op/3op, then
-trained with GRPO (G=8, B=64 prompts per step, seq-mean-token-mean, clip 0.2/0.28, no KL).
+2op..5op. A 2-layer, d=64 Qwen3-style policy (124k parameters) is warm-started on 2op/3op, then
+trained with GRPO (G=8, B=64 prompts per step, seq-mean-token-mean, clip 0.2/0.28, no KL,
+Adam lr 1e-4, 2 PPO epochs x 2 minibatches, 250 steps = 128,000 rollouts).
 
   frontier-rl train --config=configs/arith_grpo.py --workdir=runs/arith_grpo
 
-Hardware: 2 CPU cores. Expected: see README (warm start + RL in minutes; the 4op bucket's
-Avg@8 rises while 2op/3op hold).
+Hardware: 2 CPU cores, ~6 minutes (2-minute warm start included). Expected held-out Avg@8
+(seed 0), step 0 -> 250: 2op 91.5 -> 88.8, 3op 72.6 -> 69.4, 4op 12.4 -> 28.7, 5op 3.1 -> 8.0.
 """
 
 from frontier_rl import config_lib
