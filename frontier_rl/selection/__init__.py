@@ -4,6 +4,7 @@ from frontier_rl.selection import (
     dynamic_sampling,  # noqa: F401  (registers "ds")
     greso,  # noqa: F401  (registers "greso")
     heapa,  # noqa: F401  (registers "heapa" and "ps")
+    heapa_hive,  # noqa: F401  (registers "heapa_hive")
     hive,  # noqa: F401  (registers "hive")
     pcl,  # noqa: F401  (registers "pcl")
     prefilter,  # noqa: F401  (registers "prefilter")

@@ -144,6 +144,24 @@ def band_counts(n: int, k_off: float, k_keep: float, group_size: int) -> tuple[i
     return drop, keep
 
 
+def stage2(v: np.ndarray, tie: np.ndarray, *, gate: str, k_off: float, k_keep: float,
+           group_size: int) -> tuple[np.ndarray, float]:
+    """Stage 2 over one gated set with prompt entropies `v`: (positions kept, ascending;
+    threshold on V, NaN if nothing is kept). The band sorts by (-V, tie) and keeps `keep` after
+    dropping `drop` (`band_counts`); the median gate keeps V >= median(V). Also used by the
+    heapa_hive selector, with the candidates' boundary order as `tie` and group_size=1.
+    """
+    if gate == "median":
+        gamma = float(np.median(v))
+        return np.flatnonzero(v >= gamma), gamma
+    drop, keep = band_counts(v.size, k_off, k_keep, group_size)
+    if keep == 0:
+        return np.zeros(0, np.int64), float("nan")
+    order = np.lexsort((tie, -v))  # V descending, ties by `tie`
+    sel = np.sort(order[drop:drop + keep])
+    return sel, float(v[sel].min())
+
+
 class _Stats(StepStats):
     """StepStats plus HIVE's stage counts."""
 
@@ -211,15 +229,10 @@ class Hive:
 
     def gate(self, unit: np.ndarray, v: np.ndarray, group_size: int) -> tuple[np.ndarray, float]:
         """Stage 2 over one gated set: (kept prompts in stream order, threshold on V)."""
-        if self.cfg.gate == "median":
-            gamma = float(np.median(v))
-            return unit[v >= gamma], gamma
-        drop, keep = band_counts(unit.size, self.cfg.k_off, self.cfg.k_keep, group_size)
-        if keep == 0:
-            return unit[:0], float("nan")
-        order = np.lexsort((unit, -v))  # V descending, ties by prompt index
-        sel = np.sort(order[drop:drop + keep])
-        return unit[sel], float(v[sel].min())
+        c = self.cfg
+        sel, thr = stage2(v, unit, gate=c.gate, k_off=c.k_off, k_keep=c.k_keep,
+                          group_size=group_size)
+        return unit[sel], thr
 
     # ------------------------------------------------------------------ one round's candidates
 

@@ -115,6 +115,7 @@ class Pool:
         self._hi_min: list[int] = []  # min-heap: top = hardest easy item
         self._hi_max: list[int] = []  # max-heap: top = easiest item (mixing, eviction)
         self._bag: list[int] = []  # scored handles, for uniform sampling only
+        self._taken: dict[int, int] = {}  # boundary candidates out in a gated draw -> side
         self.n_low = 0
         self.n_high = 0
         self._seq_n = 0
@@ -397,7 +398,7 @@ class Pool:
         self.last = {"cold": 0, "easy": 0, "boundary": 0, "uniform": 0}
         if k <= 0:
             return []
-        n_cold = min(len(self.cold), max(math.ceil(self.max_cold_frac * k), k - self.n_scored))
+        n_cold = self.cold_share(k)
         for _ in range(n_cold):
             h = self.cold.popleft()
             self._loc[h] = OUT
@@ -420,6 +421,46 @@ class Pool:
             self._rebalance()
         self._maintain()
         return [RecordView(self, h) for h in out]
+
+    def cold_share(self, k: int) -> int:
+        """How many of a k-record draw `sample` takes from the cold queue (k <= size)."""
+        return min(len(self.cold), max(math.ceil(self.max_cold_frac * k), k - self.n_scored))
+
+    def take_candidates(self, n_cold: int, n_boundary: int
+                        ) -> tuple[list[RecordView], list[RecordView]]:
+        """Gated sampling, first half: removes the first n_cold cold records (FIFO order) and
+        n_boundary boundary candidates (the sampler's alternating order), choosing nothing.
+
+        Every candidate must then go back through `return_candidates` or be rolled out
+        (`observe` / `restore`), and nothing else may change the pool in between: a boundary
+        candidate goes back with the heap entry it left with, as `_medium` puts back its
+        unpicked candidates.
+        """
+        cold = []
+        for _ in range(min(n_cold, len(self.cold))):
+            h = self.cold.popleft()
+            self._loc[h] = OUT
+            cold.append(h)
+        hs, sides = self._pop_alternating(min(n_boundary, self.n_scored))
+        self._taken = dict(zip(hs, sides, strict=True))
+        return [RecordView(self, h) for h in cold], [RecordView(self, h) for h in hs]
+
+    def return_candidates(self, recs: list[RecordView]) -> None:
+        """Gated sampling, second half: puts back the candidates that were not chosen, with
+        their statistics unchanged: a boundary candidate into the side it came from, a cold
+        one at the back of the cold queue."""
+        for rec in recs:
+            h = rec.h
+            if self._loc[h] != OUT:
+                continue
+            side = self._taken.get(h)
+            if side is None:  # cold (no statistic): to the back of the FIFO
+                self._place(h)
+            else:
+                self._revive(h, side)
+        self._taken = {}
+        self._rebalance()
+        self._maintain()
 
     def _medium(self, k: int) -> list[int]:
         """k records drawn uniformly from the 2k boundary candidates (all if k >= scored)."""

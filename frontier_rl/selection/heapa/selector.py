@@ -103,7 +103,7 @@ class Heapa:
     defaults = HEAPA_DEFAULTS
 
     def __init__(self, cfg, *, num_prompts: int, seed: int):
-        checker(self.kind, self.defaults)(cfg)
+        self.check_config(cfg)
         self.c = c = read_config(cfg, self.defaults)
         if num_prompts < 1:
             raise ValueError("the training pool is empty")
@@ -133,6 +133,10 @@ class Heapa:
         self._by_index: dict[int, pool.RecordView] = {}  # this step's rolled-out records
         self._kept = 0
         self._aug_in_batch = 0
+
+    @classmethod
+    def check_config(cls, cfg) -> None:
+        checker(cls.kind, cls.defaults)(cfg)
 
     def _make_pool(self):
         c = self.c
@@ -221,11 +225,9 @@ class Heapa:
         rounds = 0
         while True:
             self._ensure_supply(B)
-            recs = self.pool.sample(B)
+            recs = self._sample(ctx, B)
             if not recs:
                 break
-            for k, v in self.pool.last.items():
-                self._step[f"sampled_{k}"] += v
             self._sampled_stats += [r.stat for r in recs if r.stat is not None]
             groups = self._rollout(ctx, recs, G)
             rounds += 1
@@ -247,6 +249,13 @@ class Heapa:
         self._aug_in_batch = sum(1 for g in kept if self._is_aug(g))
         self._host_s = time.perf_counter() - t0 - self._ctx_s
         return kept
+
+    def _sample(self, ctx: StepContext, k: int) -> list[pool.RecordView]:
+        """Takes one round's k records out of the pool (heapa_hive gates them here)."""
+        recs = self.pool.sample(k)
+        for key, v in self.pool.last.items():
+            self._step[f"sampled_{key}"] += v
+        return recs
 
     def _is_aug(self, g: Group) -> bool:
         rec = self._by_index.get(g.index)
@@ -279,14 +288,19 @@ class Heapa:
         self._last["refresh_ms"] = 1e3 * (time.perf_counter() - t0)
         return values
 
-    def _rollout(self, ctx: StepContext, recs: list[pool.RecordView], G: int) -> list[Group]:
-        t = time.perf_counter()
+    @staticmethod
+    def _register_new(ctx: StepContext, recs: list[pool.RecordView]) -> None:
+        """Gives augmented records not yet known to the context an index in ctx.prompts."""
         new = [r for r in recs if r.index < 0]
         if new:
             idx = ctx.add_prompts([Prompt(id=r.rid, text=r.text, answer=r.answer, bucket="aug",
                                           meta={"parent": r.parent}) for r in new])
             for r, i in zip(new, idx, strict=True):
                 r.index = int(i)
+
+    def _rollout(self, ctx: StepContext, recs: list[pool.RecordView], G: int) -> list[Group]:
+        t = time.perf_counter()
+        self._register_new(ctx, recs)
         groups = ctx.rollout([r.index for r in recs], G)
         self._ctx_s += time.perf_counter() - t
         by_index = {r.index: r for r in recs}
