@@ -1,7 +1,9 @@
 """Command line: `frontier-rl <command> [flags]` (also `python -m frontier_rl ...`).
 
 Commands:
-  train  --config=configs/<exp>.py[:arg] --workdir=DIR [--config.<field>=value ...]
+  train    --config=configs/<exp>.py[:arg] --workdir=DIR [--config.<field>=value ...]
+  compare  --config=configs/compare_arith.py[:arg] --workdir=DIR   (matched-budget comparison)
+  sim      --config=configs/sim_<exp>.py[:arg] [--workdir=DIR]       (the synthetic learner)
   bench  sampler | train_step | entropy  [--bench_config=default] [--repeats=N] [--json]
   bench  selection --selector=NAME [--sizes=10000,100000,1000000] [--json]
 
@@ -18,7 +20,7 @@ from absl import app, flags
 from absl import logging as absl_logging
 from ml_collections import config_flags
 
-COMMANDS = ("train", "bench")
+COMMANDS = ("train", "compare", "sim", "bench")
 
 FLAGS = flags.FLAGS
 config_flags.DEFINE_config_file("config", None, "Experiment config file (configs/<exp>.py[:arg]).",
@@ -43,6 +45,19 @@ def _main(argv: list[str]) -> int:
             if FLAGS.config is None:
                 raise train.RunError("--config is required (e.g. --config=configs/arith_grpo.py)")
             train.run(FLAGS.config, FLAGS.workdir)
+        elif command == "compare":
+            from frontier_rl import compare
+
+            if FLAGS.config is None:
+                raise train.RunError(
+                    "--config is required (e.g. --config=configs/compare_arith.py)")
+            compare.run(FLAGS.config, FLAGS.workdir)
+        elif command == "sim":
+            from frontier_rl.sim import run as sim_run
+
+            if FLAGS.config is None:
+                raise train.RunError("--config is required (e.g. --config=configs/sim_heapa.py)")
+            sim_run.main(FLAGS.config, FLAGS.workdir)
         elif command == "bench":
             from frontier_rl import bench
 

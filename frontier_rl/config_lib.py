@@ -65,6 +65,10 @@ def default_config() -> ml_collections.ConfigDict:
     c.warmstart.batch_size = 128
     c.warmstart.learning_rate = 3e-3
     c.warmstart.warmup_steps = 50
+    # Where the warm start is cached; "" = DIR/warmstart. `compare` points every run at one
+    # shared cache so all methods start from the same policy.
+    c.warmstart.cache_dir = ""
+    c.warmstart.seed = -1  # seed of the warm start's init and data; -1 = the run's `seed`
 
     # Rollouts from the embedded sampler.
     c.rollout = ml_collections.ConfigDict()
@@ -79,6 +83,10 @@ def default_config() -> ml_collections.ConfigDict:
     c.rl.group_size = 8  # G
     c.rl.batch_size = 64  # B, prompts per step
     c.rl.num_steps = 250
+    # Matched budgets: with rollout_budget > 0 the run ends at the step boundary nearest this
+    # many rollouts (every generated response counts, see DESIGN.md "Accounting"); num_steps
+    # stays an upper bound on steps.
+    c.rl.rollout_budget = 0
     # Adam's first updates move every weight by ~lr in the gradient's sign direction; on the
     # ~120k-parameter embedded policy 3e-4 changed response log-probs by ~1.8 nats in one
     # update and collapsed it, 1e-4 trains stably.
@@ -108,7 +116,8 @@ def default_config() -> ml_collections.ConfigDict:
     # Held-out evaluation: Avg@k (k samples at `temperature` / `top_p`) and greedy accuracy per
     # bucket. T = 0.7, top-p = 0.7 is HeaPA's Avg@16 protocol (eval_dataset_generation.py).
     c.eval = ml_collections.ConfigDict()
-    c.eval.every = 25
+    c.eval.every = 25  # steps; 0 = only at step 0 and the end
+    c.eval.every_rollouts = 0  # also evaluate each time cumulative rollouts cross a multiple
     c.eval.k = 8
     c.eval.temperature = 0.7
     c.eval.top_p = 0.7
@@ -201,6 +210,8 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "warmstart.batch_size", _pos_int, "an integer >= 1")
     _check(cfg, "warmstart.learning_rate", _pos, "a number > 0")
     _check(cfg, "warmstart.target_loss", _nonneg, "a number >= 0 (0 disables early stopping)")
+    _check(cfg, "warmstart.seed", lambda x: isinstance(x, int) and x >= -1,
+           "an integer >= 0, or -1 for the run's seed")
     _check(cfg, "rollout.temperature", _pos, "a number > 0")
     _check(cfg, "rollout.top_p", lambda x: _pos(x) and x <= 1, "a number in (0, 1]")
     _check(cfg, "rollout.max_new_tokens", _pos_int, "an integer >= 1")
@@ -208,6 +219,8 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "rl.group_size", lambda x: _pos_int(x) and x >= 2, "an integer >= 2 (G)")
     _check(cfg, "rl.batch_size", _pos_int, "an integer >= 1 (B)")
     _check(cfg, "rl.num_steps", lambda x: isinstance(x, int) and x >= 0, "an integer >= 0")
+    _check(cfg, "rl.rollout_budget", lambda x: isinstance(x, int) and x >= 0,
+           "an integer >= 0 (0 = no budget; the run ends after rl.num_steps)")
     _check(cfg, "rl.learning_rate", _pos, "a number > 0")
     _check(cfg, "rl.b1", lambda x: 0 <= x < 1, "a number in [0, 1)")
     _check(cfg, "rl.b2", lambda x: 0 <= x < 1, "a number in [0, 1)")
@@ -232,6 +245,8 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     except ValueError as e:
         raise ConfigError(str(e)) from None
     _check(cfg, "eval.every", lambda x: isinstance(x, int) and x >= 0, "an integer >= 0")
+    _check(cfg, "eval.every_rollouts", lambda x: isinstance(x, int) and x >= 0,
+           "an integer >= 0 (0 disables)")
     _check(cfg, "eval.k", _pos_int, "an integer >= 1")
     _check(cfg, "eval.temperature", _pos, "a number > 0")
     _check(cfg, "eval.top_p", lambda x: _pos(x) and x <= 1, "a number in (0, 1]")

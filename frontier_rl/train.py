@@ -33,6 +33,7 @@ log = logging.getLogger("frontier_rl")
 PROMPT_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 ROW_BUCKETS = (64, 128, 256, 512, 1024, 2048)
 WARMSTART_KEY = "frontier_rl_warmstart.json"  # the config the cached warm start was made with
+CLOCKS = ("generate", "verify", "entropy", "update", "select", "eval")
 
 
 class RunError(RuntimeError):
@@ -110,9 +111,10 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         f"buckets {task.buckets}")
 
     # ======================================================================= policy
-    ws_dir = os.path.join(workdir, "warmstart")
+    ws_dir = config.warmstart.cache_dir or os.path.join(workdir, "warmstart")
+    ws_seed = seed if config.warmstart.seed < 0 else config.warmstart.seed
     ws_key = json.loads(ml_collections.ConfigDict(
-        {"seed": seed, "task": config.task, "model": config.model, "warmstart": config.warmstart}
+        {"seed": ws_seed, "task": config.task, "model": config.model, "warmstart": config.warmstart}
     ).to_json_best_effort())
     if os.path.exists(os.path.join(ws_dir, "model.safetensors")):
         model, mcfg = hf.load_pretrained(ws_dir)
@@ -139,7 +141,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
             tie_word_embeddings=config.model.tie_word_embeddings, dtype=config.model.dtype,
             bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
             pad_token_id=tokenizer.pad_token_id)
-        model = Transformer(mcfg, rngs=nnx.Rngs(seed))
+        model = Transformer(mcfg, rngs=nnx.Rngs(ws_seed))
         warm = config.warmstart.enabled and config.warmstart.steps > 0
     graphdef, params = nnx.split(model, nnx.Param)
     say(f"policy: {mcfg.family}, {mcfg.num_params():,} parameters, vocab {mcfg.vocab_size}")
@@ -147,7 +149,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     # ======================================================================= warm start
     if warm:
         buckets = [b for b in config.warmstart.buckets.split(",") if b]
-        pairs = _warmstart_pairs(task, buckets, config.warmstart, seed)
+        pairs = _warmstart_pairs(task, buckets, config.warmstart, ws_seed)
         t0 = time.perf_counter()
         say(f"warm start: up to {config.warmstart.steps} supervised steps on {buckets} "
             f"({len(pairs)} examples)")
@@ -155,7 +157,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
             graphdef, params, tokenizer, pairs, steps=config.warmstart.steps,
             batch_size=config.warmstart.batch_size,
             learning_rate=config.warmstart.learning_rate,
-            warmup_steps=config.warmstart.warmup_steps, seed=seed,
+            warmup_steps=config.warmstart.warmup_steps, seed=ws_seed,
             target_loss=config.warmstart.target_loss,
             progress=lambda i, loss: say(f"  warm start step {i}: loss {loss:.4f}", flush=True))
         tmp = ws_dir + ".tmp"
@@ -215,7 +217,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     # ======================================================================= restore
     ckpt = checkpoint.Checkpointer(os.path.join(workdir, "checkpoints"),
                                    max_to_keep=config.checkpoint.max_to_keep)
-    start_step, last_eval = 0, {}
+    start_step, last_eval, done = 0, {}, False
+    # Cumulative wall time per phase (seconds), the split a comparison reports; checkpointed.
+    clock = {k: 0.0 for k in CLOCKS}
     restored = ckpt.restore({"params": _flat(params), "opt_state": _flat(opt_state)})
     if restored is not None:
         start_step, arrays, meta = restored
@@ -224,7 +228,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
                                    trainer.opt_shardings)
         selector.load_state_dict(meta["selector"])
         ctx.counters.update(meta["counters"])
+        clock.update(meta.get("clock", {}))
         last_eval = meta.get("last_eval", {})
+        done = bool(meta.get("done", False))
         writer.truncate_after(start_step)
         say(f"resumed from step {start_step} ({ctx.counters['rollouts']:,} rollouts so far)")
     else:
@@ -233,7 +239,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     def save(step: int) -> None:
         ckpt.save(step, {"params": _flat(params), "opt_state": _flat(opt_state)},
                   {"step": step, "selector": selector.state_dict(), "counters": ctx.counters,
-                   "rng": {"seed": seed}, "last_eval": last_eval}, force=True)
+                   "clock": clock, "rng": {"seed": seed}, "last_eval": last_eval,
+                   "done": done}, force=True)
 
     if start_step == 0:
         t0 = time.perf_counter()
@@ -241,13 +248,18 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         task_metrics = {"task/train_prompts": len(task.train), "task/eval_prompts": len(task.eval),
                         **{f"task/{k}": v for k, v in task.stats.items()
                            if isinstance(v, (int, float))}}
-        writer.write(0, {**last_eval, **task_metrics, "perf/eval_time": time.perf_counter() - t0})
+        writer.write(0, {**last_eval, **task_metrics, "perf/eval_time": time.perf_counter() - t0,
+                         "rollout/total": 0})
         say(_eval_line(0, last_eval, task.buckets, config.eval.k))
 
     # ======================================================================= loop
-    num_steps = config.rl.num_steps
-    bar = _progress(config.log.progress, start_step, num_steps)
-    for step in range(start_step + 1, num_steps + 1):
+    num_steps, budget = config.rl.num_steps, config.rl.rollout_budget
+    every_r = config.eval.every_rollouts
+    bar = _progress(config.log.progress, start_step, num_steps, budget,
+                    ctx.counters["rollouts"])
+    step = start_step
+    while not done and step < num_steps:
+        step += 1
         t_step = time.perf_counter()
         ctx.begin_step(step, params)
         rollouts_before = ctx.counters["rollouts"]
@@ -278,13 +290,28 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         selector.after_update(ctx, groups)
         t_after = time.perf_counter()
 
+        # --- budget: stop at the step boundary nearest the budget (the next step is expected
+        # to cost what this one did), so matched runs differ by at most about one step's batch.
+        used = ctx.counters["rollouts"] - rollouts_before
+        if budget and (ctx.counters["rollouts"] >= budget
+                       or budget - ctx.counters["rollouts"] < used / 2):
+            done = True
+        last = done or step == num_steps
+
         # --- metrics
         outcomes = np.concatenate([g.outcomes for g in groups])
         rewards = np.concatenate([g.rewards for g in groups])
+        phase = {
+            "generate": ctx.timers["generate"], "verify": ctx.timers["verify"],
+            "entropy": ctx.timers["entropy"], "update": t_updated - t_built,
+            "select": (t_built - t_step) - ctx.timers["generate"] - ctx.timers["verify"]
+            - ctx.timers["entropy"] + (t_after - t_updated)}
+        for k, v in phase.items():
+            clock[k] += v
         step_metrics = {f"train/{k}": v for k, v in train_metrics.items()}
         step_metrics.update({
             "rollout/total": ctx.counters["rollouts"],
-            "rollout/step": ctx.counters["rollouts"] - rollouts_before,
+            "rollout/step": used,
             "rollout/tokens": ctx.counters["response_tokens"],
             "perf/rollout_pflops": ctx.counters["rollout_flops"] / 1e15,
             "perf/entropy_pflops": ctx.counters["entropy_flops"] / 1e15,
@@ -296,32 +323,31 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
             "rollout/all_wrong_frac": float(np.mean([g.all_wrong for g in groups])),
             "rollout/response_len": float(np.mean(np.concatenate([g.lengths for g in groups]))),
             "perf/step_time": t_after - t_step,
-            "perf/generate_time": ctx.timers["generate"],
-            "perf/verify_time": ctx.timers["verify"],
-            "perf/entropy_time": ctx.timers["entropy"],
-            "perf/select_time": (t_built - t_step) - ctx.timers["generate"]
-            - ctx.timers["verify"] - ctx.timers["entropy"] + (t_after - t_updated),
-            "perf/update_time": t_updated - t_built,
+            **{f"perf/{k}_time": v for k, v in phase.items()},
+            **{f"perf/cum_{k}_time": v for k, v in clock.items()},
             "perf/peak_rss_gib": _peak_rss_gib(),
         })
         step_metrics.update({f"select/{k}": v for k, v in selector.metrics().items()})
-        if (config.eval.every and step % config.eval.every == 0) or step == num_steps:
+        crossed = every_r and (ctx.counters["rollouts"] // every_r > rollouts_before // every_r)
+        if (config.eval.every and step % config.eval.every == 0) or crossed or last:
             t0 = time.perf_counter()
             last_eval = evaluate(params, step)
+            clock["eval"] += time.perf_counter() - t0
             step_metrics.update(last_eval)
             step_metrics["perf/eval_time"] = time.perf_counter() - t0
+            step_metrics["perf/cum_eval_time"] = clock["eval"]
         writer.write(step, step_metrics)
         bar.update(step, ctx.counters["rollouts"], float(rewards.mean()), last_eval, task.buckets,
                    config.eval.k)
-        if step % config.checkpoint.every == 0 or step == num_steps:
+        if step % config.checkpoint.every == 0 or last:
             save(step)
     bar.close()
-    if start_step < num_steps:
-        say(_eval_line(num_steps, last_eval, task.buckets, config.eval.k))
+    if step > start_step:
+        say(_eval_line(step, last_eval, task.buckets, config.eval.k))
     ckpt.close()
     writer.close()
     with open(os.path.join(workdir, "final_metrics.json"), "w") as f:
-        json.dump({"step": num_steps, "rollouts": ctx.counters["rollouts"], **last_eval}, f,
+        json.dump({"step": step, "rollouts": ctx.counters["rollouts"], **last_eval}, f,
                   indent=2)
     return last_eval
 
@@ -332,21 +358,31 @@ def _eval_line(step: int, ev: dict, buckets, k: int) -> str:
 
 
 class _progress:
-    """A tqdm bar showing step, rollouts so far, mean reward and the last eval."""
+    """A tqdm bar showing step (or rollouts, under a budget), mean reward and the last eval."""
 
-    def __init__(self, enabled: bool, start: int, total: int):
+    def __init__(self, enabled: bool, start: int, total: int, budget: int = 0,
+                 rollouts: int = 0):
         self._bar = None
+        self._budget = budget
         if enabled:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, initial=start, desc="rl", dynamic_ncols=True)
+            if budget:
+                self._bar = tqdm(total=budget, initial=min(rollouts, budget), desc="rl rollouts",
+                                 dynamic_ncols=True)
+            else:
+                self._bar = tqdm(total=total, initial=start, desc="rl", dynamic_ncols=True)
 
     def update(self, step, rollouts, reward, last_eval, buckets, k):
         if self._bar is None:
             return
         ev = "/".join(f"{last_eval.get(f'eval/avg@{k}/{b}', float('nan')):.0f}" for b in buckets)
-        self._bar.set_postfix_str(f"rollouts {rollouts:,} reward {reward:+.2f} avg@{k} {ev}")
-        self._bar.update(1)
+        if self._budget:
+            self._bar.set_postfix_str(f"step {step} reward {reward:+.2f} avg@{k} {ev}")
+            self._bar.update(min(rollouts, self._budget) - self._bar.n)
+        else:
+            self._bar.set_postfix_str(f"rollouts {rollouts:,} reward {reward:+.2f} avg@{k} {ev}")
+            self._bar.update(1)
 
     def close(self):
         if self._bar is not None:

@@ -1,0 +1,324 @@
+"""Matched-budget comparison: methods x seeds from one base config, each to one rollout budget.
+
+`frontier-rl compare --config=configs/compare_arith.py --workdir=DIR` runs every method named in
+`compare.run` (each a config delta in `compare.methods`, merged over the base config) for every
+seed in `compare.seeds`:
+
+- all runs start from the same warm start (one cache in DIR/warmstart, made once with
+  `warmstart.seed`) and the same task (`task.data_seed`); a run's `seed` drives its rollouts,
+  its selector and its update RNG, so run (method, s) and (method', s) share initial RNG;
+- every run ends at the step boundary nearest `compare.rollout_budget` rollouts (every generated
+  response counts, DESIGN.md "Accounting"), and is evaluated every `budget / compare.evals`
+  rollouts, so curves share an x-axis;
+- runs live in DIR/runs/<method>-s<seed>; a finished run (`compare_done.json` holding its config
+  fingerprint) is skipped on rerun, an interrupted one resumes from its checkpoint (train.py).
+
+Then `results.json`, `report.md` and PNG plots are written (frontier_rl/report.py) and the main
+table is printed. Runs execute one after another in this process, sharing a persistent XLA
+compilation cache in DIR/.jax_cache, so later runs skip most compiles.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import json
+import os
+import time
+
+import ml_collections
+import numpy as np
+
+from frontier_rl import config_lib
+
+DONE = "compare_done.json"
+
+
+@dataclasses.dataclass
+class RunSpec:
+    method: str
+    seed: int
+    config: ml_collections.ConfigDict
+    dir: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.method}-s{self.seed}"
+
+
+# ----------------------------------------------------------------------------- planning
+
+
+def _csv(s: str) -> list[str]:
+    return [x.strip() for x in str(s).split(",") if x.strip()]
+
+
+def validate(config: ml_collections.ConfigDict) -> None:
+    """Checks the `compare` section; raises ConfigError naming the field."""
+    if "compare" not in config:
+        raise config_lib.ConfigError(
+            "the config has no `compare` section (see configs/compare_arith.py)")
+    c = config.compare
+    methods = set(c.methods.keys())
+    run = _csv(c.run)
+    if not run:
+        raise config_lib.ConfigError("compare.run is empty: name at least one method")
+    for m in run:
+        if m not in methods:
+            raise config_lib.ConfigError(
+                f"compare.run names {m!r}, which is not in compare.methods {sorted(methods)}")
+    if len(set(run)) != len(run):
+        raise config_lib.ConfigError(f"compare.run={c.run!r} names a method twice")
+    try:
+        seeds = [int(s) for s in _csv(c.seeds)]
+    except ValueError:
+        raise config_lib.ConfigError(
+            f"compare.seeds={c.seeds!r} is not allowed: comma-separated integers >= 0") from None
+    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+        raise config_lib.ConfigError(
+            f"compare.seeds={c.seeds!r} is not allowed: distinct comma-separated integers >= 0")
+    if not (isinstance(c.rollout_budget, int) and c.rollout_budget > 0):
+        raise config_lib.ConfigError(
+            f"compare.rollout_budget={c.rollout_budget!r} is not allowed: an integer >= 1")
+    if not (isinstance(c.evals, int) and 1 <= c.evals <= c.rollout_budget):
+        raise config_lib.ConfigError(
+            f"compare.evals={c.evals!r} is not allowed: an integer in [1, rollout_budget]")
+    for field in ("target", "rollout_reference"):
+        if c[field] and c[field] not in methods:
+            raise config_lib.ConfigError(
+                f"compare.{field}={c[field]!r} is not in compare.methods {sorted(methods)}")
+    for m in methods:  # every delta must name existing fields with valid values
+        _apply_delta(copy.deepcopy(_base(config)), c.methods[m], f"compare.methods.{m}")
+
+
+def _base(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+    base = ml_collections.ConfigDict(config.to_dict())
+    del base["compare"]
+    return base
+
+
+def _apply_delta(cfg: ml_collections.ConfigDict, delta, where: str) -> None:
+    """Merges a nested delta into cfg in place; a key cfg lacks is an error naming its path.
+
+    Keys under `task` may be new (a task builder takes any field it knows)."""
+    for key, value in delta.items():
+        path = f"{where}.{key}"
+        if key not in cfg and not where.endswith(".task"):
+            raise config_lib.ConfigError(f"{path}: the base config has no field {key!r}")
+        if isinstance(value, (dict, ml_collections.ConfigDict)) and key in cfg and isinstance(
+                cfg[key], ml_collections.ConfigDict):
+            _apply_delta(cfg[key], value, path)
+        else:
+            with cfg.unlocked():
+                cfg[key] = value
+
+
+def plan(config: ml_collections.ConfigDict, workdir: str) -> list[RunSpec]:
+    """One RunSpec per (method, seed), each a validated train config."""
+    validate(config)
+    c = config.compare
+    base = _base(config)
+    budget = c.rollout_budget
+    specs = []
+    for method in _csv(c.run):
+        for seed in (int(s) for s in _csv(c.seeds)):
+            cfg = copy.deepcopy(base)
+            _apply_delta(cfg, c.methods[method], f"compare.methods.{method}")
+            cfg.seed = seed
+            if cfg.warmstart.seed < 0:
+                cfg.warmstart.seed = base.seed
+            with cfg.task.unlocked():
+                if cfg.task.name == "arith" and "data_seed" not in cfg.task:
+                    cfg.task.data_seed = base.seed
+            cfg.warmstart.cache_dir = os.path.join(workdir, "warmstart")
+            cfg.rl.rollout_budget = budget
+            cfg.rl.num_steps = max(cfg.rl.num_steps, budget)  # only an upper bound now
+            cfg.eval.every = 0
+            cfg.eval.every_rollouts = max(1, budget // c.evals)
+            try:
+                config_lib.validate(cfg)
+            except config_lib.ConfigError as e:
+                raise config_lib.ConfigError(f"method {method!r}: {e}") from None
+            specs.append(RunSpec(method, seed, cfg, os.path.join(workdir, "runs",
+                                                                 f"{method}-s{seed}")))
+    return specs
+
+
+def fingerprint(cfg: ml_collections.ConfigDict) -> str:
+    """What makes two runs the same run: the whole config except logging."""
+    d = cfg.to_dict()
+    d.pop("log", None)
+    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _finished(spec: RunSpec) -> bool:
+    path = os.path.join(spec.dir, DONE)
+    if not os.path.exists(path):
+        return False
+    with open(path) as f:
+        done = json.load(f)
+    if done.get("fingerprint") != fingerprint(spec.config):
+        raise config_lib.ConfigError(
+            f"{spec.dir} holds a finished run of another config (changed method delta, budget "
+            "or base); delete that directory or use another --workdir")
+    return True
+
+
+# ----------------------------------------------------------------------------- running
+
+
+def _enable_compile_cache(workdir: str) -> None:
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", os.path.join(workdir, ".jax_cache"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
+    """Runs (or resumes, or skips) every planned run, then writes the results and report."""
+    from frontier_rl import report, train
+
+    if not workdir:
+        raise train.RunError("--workdir is required (a directory for the runs and the report)")
+    workdir = os.path.abspath(workdir)
+    specs = plan(config, workdir)
+    os.makedirs(workdir, exist_ok=True)
+    with open(os.path.join(workdir, "compare_config.json"), "w") as f:
+        f.write(config.to_json_best_effort(indent=2))
+    _enable_compile_cache(workdir)
+    t_all = time.perf_counter()
+    for i, spec in enumerate(specs, 1):
+        head = f"[{i}/{len(specs)}] {spec.name}"
+        if _finished(spec):
+            print(f"{head}: finished earlier, skipped", flush=True)
+            continue
+        print(f"{head}: {spec.config.selector.name}, budget {config.compare.rollout_budget:,} "
+              f"rollouts -> {spec.dir}", flush=True)
+        t0 = time.perf_counter()
+        train.run(spec.config, spec.dir)
+        with open(os.path.join(spec.dir, DONE), "w") as f:
+            json.dump({"fingerprint": fingerprint(spec.config),
+                       "wall_s": time.perf_counter() - t0}, f)
+    results = collect(config, specs)
+    results["wall_s_this_invocation"] = time.perf_counter() - t_all
+    with open(os.path.join(workdir, "results.json"), "w") as f:
+        json.dump(results, f, indent=1, default=float)
+    text = report.write(results, workdir)
+    print(report.main_table(results))
+    print(f"\nwrote {os.path.join(workdir, 'results.json')}, {os.path.join(workdir, 'report.md')}"
+          f" and {len(text['plots'])} plots")
+    return results
+
+
+# ----------------------------------------------------------------------------- results
+
+
+def _records(run_dir: str) -> list[dict]:
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _pflops(r: dict) -> tuple[float, float]:
+    """(cost-analysis PFLOPs, formula PFLOPs) so far; older runs only have the formula."""
+    formula = r.get("perf/pflops_formula")
+    if formula is None:
+        formula = r.get("perf/rollout_pflops", 0.0) + r.get("perf/entropy_pflops", 0.0)
+    return float(r.get("perf/pflops", formula)), float(formula)
+
+
+def run_result(spec: RunSpec, metric: str, k: int) -> dict:
+    """One run's curves and totals, read back from its metrics.jsonl."""
+    recs = _records(spec.dir)
+    steps = [r for r in recs if r["step"] > 0]
+    curve = {"step": [], "rollouts": [], "pflops": [], "pflops_formula": [], "metric": [],
+             "buckets": {}}
+    last_r = last_p = last_pf = 0.0
+    for r in recs:
+        if "rollout/total" in r:
+            last_r = r["rollout/total"]
+            if r["step"] > 0:
+                last_p, last_pf = _pflops(r)
+        key = f"eval/avg@{k}/{metric}"
+        if key in r:
+            curve["step"].append(r["step"])
+            curve["rollouts"].append(float(last_r))
+            curve["pflops"].append(last_p)
+            curve["pflops_formula"].append(last_pf)
+            curve["metric"].append(float(r[key]))
+            for b in (x.split("/")[-1] for x in r if x.startswith(f"eval/avg@{k}/")):
+                curve["buckets"].setdefault(b, []).append(float(r[f"eval/avg@{k}/{b}"]))
+    last = steps[-1] if steps else {}
+
+    def series(key: str) -> list[float]:
+        return [float(r[key]) for r in steps if key in r]
+
+    def mean_of(key: str) -> float:
+        s = series(key)
+        return float(np.mean(s)) if s else float("nan")
+
+    hist = np.zeros(0)
+    for r in steps:
+        h = [r[x] for x in sorted((x for x in r if x.startswith("rollout/rolled_pass_hist/")),
+                                  key=lambda x: int(x.rsplit("/", 1)[1]))]
+        if h:
+            hist = np.asarray(h, float) if hist.size == 0 else hist + np.asarray(h, float)
+    return {
+        "method": spec.method, "seed": spec.seed, "selector": spec.config.selector.name,
+        "steps": int(last.get("step", 0)), "rollouts": int(last.get("rollout/total", 0)),
+        "effective_rollouts": int(last.get("rollout/effective_total", 0)),
+        "pflops": _pflops(last)[0] if last else 0.0,
+        "pflops_formula": _pflops(last)[1] if last else 0.0,
+        "padding_ratio": float(last.get("perf/padding_ratio", float("nan"))),
+        "final": curve["metric"][-1] if curve["metric"] else float("nan"),
+        "final_buckets": {b: v[-1] for b, v in curve["buckets"].items()},
+        "best": max(curve["metric"]) if curve["metric"] else float("nan"),
+        "curve": curve,
+        "zero_var_easy": mean_of("rollout/rolled_zero_var_easy"),
+        "zero_var_hard": mean_of("rollout/rolled_zero_var_hard"),
+        "zero_var_curve": {"rollouts": [float(r["rollout/total"]) for r in steps
+                                        if "rollout/rolled_zero_var_easy" in r],
+                           "easy": series("rollout/rolled_zero_var_easy"),
+                           "hard": series("rollout/rolled_zero_var_hard")},
+        "rolled_pass_hist": (hist / hist.sum()).tolist() if hist.size and hist.sum() else [],
+        "aug": {"rollouts": [float(r["rollout/total"]) for r in steps
+                             if "select/aug_reward" in r],
+                "aug_reward": series("select/aug_reward"),
+                "seed_reward_at_aug": [float(r["select/seed_reward"]) for r in steps
+                                       if "select/aug_reward" in r and "select/seed_reward" in r],
+                "seed_reward": series("select/seed_reward"),
+                "aug_share": mean_of("select/aug_share")},
+        "time_s": {k: float(last.get(f"perf/cum_{k}_time", 0.0))
+                   for k in ("generate", "verify", "entropy", "update", "select", "eval")},
+    }
+
+
+def first_reaching(curve: dict, target: float, x: str) -> float | None:
+    """The x (rollouts or pflops) of the first eval point whose metric >= target."""
+    for xv, m in zip(curve[x], curve["metric"], strict=True):
+        if m >= target - 1e-9:
+            return float(xv)
+    return None
+
+
+def collect(config: ml_collections.ConfigDict, specs: list[RunSpec]) -> dict:
+    c = config.compare
+    k = specs[0].config.eval.k
+    runs = [run_result(s, c.metric, k) for s in specs]
+    # Targets per seed: the target method's best held-out Avg@k in that seed's run.
+    targets = {r["seed"]: r["best"] for r in runs if r["method"] == c.target}
+    for r in runs:
+        t = targets.get(r["seed"])
+        r["target"] = t
+        r["rollouts_to_target"] = first_reaching(r["curve"], t, "rollouts") if t else None
+        r["pflops_to_target"] = first_reaching(r["curve"], t, "pflops") if t else None
+    return {
+        "metric": f"eval/avg@{k}/{c.metric}", "k": k, "budget": c.rollout_budget,
+        "target_method": c.target, "rollout_reference": c.rollout_reference,
+        "methods": _csv(c.run), "seeds": [int(s) for s in _csv(c.seeds)],
+        "eval_prompts": next((int(r["task/eval_prompts"]) for r in _records(specs[0].dir)
+                             if "task/eval_prompts" in r), 0),
+        "group_size": specs[0].config.rl.group_size, "batch_size": specs[0].config.rl.batch_size,
+        "runs": runs,
+    }

@@ -1,0 +1,399 @@
+"""The comparison report: markdown tables, PNG plots and the papers' claims checked.
+
+`write(results, workdir)` turns `compare.collect`'s results into `report.md` and `plots/*.png`.
+Tables give mean ± std over seeds (std over n >= 2 seeds, sample std). Ratios:
+
+- rollouts-to-target ratio = reference (DS) rollouts / method rollouts, as HIVE reports its
+  "x fewer rollouts than DS" (> 1 = fewer rollouts);
+- PFLOPs-to-target ratio = method PFLOPs / uniform-GRPO PFLOPs, as HeaPA reports "less compute"
+  (< 1 = cheaper).
+
+A method that never reaches the target within the budget has no X-to-target (shown as "—",
+with how many seeds reached it).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from frontier_rl.compare import first_reaching
+
+# Eval noise: Avg@k over n prompts x k samples has a binomial std of at most 50/sqrt(n*k) points;
+# differences below twice that are reported as "within noise".
+_NOISE_SIGMAS = 2.0
+
+
+def _by_method(results: dict) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {m: [] for m in results["methods"]}
+    for r in results["runs"]:
+        out.setdefault(r["method"], []).append(r)
+    return out
+
+
+def _ms(values) -> tuple[float, float, int]:
+    v = [x for x in values if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    if not v:
+        return float("nan"), float("nan"), 0
+    return float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, len(v)
+
+
+def _fmt(values, digits: int = 1, scale: float = 1.0) -> str:
+    m, s, n = _ms(values)
+    if n == 0:
+        return "—"
+    if n == 1:
+        return f"{m * scale:,.{digits}f}"
+    return f"{m * scale:,.{digits}f} ± {s * scale:,.{digits}f}"
+
+
+def _noise(results: dict) -> float:
+    """One-sigma binomial bound of a difference of two Avg@k means, in points."""
+    n_eval = results.get("eval_prompts", 512)
+    return _NOISE_SIGMAS * math.sqrt(2) * 50.0 / math.sqrt(n_eval * results["k"])
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def main_table(results: dict) -> str:
+    k, metric = results["k"], results["metric"].rsplit("/", 1)[1]
+    by = _by_method(results)
+    buckets = sorted({b for r in results["runs"] for b in r["final_buckets"] if b != "all"})
+    head = (f"| method | seeds | rollouts | PFLOPs | Avg@{k} {metric} at budget | best | "
+            + " | ".join(buckets) + " | zero-var easy / hard | effective share |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for m, rs in by.items():
+        if not rs:
+            continue
+        eff = [r["effective_rollouts"] / r["rollouts"] if r["rollouts"] else None for r in rs]
+        lines.append(
+            f"| {m} | {len(rs)} | {_fmt([r['rollouts'] for r in rs], 0)} | "
+            f"{_fmt([r['pflops'] for r in rs], 4)} | {_fmt([r['final'] for r in rs])} | "
+            f"{_fmt([r['best'] for r in rs])} | "
+            + " | ".join(_fmt([r["final_buckets"].get(b) for r in rs]) for b in buckets)
+            + f" | {_fmt([r['zero_var_easy'] for r in rs], 2)} / "
+            f"{_fmt([r['zero_var_hard'] for r in rs], 2)} | {_fmt(eff, 2)} |")
+    return "\n".join(lines)
+
+
+def _to_target(rs: list[dict], key: str) -> tuple[str, list]:
+    vals = [r[key] for r in rs]
+    reached = sum(v is not None for v in vals)
+    digits = 0 if key == "rollouts_to_target" else 4
+    return f"{_fmt(vals, digits)} ({reached}/{len(rs)})", vals
+
+
+def efficiency_table(results: dict) -> str:
+    by = _by_method(results)
+    ref, tgt = results["rollout_reference"], results["target_method"]
+    lines = [f"| method | rollouts-to-target (seeds reaching) | ratio {ref} / method | "
+             f"PFLOPs-to-target | ratio method / {tgt} |", "|---|---|---|---|---|"]
+    ref_r = {r["seed"]: r["rollouts_to_target"] for r in by.get(ref, [])}
+    tgt_p = {r["seed"]: r["pflops_to_target"] for r in by.get(tgt, [])}
+    for m, rs in by.items():
+        if not rs:
+            continue
+        r_txt, _ = _to_target(rs, "rollouts_to_target")
+        p_txt, _ = _to_target(rs, "pflops_to_target")
+        ratio_r = [ref_r[r["seed"]] / r["rollouts_to_target"]
+                   if r["rollouts_to_target"] and ref_r.get(r["seed"]) else None for r in rs]
+        ratio_p = [r["pflops_to_target"] / tgt_p[r["seed"]]
+                   if r["pflops_to_target"] and tgt_p.get(r["seed"]) else None for r in rs]
+        lines.append(f"| {m} | {r_txt} | {_fmt(ratio_r, 2)} | {p_txt} | {_fmt(ratio_p, 2)} |")
+    return "\n".join(lines)
+
+
+def time_table(results: dict) -> str:
+    by = _by_method(results)
+    parts = ("generate", "verify", "entropy", "update", "select", "eval")
+    lines = ["| method | " + " | ".join(f"{p} (s)" for p in parts) + " | total (s) |",
+             "|---|" + "---|" * (len(parts) + 1)]
+    for m, rs in by.items():
+        if not rs:
+            continue
+        cells = [_fmt([r["time_s"][p] for r in rs], 1) for p in parts]
+        total = _fmt([sum(r["time_s"].values()) for r in rs], 1)
+        lines.append(f"| {m} | " + " | ".join(cells) + f" | {total} |")
+    return "\n".join(lines)
+
+
+def flops_table(results: dict) -> str:
+    by = _by_method(results)
+    lines = ["| method | PFLOPs (cost analysis) | PFLOPs (formula) | cost analysis / formula | "
+             "padding ratio |", "|---|---|---|---|---|"]
+    for m, rs in by.items():
+        if not rs:
+            continue
+        ratio = [r["pflops"] / r["pflops_formula"] if r["pflops_formula"] else None for r in rs]
+        lines.append(f"| {m} | {_fmt([r['pflops'] for r in rs], 4)} | "
+                     f"{_fmt([r['pflops_formula'] for r in rs], 4)} | {_fmt(ratio, 3)} | "
+                     f"{_fmt([r['padding_ratio'] for r in rs], 3)} |")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- claims
+
+
+def _medium_share(r: dict) -> float | None:
+    h = r["rolled_pass_hist"]
+    return float(sum(h[1:-1])) if len(h) > 2 else None
+
+
+def claims(results: dict) -> list[dict]:
+    """The papers' qualitative claims, each with the measured numbers and whether it held."""
+    by = _by_method(results)
+    noise = _noise(results)
+    seeds = ",".join(str(s) for s in results["seeds"])
+
+    def have(*ms):
+        return all(by.get(m) for m in ms)
+
+    def mean(m, key):
+        return _ms([r[key] for r in by[m]])[0]
+
+    out = []
+
+    def add(claim, source, methods, measured, held, note=""):
+        out.append({"claim": claim, "source": source, "methods": methods, "measured": measured,
+                    "held": held, "note": note, "seeds": seeds})
+
+    def compare(a, b, key):
+        va, vb = mean(a, key), mean(b, key)
+        verdict = "yes" if va > vb else "no"
+        if abs(va - vb) <= noise:
+            verdict += " (within noise)"
+        return va, vb, verdict
+
+    # 1. HIVE reaches DS's accuracy with fewer rollouts (HIVE Table 1).
+    if have("hive", "ds"):
+        cells, held = [], []
+        for r_ds in by["ds"]:
+            r_h = next((r for r in by["hive"] if r["seed"] == r_ds["seed"]), None)
+            if r_h is None:
+                continue
+            t = r_ds["final"]
+            x_ds = first_reaching(r_ds["curve"], t, "rollouts")
+            x_h = first_reaching(r_h["curve"], t, "rollouts")
+            cells.append(f"s{r_ds['seed']}: DS final {t:.1f} at {x_ds:,.0f}; HIVE "
+                         + (f"{x_h:,.0f}" if x_h is not None else "not reached"))
+            held.append(x_h is not None and x_h < x_ds)
+        add("HIVE reaches DS's accuracy with fewer rollouts", "HIVE Table 1", "hive, ds",
+            "; ".join(cells), _verdict(held))
+    else:
+        add("HIVE reaches DS's accuracy with fewer rollouts", "HIVE Table 1", "hive, ds",
+            "not run", "n/a", "add hive and ds to compare.run")
+    # 2. HIVE's zero-variance ratios are lower than DS's and GRESO's (HIVE Fig. 5).
+    others = [m for m in ("ds", "greso") if by.get(m)]
+    if by.get("hive") and others:
+        zh = mean("hive", "zero_var_easy") + mean("hive", "zero_var_hard")
+        zo = {m: mean(m, "zero_var_easy") + mean(m, "zero_var_hard") for m in others}
+        add("HIVE has lower zero-variance ratios (easy + hard) than DS and GRESO", "HIVE Fig. 5",
+            ", ".join(["hive"] + others),
+            f"hive {zh:.3f}; " + "; ".join(f"{m} {v:.3f}" for m, v in zo.items()),
+            "yes" if all(zh < v for v in zo.values()) else "no",
+            "" if len(others) == 2 else "greso not run")
+    else:
+        add("HIVE has lower zero-variance ratios than DS and GRESO", "HIVE Fig. 5",
+            "hive, ds, greso", "not run", "n/a", "add hive, ds, greso to compare.run")
+    # 3. HeaPA beats uniform GRPO at equal rollouts (HeaPA Table 1).
+    if have("heapa", "uniform"):
+        a, b, v = compare("heapa", "uniform", "final")
+        add("HeaPA beats uniform GRPO at equal rollouts", "HeaPA Tables 1-2", "heapa, uniform",
+            f"final Avg@{results['k']}: heapa {a:.1f}, uniform {b:.1f}", v,
+            f"noise ±{noise:.1f}")
+    else:
+        add("HeaPA beats uniform GRPO at equal rollouts", "HeaPA Tables 1-2", "heapa, uniform",
+            "not run", "n/a", "add heapa and uniform to compare.run")
+    # 4. PS+PA is below HeaPA (HeaPA Table 3 ablation).
+    if have("heapa", "ps_aug"):
+        a, b, v = compare("heapa", "ps_aug", "final")
+        add("PS+PA is below HeaPA", "HeaPA Table 3", "heapa, ps_aug",
+            f"final: heapa {a:.1f}, ps_aug {b:.1f}", v, f"noise ±{noise:.1f}")
+    else:
+        add("PS+PA is below HeaPA", "HeaPA Table 3", "heapa, ps_aug", "not run", "n/a",
+            "add ps_aug to compare.run")
+    # 5. PathAgg >= ChildAgg (HeaPA Table 3).
+    if have("heapa", "heapa_childagg"):
+        a, b, _ = compare("heapa", "heapa_childagg", "final")
+        held = "yes" if a >= b else ("no (within noise)" if b - a <= noise else "no")
+        add("PathAgg >= ChildAgg", "HeaPA Table 3", "heapa, heapa_childagg",
+            f"final: PathAgg {a:.1f}, ChildAgg {b:.1f}", held, f"noise ±{noise:.1f}")
+    else:
+        add("PathAgg >= ChildAgg", "HeaPA Table 3", "heapa, heapa_childagg", "not run", "n/a",
+            "add heapa_childagg to compare.run")
+    # 6. Heap sampling shifts mass to the medium band (HeaPA §3).
+    if have("heapa", "uniform"):
+        sh = _ms([_medium_share(r) for r in by["heapa"]])[0]
+        su = _ms([_medium_share(r) for r in by["uniform"]])[0]
+        add("Heap sampling shifts mass to the medium band (0 < pass rate < 1)", "HeaPA §3",
+            "heapa, uniform", f"share of rolled-out groups in the medium band: heapa {sh:.3f}, "
+            f"uniform {su:.3f}", "yes" if sh > su else "no")
+    else:
+        add("Heap sampling shifts mass to the medium band", "HeaPA §3", "heapa, uniform",
+            "not run", "n/a", "add heapa and uniform to compare.run")
+    return out
+
+
+def _verdict(held: list[bool]) -> str:
+    if not held:
+        return "n/a"
+    if all(held):
+        return "yes"
+    return "no" if not any(held) else f"mixed ({sum(held)}/{len(held)} seeds)"
+
+
+def claims_table(results: dict) -> str:
+    lines = ["| claim | source | measured | seeds | held here |", "|---|---|---|---|---|"]
+    for c in claims(results):
+        note = f" ({c['note']})" if c["note"] else ""
+        lines.append(f"| {c['claim']} | {c['source']} | {c['measured']}{note} | {c['seeds']} | "
+                     f"{c['held']} |")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- plots
+
+
+def plots(results: dict, out_dir: str) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(out_dir, exist_ok=True)
+    by = {m: rs for m, rs in _by_method(results).items() if rs}
+    colors = {m: plt.cm.tab10(i % 10) for i, m in enumerate(by)}
+    k, metric = results["k"], results["metric"].rsplit("/", 1)[1]
+    written = []
+
+    def save(fig, name):
+        path = os.path.join(out_dir, name)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+
+    for x, label, name in (("rollouts", "cumulative rollouts", "accuracy_vs_rollouts.png"),
+                           ("pflops", "cumulative PFLOPs (cost analysis)",
+                            "accuracy_vs_pflops.png")):
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        for m, rs in by.items():
+            for i, r in enumerate(rs):
+                ax.plot(r["curve"][x], r["curve"]["metric"], color=colors[m], alpha=0.9,
+                        marker="o", ms=3, label=m if i == 0 else None)
+        t = [r["target"] for r in results["runs"] if r.get("target") is not None]
+        if t:
+            ax.axhline(float(np.mean(t)), color="gray", ls="--", lw=1,
+                       label=f"target ({results['target_method']} best)")
+        ax.set_xlabel(label)
+        ax.set_ylabel(f"held-out Avg@{k} ({metric})")
+        ax.legend(fontsize=8)
+        save(fig, name)
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    for m, rs in by.items():
+        for i, r in enumerate(rs):
+            z = r["zero_var_curve"]
+            for ax, kind in zip(axes, ("easy", "hard"), strict=True):
+                ax.plot(z["rollouts"], _smooth(z[kind]), color=colors[m],
+                        label=m if i == 0 else None)
+    for ax, kind in zip(axes, ("easy (all correct)", "hard (all wrong)"), strict=True):
+        ax.set_title(f"zero-variance ratio, {kind}")
+        ax.set_xlabel("cumulative rollouts")
+    axes[0].set_ylabel("share of rolled-out groups (smoothed)")
+    axes[0].legend(fontsize=8)
+    save(fig, "zero_variance.png")
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    g = results["group_size"]
+    width = 0.8 / max(1, len(by))
+    for i, (m, rs) in enumerate(by.items()):
+        hs = [r["rolled_pass_hist"] for r in rs if r["rolled_pass_hist"]]
+        if not hs:
+            continue
+        h = np.mean(np.asarray(hs), axis=0)
+        ax.bar(np.arange(len(h)) + (i - len(by) / 2 + 0.5) * width, h, width, color=colors[m],
+               label=m)
+    ax.set_xticks(range(g + 1), [f"{j}/{g}" for j in range(g + 1)])
+    ax.set_xlabel("correct responses in a rolled-out group (the prompt's observed pass rate)")
+    ax.set_ylabel("share of rolled-out groups")
+    ax.legend(fontsize=8)
+    save(fig, "sampled_pass_rate.png")
+
+    aug = {m: rs for m, rs in by.items() if any(r["aug"]["aug_reward"] for r in rs)}
+    if aug:
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        for m, rs in aug.items():
+            for i, r in enumerate(rs):
+                a = r["aug"]
+                ax.plot(a["rollouts"], _smooth(a["aug_reward"]), color=colors[m],
+                        label=f"{m} augmented" if i == 0 else None)
+                ax.plot(a["rollouts"], _smooth(a["seed_reward_at_aug"]), color=colors[m],
+                        ls="--", label=f"{m} seed" if i == 0 else None)
+        ax.set_xlabel("cumulative rollouts")
+        ax.set_ylabel("mean reward of trained groups (smoothed)")
+        ax.set_title("seed vs augmented prompts")
+        ax.legend(fontsize=8)
+        save(fig, "augmented_vs_seed_reward.png")
+    return written
+
+
+def _smooth(y, w: int = 10) -> np.ndarray:
+    y = np.asarray(y, float)
+    if y.size < w:
+        return y
+    c = np.cumsum(np.insert(y, 0, 0.0))
+    head = c[1:w] / np.arange(1, w)
+    return np.concatenate([head, (c[w:] - c[:-w]) / w])
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def write(results: dict, workdir: str) -> dict:
+    plot_paths = plots(results, os.path.join(workdir, "plots"))
+    k = results["k"]
+    budget = results["budget"]
+    rolls = [r["rollouts"] for r in results["runs"]]
+    step_max = results["batch_size"] * results["group_size"]
+    lines = [
+        "# Matched-budget comparison",
+        "",
+        f"Every run: {budget:,} rollouts (ended at the step boundary nearest the budget; "
+        f"runs used {min(rolls):,}–{max(rolls):,}, spread {max(rolls) - min(rolls):,} vs one "
+        f"step's batch of B×G = {step_max:,}), seeds {results['seeds']}, the same warm start. "
+        f"Metric: held-out {results['metric']} (Avg@{k} at the eval temperature/top-p); "
+        f"target = the best value of `{results['target_method']}` in the same seed.",
+        "",
+        "## Accuracy at equal rollout budget",
+        "",
+        main_table(results),
+        "",
+        "## Rollouts and PFLOPs to the target",
+        "",
+        efficiency_table(results),
+        "",
+        "## FLOPs: cost analysis vs formula",
+        "",
+        flops_table(results),
+        "",
+        "## Wall time by phase (seconds, whole run)",
+        "",
+        time_table(results),
+        "",
+        "## Plots",
+        "",
+        *[f"![{os.path.basename(p)}](plots/{os.path.basename(p)})" for p in plot_paths],
+        "",
+        "## The papers' claims, measured here",
+        "",
+        claims_table(results),
+        "",
+    ]
+    text = "\n".join(lines)
+    with open(os.path.join(workdir, "report.md"), "w") as f:
+        f.write(text)
+    return {"text": text, "plots": plot_paths}
