@@ -23,6 +23,7 @@ setup(
         "safetensors",
         "tensorboardX",
         "tqdm",
+        "matplotlib",  # the comparison and sweep reports' plots
     ],
     extras_require={
         "tasks": ["math-verify>=0.7", "reasoning-gym", "tensorflow-datasets"],
