@@ -1,4 +1,4 @@
-"""Benchmarks: `frontier-rl bench sampler | train_step | entropy [--json]`.
+"""Benchmarks: `frontier-rl bench sampler | train_step | entropy | flops [--json]`.
 
 The default work is fixed so figures can be compared across versions and with other libraries:
 a random Qwen3-style model (2 layers, embed 128, MLP 256, 4 heads of dim 32, 2 KV heads,
@@ -8,7 +8,10 @@ vocab 64, float32).
   8 + 32 tokens.
 - entropy: the prompt-entropy pass (HIVE Stage 2) over one step's B prompts as a share of
   rolling out the same prompts x G, on the embedded config (a random d=64 arith policy).
-Each figure is the median of `repeats` timed runs after one warm-up (compile) run.
+- flops: one RL step's device work on the embedded config (B prompts x G rollouts, the
+  prompt-entropy pass, an old-logprob pass, the update): XLA's FLOPs beside the formula's, per
+  kind, with the padding ratios that bound their quotient (accounting.py). Not timed.
+Each timed figure is the median of `repeats` timed runs after one warm-up (compile) run.
 """
 
 from __future__ import annotations
@@ -103,13 +106,9 @@ def bench_train_step(work: dict, repeats: int) -> dict:
             "compiles": trainer.compile_count}
 
 
-def bench_entropy(work: dict, repeats: int) -> dict:
-    """HIVE Stage 2's cost: the prompt-entropy pass over B prompts, as a share of the rollout
-    of the same B prompts x G on the embedded config (arith prompts, d=64 policy)."""
+def _embedded():
+    """The embedded run's config, arith task, char tokenizer and (random) policy shapes."""
     from frontier_rl import config_lib, tasks
-    from frontier_rl.entropy import PromptEntropy
-    from frontier_rl.rollout.context import encode_prompt
-    from frontier_rl.train import PROMPT_BUCKETS
 
     c = config_lib.default_config()
     task = tasks.make_task("arith", {k: v for k, v in c.task.items() if k != "name"}, 0)
@@ -119,6 +118,17 @@ def bench_entropy(work: dict, repeats: int) -> dict:
                       num_layers=c.model.num_layers, num_heads=c.model.num_heads,
                       num_kv_heads=c.model.num_kv_heads, head_dim=c.model.head_dim,
                       qk_norm=True)
+    return c, task, tok, cfg
+
+
+def bench_entropy(work: dict, repeats: int) -> dict:
+    """HIVE Stage 2's cost: the prompt-entropy pass over B prompts, as a share of the rollout
+    of the same B prompts x G on the embedded config (arith prompts, d=64 policy)."""
+    from frontier_rl.entropy import PromptEntropy
+    from frontier_rl.rollout.context import encode_prompt
+    from frontier_rl.train import PROMPT_BUCKETS
+
+    c, task, tok, cfg = _embedded()
     graphdef, params = _model(cfg)
     prompts = [encode_prompt(tok, p.text) for p in task.train[: c.rl.batch_size]]
     entropy = PromptEntropy(graphdef, pad_id=tok.pad_token_id, prompt_buckets=PROMPT_BUCKETS)
@@ -134,7 +144,57 @@ def bench_entropy(work: dict, repeats: int) -> dict:
             "entropy_share_of_rollout": ent / roll, "repeats": repeats}
 
 
-BENCHES = {"sampler": bench_sampler, "train_step": bench_train_step, "entropy": bench_entropy}
+def bench_flops(work: dict, repeats: int) -> dict:
+    """One RL step's FLOPs on the embedded config, XLA vs formula per kind (`repeats` unused)."""
+    from frontier_rl.accounting import KINDS, Accountant, matmul_params
+    from frontier_rl.entropy import PromptEntropy
+    from frontier_rl.rl import batch as batch_lib
+    from frontier_rl.rollout.context import PolicyContext
+    from frontier_rl.train import PROMPT_BUCKETS, ROW_BUCKETS
+
+    c, task, tok, cfg = _embedded()
+    graphdef, params = _model(cfg)
+    trainer = Trainer(graphdef, LOSSES[c.rl.loss], make_optimizer(OptimConfig()),
+                      sharding.make_mesh(), epochs=c.rl.epochs, minibatches=c.rl.minibatches)
+    params, opt_state = trainer.init(params)
+    sampler = Sampler(graphdef, cfg, eos_id=tok.eos_token_id, pad_id=tok.pad_token_id,
+                      prompt_buckets=PROMPT_BUCKETS, max_new_tokens=c.rollout.max_new_tokens)
+    entropy = PromptEntropy(graphdef, pad_id=tok.pad_token_id, prompt_buckets=PROMPT_BUCKETS)
+    acc = Accountant(cfg, params, sampler=sampler, entropy=entropy, trainer=trainer)
+    ctx = PolicyContext(sampler=sampler, tokenizer=tok, prompts=task.train,
+                        verify=task.verify,
+                        shape_rewards=lambda o, lengths: o, group_size=c.rl.group_size,
+                        batch_size=c.rl.batch_size, temperature=c.rollout.temperature,
+                        top_p=c.rollout.top_p, seed=0, prompt_entropy_fn=entropy,
+                        accountant=acc)
+    ctx.begin_step(1, params)
+    indices = list(range(c.rl.batch_size))
+    t0 = time.perf_counter()
+    ctx.prompt_entropy(indices)
+    groups = ctx.rollout(indices, c.rl.group_size)
+    batch = batch_lib.pack(groups, [ctx.encode(i) for i in indices], pad_id=tok.pad_token_id,
+                           prompt_buckets=PROMPT_BUCKETS, row_buckets=ROW_BUCKETS,
+                           row_multiple=trainer.row_multiple)
+    batch["old_logp"] = trainer.logps(params, batch["tokens"], batch["valid"])
+    acc.charge_logps(batch)
+    trainer.step(params, opt_state, batch, seed=0)
+    acc.charge_train(batch)
+    seconds = time.perf_counter() - t0
+    m = acc.metrics()
+    out = {"bench": "flops", "prompts": c.rl.batch_size, "group_size": c.rl.group_size,
+           "matmul_params": matmul_params(cfg), "cost_compiles": acc.cost_compiles,
+           "step_with_compiles_s": seconds}
+    for kind in (*KINDS, "all"):
+        sfx = "" if kind == "all" else f"/{kind}"
+        out[f"{kind}_gflops_xla"] = m[f"perf/pflops{sfx}"] * 1e6
+        out[f"{kind}_gflops_formula"] = m[f"perf/pflops_formula{sfx}"] * 1e6
+        for name in ("xla_over_formula", "padding_ratio", "token_padding_ratio"):
+            out[f"{kind}_{name}"] = m[f"perf/{name}{sfx}"]
+    return out
+
+
+BENCHES = {"sampler": bench_sampler, "train_step": bench_train_step, "entropy": bench_entropy,
+           "flops": bench_flops}
 
 
 def main(name: str, *, config_name: str = "default", repeats: int = 10,

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from frontier_rl.accounting import abstract, compiled_flops
 from frontier_rl.rl.train_step import sequence_logps
 from frontier_rl.rollout.sampler import bucket, left_pad
 
@@ -32,6 +33,9 @@ class PromptEntropy:
 
     def _impl(self, params, tokens, valid):
         self.compile_count += 1
+        return self._entropy(params, tokens, valid)
+
+    def _entropy(self, params, tokens, valid):
         _, entropy = sequence_logps(nnx.merge(self.graphdef, params), tokens, valid)
         # Target t is predicted from x_<t; count targets 2..L, whose context is a real token.
         mask = (valid[:, 1:] * valid[:, :-1]).astype(jnp.float32)
@@ -42,7 +46,16 @@ class PromptEntropy:
         n = len(prompts)
         if n == 0:
             return np.zeros((0,), np.float32)
-        plen = bucket(max(len(p) for p in prompts), self.prompt_buckets)
-        rows = bucket(n, self.batch_buckets)
+        rows, plen = self.padded_shape([len(p) for p in prompts])
         tokens, valid = left_pad(prompts, plen, rows, self.pad_id)
         return np.asarray(self._fn(params, tokens, valid))[:n]
+
+    def padded_shape(self, prompt_lens: Sequence[int]) -> tuple[int, int]:
+        """(rows, prompt length) of the batch a call with prompts of these lengths runs."""
+        rows = bucket(len(prompt_lens), self.batch_buckets)
+        return rows, bucket(max(prompt_lens), self.prompt_buckets)
+
+    def cost_analysis(self, params, rows: int, plen: int) -> float:
+        """XLA FLOPs of one pass at a padded shape (compiled for analysis only, never run)."""
+        x = jax.ShapeDtypeStruct((rows, plen), jnp.int32)
+        return compiled_flops(self._entropy, abstract(params), x, x)

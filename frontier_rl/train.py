@@ -15,11 +15,13 @@ import shutil
 import time
 
 import jax
+import jax.numpy as jnp
 import ml_collections
 import numpy as np
 from flax import nnx
 
 from frontier_rl import checkpoint, config_lib, evaluation, metrics, selection, tasks, warmstart
+from frontier_rl.accounting import Accountant
 from frontier_rl.entropy import PromptEntropy
 from frontier_rl.models import ModelConfig, Transformer, hf
 from frontier_rl.rl import batch as batch_lib
@@ -170,7 +172,6 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         say(f"warm start: done in {time.perf_counter() - t0:.0f}s, {ws_steps} steps "
             f"(loss {loss:.4f}), "
             f"cached in {ws_dir}")
-    ref_params = params if config.rl.kl_coef > 0 else None
 
     # ======================================================================= device functions
     mesh = sharding.make_mesh(config.mesh.data, config.mesh.model)
@@ -185,6 +186,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     trainer = Trainer(graphdef, loss_cfg, tx, mesh, epochs=config.rl.epochs,
                       minibatches=config.rl.minibatches)
     params, opt_state = trainer.init(params)
+    # A copy: the update donates `params`' buffers, which may be the ones init returned.
+    ref_params = jax.tree.map(jnp.copy, params) if config.rl.kl_coef > 0 else None
     sampler = Sampler(graphdef, mcfg, eos_id=tokenizer.eos_token_id,
                       pad_id=tokenizer.pad_token_id, prompt_buckets=PROMPT_BUCKETS,
                       max_new_tokens=config.rollout.max_new_tokens)
@@ -205,14 +208,18 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
 
     # ======================================================================= selector
     selector = selection.make(config.selector.name, config.selector, len(task.train), seed)
+    entropy_fn = PromptEntropy(graphdef, pad_id=tokenizer.pad_token_id,
+                               prompt_buckets=PROMPT_BUCKETS)
+    # FLOPs of every rollout, entropy pass, old-logprob pass and update: XLA's cost analysis of
+    # each compiled function x its calls, beside the 2N/6N formula (accounting.py).
+    accountant = Accountant(mcfg, params, sampler=sampler, entropy=entropy_fn, trainer=trainer)
     ctx = PolicyContext(
         sampler=sampler, tokenizer=tokenizer, prompts=list(task.train), verify=task.verify,
         shape_rewards=shape_rewards, group_size=config.rl.group_size,
         batch_size=config.rl.batch_size, temperature=config.rollout.temperature,
         top_p=config.rollout.top_p, seed=seed,
-        prompt_entropy_fn=PromptEntropy(graphdef, pad_id=tokenizer.pad_token_id,
-                                        prompt_buckets=PROMPT_BUCKETS),
-        flops_per_token=2.0 * mcfg.num_params())
+        prompt_entropy_fn=entropy_fn, flops_per_token=2.0 * mcfg.num_params(),
+        accountant=accountant)
 
     # ======================================================================= restore
     ckpt = checkpoint.Checkpointer(os.path.join(workdir, "checkpoints"),
@@ -228,6 +235,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
                                    trainer.opt_shardings)
         selector.load_state_dict(meta["selector"])
         ctx.counters.update(meta["counters"])
+        accountant.load_state_dict(meta.get("accounting", {}))
         clock.update(meta.get("clock", {}))
         last_eval = meta.get("last_eval", {})
         done = bool(meta.get("done", False))
@@ -239,8 +247,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     def save(step: int) -> None:
         ckpt.save(step, {"params": _flat(params), "opt_state": _flat(opt_state)},
                   {"step": step, "selector": selector.state_dict(), "counters": ctx.counters,
-                   "clock": clock, "rng": {"seed": seed}, "last_eval": last_eval,
-                   "done": done}, force=True)
+                   "clock": clock, "accounting": accountant.state_dict(), "rng": {"seed": seed},
+                   "last_eval": last_eval, "done": done}, force=True)
 
     if start_step == 0:
         t0 = time.perf_counter()
@@ -280,11 +288,14 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
                                row_multiple=trainer.row_multiple)
         if recompute_old:
             batch["old_logp"] = trainer.logps(params, batch["tokens"], batch["valid"])
+            accountant.charge_logps(batch)
         if ref_params is not None:
             batch["ref_logp"] = trainer.logps(ref_params, batch["tokens"], batch["valid"])
+            accountant.charge_logps(batch)
         params, opt_state, train_metrics = trainer.step(
             params, opt_state, batch, seed=int(np.random.SeedSequence([seed, step, 99])
                                                .generate_state(1)[0]))
+        accountant.charge_train(batch)
         t_updated = time.perf_counter()
         ctx.params = params
         selector.after_update(ctx, groups)
@@ -293,6 +304,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         # --- budget: stop at the step boundary nearest the budget (the next step is expected
         # to cost what this one did), so matched runs differ by at most about one step's batch.
         used = ctx.counters["rollouts"] - rollouts_before
+        # responses that carry gradient: trained groups with non-zero reward variance
+        ctx.counters["effective_rollouts"] = ctx.counters.get("effective_rollouts", 0) + sum(
+            g.size for g in groups if not g.zero_variance)
         if budget and (ctx.counters["rollouts"] >= budget
                        or budget - ctx.counters["rollouts"] < used / 2):
             done = True
@@ -312,6 +326,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         step_metrics.update({
             "rollout/total": ctx.counters["rollouts"],
             "rollout/step": used,
+            "rollout/effective_total": ctx.counters["effective_rollouts"],
             "rollout/tokens": ctx.counters["response_tokens"],
             "perf/rollout_pflops": ctx.counters["rollout_flops"] / 1e15,
             "perf/entropy_pflops": ctx.counters["entropy_flops"] / 1e15,
@@ -327,6 +342,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
             **{f"perf/cum_{k}_time": v for k, v in clock.items()},
             "perf/peak_rss_gib": _peak_rss_gib(),
         })
+        step_metrics.update(ctx.rolled.metrics())
+        step_metrics.update(accountant.metrics())
         step_metrics.update({f"select/{k}": v for k, v in selector.metrics().items()})
         crossed = every_r and (ctx.counters["rollouts"] // every_r > rollouts_before // every_r)
         if (config.eval.every and step % config.eval.every == 0) or crossed or last:

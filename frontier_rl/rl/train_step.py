@@ -18,6 +18,7 @@ import optax
 from flax import nnx
 from jax.sharding import Mesh
 
+from frontier_rl.accounting import abstract, compiled_flops
 from frontier_rl.rl import sharding
 from frontier_rl.rl.losses import LossConfig, policy_loss
 
@@ -142,18 +143,25 @@ class Trainer:
         batches = jax.tree.map(lambda x: x.reshape((self.epochs * m,) + x.shape[2:]), batches)
 
         def update(carry, mb):
-            params, opt_state = carry
-            (loss, metrics), grads = jax.value_and_grad(self._loss, has_aux=True)(params, mb)
-            updates, opt_state = self.tx.update(grads, opt_state, params)
-            params = optax.apply_updates(params, updates)
-            metrics = dict(metrics, loss=loss, grad_norm=optax.tree.norm(grads))
+            params, opt_state, metrics = self._update(*carry, mb)
             return (params, opt_state), metrics
 
         (params, opt_state), metrics = jax.lax.scan(update, (params, opt_state), batches)
         return params, opt_state, jax.tree.map(jnp.mean, metrics)
 
+    def _update(self, params, opt_state, mb):
+        """One optimizer update on one minibatch (the body of the step's scan)."""
+        (loss, metrics), grads = jax.value_and_grad(self._loss, has_aux=True)(params, mb)
+        updates, opt_state = self.tx.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+        metrics = dict(metrics, loss=loss, grad_norm=optax.tree.norm(grads))
+        return params, opt_state, metrics
+
     def _logps_impl(self, params, tokens, valid):
         self.compile_count += 1
+        return self._logps_fn(params, tokens, valid)
+
+    def _logps_fn(self, params, tokens, valid):
         return sequence_logps(nnx.merge(self.graphdef, params), tokens, valid)[0]
 
     def step(self, params, opt_state, batch: dict[str, np.ndarray], seed: int):
@@ -169,3 +177,24 @@ class Trainer:
     def logps(self, params, tokens: np.ndarray, valid: np.ndarray) -> np.ndarray:
         """Per-token log-probabilities [N, L-1] (old-policy recompute, reference policy)."""
         return np.asarray(self._logps(params, tokens, valid))
+
+    # XLA cost analysis, for FLOPs accounting. The step's scan body is counted once by XLA
+    # whatever the trip count, so one minibatch update is analysed on its own and the caller
+    # multiplies by epochs x minibatches. Both are unsharded (the logical computation, whatever
+    # the mesh), compiled for analysis only and never run.
+
+    def logps_cost(self, params, rows: int, length: int) -> float:
+        """XLA FLOPs of one `logps` call on [rows, length]."""
+        x = jax.ShapeDtypeStruct((rows, length), jnp.int32)
+        return compiled_flops(self._logps_fn, abstract(params), x, x)
+
+    def update_cost(self, params, rows: int, length: int) -> float:
+        """XLA FLOPs of one optimizer update on a minibatch of [rows, length] (loss, gradient,
+        clipping and Adam)."""
+        params = abstract(params)
+        opt_state = jax.eval_shape(self.tx.init, params)
+        tok = jax.ShapeDtypeStruct((rows, length), jnp.int32)
+        tgt = jax.ShapeDtypeStruct((rows, length - 1), jnp.float32)
+        mb = {"tokens": tok, "valid": tok, "loss_mask": tgt, "old_logp": tgt, "ref_logp": tgt,
+              "advantages": jax.ShapeDtypeStruct((rows,), jnp.float32)}
+        return compiled_flops(self._update, params, opt_state, mb)

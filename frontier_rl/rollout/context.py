@@ -1,9 +1,10 @@
 """The StepContext of the real trainer: selectors' door to the sampler and the verifier.
 
 It owns the rollout accounting: every response generated through it (for any purpose) is added
-to `counters`, which the trainer logs and checkpoints. Each call's sampling seed is derived from
-(run seed, step, call number within the step), so a resumed run draws the same samples as an
-uninterrupted one.
+to `counters`, which the trainer logs and checkpoints, and, given an `accountant`
+(accounting.Accountant), every generate call and prompt-entropy pass is charged to its FLOPs.
+Each call's sampling seed is derived from (run seed, step, call number within the step), so a
+resumed run draws the same samples as an uninterrupted one.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class PolicyContext:
         seed: int,
         prompt_entropy_fn: Callable[[object, list[list[int]]], np.ndarray] | None = None,
         flops_per_token: float = 0.0,
+        accountant=None,
     ):
         self.sampler = sampler
         self.tokenizer = tokenizer
@@ -51,18 +53,21 @@ class PolicyContext:
         # Analytic forward cost, 2N per token (nanoGPT's estimate without attention): rollouts and
         # entropy passes are charged to the budget under `rollout_flops` / `entropy_flops`.
         self.flops_per_token = flops_per_token
+        self.accountant = accountant
         self._ids: dict[int, list[int]] = {}
         self.params = None
         self.step = 0
         self._calls = 0
         self.counters = {k: 0 for k in COUNTERS}
         self.timers = {"generate": 0.0, "verify": 0.0, "entropy": 0.0}
+        self.rolled = RolledGroups(group_size)
 
     def begin_step(self, step: int, params) -> None:
         self.step = step
         self.params = params
         self._calls = 0
         self.timers = {k: 0.0 for k in self.timers}
+        self.rolled = RolledGroups(self.group_size)
 
     def _next_seed(self) -> int:
         self._calls += 1
@@ -116,6 +121,8 @@ class PolicyContext:
         self.counters["prompt_tokens"] += n * sum(len(x) for x in ids)
         self.counters["rollout_flops"] += self.flops_per_token * (
             int(res.lengths.sum()) + n * sum(len(x) for x in ids))
+        if self.accountant is not None:
+            self.accountant.charge_generation(res)
         lengths = np.maximum(res.lengths, 1)
         mean_ent = res.entropies.sum(axis=1) / lengths
         groups = []
@@ -125,6 +132,7 @@ class PolicyContext:
                 index=idx, prompt_id=self.prompts[idx].id, outcomes=outcomes[s],
                 rewards=rewards[s], lengths=res.lengths[s], mean_entropy=mean_ent[s],
                 tokens=res.tokens[s], logps=res.logps[s], texts=texts[s]))
+        self.rolled.add(outcomes.reshape(len(indices), n))
         return groups
 
     def prompt_entropy(self, indices: Sequence[int]) -> np.ndarray:
@@ -137,6 +145,8 @@ class PolicyContext:
         self.counters["entropy_prompts"] += len(indices)
         self.counters["entropy_tokens"] += sum(len(x) for x in ids)
         self.counters["entropy_flops"] += self.flops_per_token * sum(len(x) for x in ids)
+        if self.accountant is not None and ids:
+            self.accountant.charge_entropy([len(x) for x in ids])
         return out
 
     def generate(self, texts: Sequence[str], *, max_new_tokens: int, temperature: float = 1.0,
@@ -153,6 +163,42 @@ class PolicyContext:
         self.counters["response_tokens"] += int(res.lengths.sum())
         self.counters["rollout_flops"] += self.flops_per_token * (
             int(res.lengths.sum()) + sum(len(x) for x in ids))
+        if self.accountant is not None:
+            self.accountant.charge_generation(res)
+        return out
+
+
+class RolledGroups:
+    """This step's rolled-out groups, every round and discarded ones included: zero-variance
+    types (HIVE's "zero-variance ratio" is over these, not over the trained batch) and the
+    histogram of correct responses per group, in G + 1 bins (groups of another size are binned
+    by their pass rate)."""
+
+    def __init__(self, group_size: int):
+        self.group_size = group_size
+        self.groups = 0
+        self.easy = self.hard = 0
+        self.hist = np.zeros(group_size + 1, np.int64)
+
+    def add(self, outcomes: np.ndarray) -> None:
+        correct = (outcomes == 1).sum(axis=1)
+        n = outcomes.shape[1]
+        self.groups += outcomes.shape[0]
+        self.easy += int(np.count_nonzero(correct == n))
+        # "hard": no response correct and all outcomes equal (all wrong, or all invalid)
+        same = np.all(outcomes == outcomes[:, :1], axis=1)
+        self.hard += int(np.count_nonzero(same & (correct == 0)))
+        bins = np.rint(correct * self.group_size / n).astype(np.int64)
+        self.hist += np.bincount(bins, minlength=self.group_size + 1)
+
+    def metrics(self) -> dict[str, float]:
+        if not self.groups:
+            return {}
+        out = {"rollout/rolled_groups": float(self.groups),
+               "rollout/rolled_zero_var_easy": self.easy / self.groups,
+               "rollout/rolled_zero_var_hard": self.hard / self.groups}
+        for k, v in enumerate(self.hist.tolist()):
+            out[f"rollout/rolled_pass_hist/{k}"] = v / self.groups
         return out
 
 

@@ -9,6 +9,10 @@ Per generated token it returns the log-probability and the entropy of the policy
 distribution (temperature 1, no top-p): these are what the RL loss and the metrics need, whatever
 temperature/top-p the sampling used. Determinism: the same parameters, prompts, n and seed give
 the same tokens on CPU (one key per decode step, folded from the seed, samples every row).
+
+Each result also says what the device did (`SampleResult.shape`: the padded shape and the decode
+steps the loop ran) and `cost_analysis` gives XLA's FLOPs of the prefill and of one decode step,
+which is what accounting.py charges.
 """
 
 from __future__ import annotations
@@ -21,7 +25,20 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from frontier_rl.accounting import abstract, compiled_flops
 from frontier_rl.models import ModelConfig, init_cache
+
+
+@dataclasses.dataclass(frozen=True)
+class SampleShape:
+    """The padded shape one generate call ran at: what its compiled function cost."""
+
+    rows: int  # batch bucket
+    prompt_len: int  # prompt bucket
+    max_new: int  # token cap (the cache holds prompt_len + max_new slots)
+    steps: int  # decode-loop iterations actually run (<= max_new; fewer when all rows ended)
+    greedy: bool
+    use_top_p: bool
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +50,8 @@ class SampleResult:
     entropies: np.ndarray  # float32 [R, max_new]; 0 after the end
     lengths: np.ndarray  # int32 [R]; generated tokens including EOS
     finished: np.ndarray  # bool [R]; True when the row emitted EOS within the cap
+    prompt_lens: np.ndarray | None = None  # int32 [R]; real prompt tokens of each row
+    shape: SampleShape | None = None  # the padded work the device did, for FLOPs accounting
 
 
 def bucket(n: int, buckets: Sequence[int]) -> int:
@@ -101,6 +120,23 @@ class Sampler:
                        max_new: int, greedy: bool, use_top_p: bool):
         self.compile_count += 1
         model = nnx.merge(self.graphdef, params)
+        carry = self._prefill(model, prompt, prompt_mask, max_new)
+        plen = prompt.shape[1]
+
+        def cond(carry):
+            t, _, _, _, _, _, done, _, _, _ = carry
+            return (t < max_new) & ~jnp.all(done)
+
+        def body(carry):
+            return self._decode_step(model, carry, key, temperature, top_p, plen=plen,
+                                     greedy=greedy, use_top_p=use_top_p)
+
+        carry = jax.lax.while_loop(cond, body, carry)
+        steps, _, _, out_tok, out_logp, out_ent, done, lengths, _, _ = carry
+        return out_tok, out_logp, out_ent, lengths, done, steps
+
+    def _prefill(self, model, prompt, prompt_mask, max_new: int):
+        """Runs the prompt through the model into a fresh cache; returns the decode carry."""
         batch, plen = prompt.shape
         total = plen + max_new
         cache = init_cache(self.cfg, batch, total, dtype=jnp.dtype(self.cfg.dtype))
@@ -113,45 +149,63 @@ class Sampler:
         mask = causal & key_valid[:, None, :]
         logits, cache = model(prompt, positions, attn_mask=mask, cache=cache,
                               cache_index=jnp.int32(0))
-        last_logits = logits[:, -1, :]
-
         out_tok = jnp.full((batch, max_new), self.pad_id, jnp.int32)
         out_logp = jnp.zeros((batch, max_new), jnp.float32)
         out_ent = jnp.zeros((batch, max_new), jnp.float32)
         done = jnp.zeros((batch,), bool)
         lengths = jnp.zeros((batch,), jnp.int32)
+        return (jnp.int32(0), cache, logits[:, -1, :], out_tok, out_logp, out_ent, done, lengths,
+                key_valid, prompt_len)
 
-        def cond(carry):
-            t, _, _, _, _, _, done, _, _ = carry
-            return (t < max_new) & ~jnp.all(done)
+    def _decode_step(self, model, carry, key, temperature, top_p, *, plen: int, greedy: bool,
+                     use_top_p: bool):
+        """One iteration of the decode loop: sample token t, then feed it back."""
+        t, cache, logits, out_tok, out_logp, out_ent, done, lengths, key_valid, prompt_len = carry
+        tok = _sample_token(logits, jax.random.fold_in(key, t), temperature, top_p, greedy,
+                            use_top_p)
+        logp_all = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+        tok_logp = jnp.take_along_axis(logp_all, tok[:, None], axis=-1)[:, 0]
+        ent = -jnp.sum(jnp.exp(logp_all) * logp_all, axis=-1)
+        live = ~done
+        out_tok = out_tok.at[:, t].set(jnp.where(live, tok, self.pad_id))
+        out_logp = out_logp.at[:, t].set(jnp.where(live, tok_logp, 0.0))
+        out_ent = out_ent.at[:, t].set(jnp.where(live, ent, 0.0))
+        lengths = lengths + live.astype(jnp.int32)
+        done = done | (tok == self.eos_id)
+        # Feed the token back: it sits in slot plen + t at position prompt_len + t.
+        key_valid = key_valid.at[:, plen + t].set(True)
+        step_mask = key_valid[:, None, :]
+        pos = (prompt_len + t)[:, None]
+        new_logits, cache = model(tok[:, None], pos, attn_mask=step_mask, cache=cache,
+                                  cache_index=plen + t)
+        return (t + 1, cache, new_logits[:, 0, :], out_tok, out_logp, out_ent, done, lengths,
+                key_valid, prompt_len)
 
-        def body(carry):
-            t, cache, logits, out_tok, out_logp, out_ent, done, lengths, key_valid = carry
-            tok = _sample_token(logits, jax.random.fold_in(key, t), temperature, top_p, greedy,
-                                use_top_p)
-            logp_all = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
-            tok_logp = jnp.take_along_axis(logp_all, tok[:, None], axis=-1)[:, 0]
-            ent = -jnp.sum(jnp.exp(logp_all) * logp_all, axis=-1)
-            live = ~done
-            out_tok = out_tok.at[:, t].set(jnp.where(live, tok, self.pad_id))
-            out_logp = out_logp.at[:, t].set(jnp.where(live, tok_logp, 0.0))
-            out_ent = out_ent.at[:, t].set(jnp.where(live, ent, 0.0))
-            lengths = lengths + live.astype(jnp.int32)
-            done = done | (tok == self.eos_id)
-            # Feed the token back: it sits in slot plen + t at position prompt_len + t.
-            key_valid = key_valid.at[:, plen + t].set(True)
-            step_mask = key_valid[:, None, :]
-            pos = (prompt_len + t)[:, None]
-            new_logits, cache = model(tok[:, None], pos, attn_mask=step_mask, cache=cache,
-                                      cache_index=plen + t)
-            return (t + 1, cache, new_logits[:, 0, :], out_tok, out_logp, out_ent, done,
-                    lengths, key_valid)
+    def cost_analysis(self, params, shape: SampleShape) -> tuple[float, float]:
+        """XLA FLOPs of the prefill and of one decode step at a padded shape.
 
-        carry = (jnp.int32(0), cache, last_logits, out_tok, out_logp, out_ent, done, lengths,
-                 key_valid)
-        carry = jax.lax.while_loop(cond, body, carry)
-        _, _, _, out_tok, out_logp, out_ent, done, lengths, _ = carry
-        return out_tok, out_logp, out_ent, lengths, done
+        The generate function's while loop is counted once by XLA's cost analysis whatever its
+        trip count, so the two loop-free parts are compiled on their own (once per shape, for
+        analysis only, never run; `shape.steps` is ignored) and the caller multiplies the step
+        by the steps run.
+        """
+        plen, max_new = shape.prompt_len, shape.max_new
+        params = abstract(params)
+        prompt = jax.ShapeDtypeStruct((shape.rows, plen), jnp.int32)
+
+        def prefill(params, prompt, prompt_mask):
+            return self._prefill(nnx.merge(self.graphdef, params), prompt, prompt_mask, max_new)
+
+        def step(params, carry, key, temperature, top_p):
+            return self._decode_step(nnx.merge(self.graphdef, params), carry, key, temperature,
+                                     top_p, plen=plen, greedy=shape.greedy,
+                                     use_top_p=shape.use_top_p)
+
+        carry = jax.eval_shape(prefill, params, prompt, prompt)
+        scalar = jax.ShapeDtypeStruct((), jnp.float32)
+        key = jax.eval_shape(jax.random.key, 0)
+        return (compiled_flops(prefill, params, prompt, prompt),
+                compiled_flops(step, params, carry, key, scalar, scalar))
 
     # -- host side ---------------------------------------------------------------------------
 
@@ -179,13 +233,17 @@ class Sampler:
         nb = bucket(num_rows, self.batch_buckets)
         tok, msk = left_pad(rows, plen, nb, self.pad_id)
         msk[num_rows:, -1] = 1  # padding rows attend to one token so softmax stays finite
+        use_top_p = top_p < 1.0 and not greedy
         out = self._generate(
             params, jnp.asarray(tok), jnp.asarray(msk), jax.random.key(seed),
             jnp.float32(max(temperature, 1e-6)), jnp.float32(top_p),
-            max_new=max_new, greedy=greedy, use_top_p=(top_p < 1.0 and not greedy),
+            max_new=max_new, greedy=greedy, use_top_p=use_top_p,
         )
-        out_tok, out_logp, out_ent, lengths, done = jax.device_get(out)
+        out_tok, out_logp, out_ent, lengths, done, steps = jax.device_get(out)
         return SampleResult(
             tokens=out_tok[:num_rows], logps=out_logp[:num_rows], entropies=out_ent[:num_rows],
             lengths=lengths[:num_rows], finished=done[:num_rows],
+            prompt_lens=np.array([len(r) for r in rows], np.int32),
+            shape=SampleShape(rows=nb, prompt_len=plen, max_new=max_new, steps=int(steps),
+                              greedy=greedy, use_top_p=use_top_p),
         )

@@ -1,0 +1,180 @@
+"""FLOPs accounting: the formula's golden values, XLA's cost analysis against it, the padding
+bounds on real calls, compile-once caching and checkpoint round trips."""
+
+import json
+
+import jax
+import numpy as np
+import pytest
+
+from frontier_rl.accounting import (
+    ELEMENTWISE_ALLOWANCE,
+    KINDS,
+    Accountant,
+    analytic_flops,
+    compiled_flops,
+    dense_flops,
+    matmul_params,
+)
+from frontier_rl.models import ModelConfig
+from frontier_rl.rl import sharding
+from frontier_rl.rl.batch import pack
+from frontier_rl.rl.losses import LOSSES
+from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
+from frontier_rl.rollout.sampler import Sampler, SampleShape
+
+PROMPTS = [[1, 5, 14, 6, 15], [1, 7, 8, 14, 9, 14, 4, 15], [1, 13, 15]]
+# 1 layer, hidden 4, MLP 8, 2 query heads of dim 2, 1 KV head, vocab 10, tied embeddings.
+HAND = ModelConfig(vocab_size=10, hidden_size=4, intermediate_size=8, num_layers=1, num_heads=2,
+                   num_kv_heads=1, head_dim=2)
+
+
+def test_formula_golden_values():
+    # N: q 4x4 + k,v 2 x 4x2 + o 4x4 = 48, MLP 3 x 4x8 = 96, two layer norms 8, final norm 4,
+    # LM head 10x4 = 40: 196. Attention: 4 * 1 layer * 2 heads * dim 2 = 16 per (query, key).
+    assert matmul_params(HAND) == 196
+    # Sequences of 3 + 2 and 2 + 0 tokens: 2N x 7 tokens + 16 x (5*6/2 + 2*3/2 = 18) pairs.
+    gen = analytic_flops(HAND, "generation", [3, 2], [2, 0])
+    assert gen == 2 * 196 * 7 + 16 * 18 == 3032
+    assert analytic_flops(HAND, "old_logprob", [3, 2], [2, 0]) == 3032
+    # Entropy reads the prompts only: 2N x 5 + 16 x (6 + 3).
+    assert analytic_flops(HAND, "entropy", [3, 2], [2, 0]) == 2 * 196 * 5 + 16 * 9 == 2104
+    # Training: forward + backward = 3 forwards (6N per token), per epoch.
+    assert analytic_flops(HAND, "train", [3, 2], [2, 0], epochs=2) == 6 * 3032
+    # Dense (padded, masked) work: 10 query slots over 4 key slots each.
+    assert dense_flops(HAND, 10, 4) == 2 * 196 * 10 + 16 * 40 == 4560
+    with pytest.raises(ValueError, match="kind"):
+        analytic_flops(HAND, "eval", [3])
+
+
+def test_xla_counts_a_loop_body_once():
+    """The accountant analyses loop bodies on their own because XLA does not multiply them by
+    the trip count; should that change, this fails before the accounts double count."""
+    w = jax.numpy.ones((16, 16))
+    x = jax.ShapeDtypeStruct((4, 16), jax.numpy.float32)
+
+    def scan(n):
+        return lambda x: jax.lax.scan(lambda c, _: (c @ w, None), x, None, length=n)[0]
+
+    def loop(n):
+        return lambda x: jax.lax.fori_loop(0, n, lambda i, c: c @ w, x)
+
+    one = compiled_flops(lambda x: x @ w, x)
+    assert one == 2 * 4 * 16 * 16
+    for make in (scan, loop):
+        assert compiled_flops(make(1), x) == pytest.approx(compiled_flops(make(10), x), rel=1e-3)
+        assert compiled_flops(make(10), x) < 2 * one
+
+
+@pytest.fixture(scope="module")
+def one_step(tiny_policy, tokenizer):
+    """An accountant charged with one RL step's work through PolicyContext and the trainer."""
+    from frontier_rl.entropy import PromptEntropy
+    from frontier_rl.rollout.context import PolicyContext
+    from frontier_rl.tasks import Prompt
+
+    cfg, graphdef, params = tiny_policy
+    sampler = Sampler(graphdef, cfg, eos_id=tokenizer.eos_token_id,
+                      pad_id=tokenizer.pad_token_id, prompt_buckets=(16,), batch_buckets=(8, 32),
+                      max_new_tokens=6)
+    entropy = PromptEntropy(graphdef, pad_id=tokenizer.pad_token_id, prompt_buckets=(16,),
+                            batch_buckets=(8,))
+    tr = Trainer(graphdef, LOSSES["grpo"], make_optimizer(OptimConfig()),
+                 sharding.make_mesh(devices=jax.devices()[:1]), epochs=2, minibatches=2)
+    params, opt = tr.init(jax.tree.map(lambda x: x.copy(), params))
+    acc = Accountant(cfg, params, sampler=sampler, entropy=entropy, trainer=tr)
+    prompts = [Prompt(id=str(i), text=f"{i}+{i}{i}=", answer=str(12 * i), bucket="2op")
+               for i in range(1, 4)]
+    ctx = PolicyContext(sampler=sampler, tokenizer=tokenizer, prompts=prompts,
+                        verify=lambda p, r, f: int(r == p.answer),
+                        shape_rewards=lambda o, lengths: o, group_size=4, batch_size=3,
+                        temperature=1.0, top_p=1.0, seed=0, prompt_entropy_fn=entropy,
+                        accountant=acc)
+    ctx.begin_step(1, params)
+    ctx.prompt_entropy([0, 1, 2])
+    groups = ctx.rollout([0, 1, 2], 4)
+    batch = pack(groups, [ctx.encode(i) for i in range(3)], pad_id=tokenizer.pad_token_id,
+                 prompt_buckets=(16,), row_buckets=(16,), row_multiple=tr.row_multiple)
+    batch["old_logp"] = tr.logps(params, batch["tokens"], batch["valid"])
+    acc.charge_logps(batch)
+    params, opt, _ = tr.step(params, opt, batch, seed=0)
+    acc.charge_train(batch)
+    # Tests that charge more work share this accountant: others read this snapshot.
+    return dict(acc=acc, ctx=ctx, groups=groups, batch=batch, tr=tr, params=params, opt=opt,
+                sampler=sampler, entropy=entropy, state=acc.state_dict())
+
+
+def _within_allowance(xla: float, formula: float):
+    assert formula <= xla <= formula * (1 + ELEMENTWISE_ALLOWANCE), xla / formula
+
+
+def test_cost_analysis_matches_the_dense_formula(one_step, tiny_policy):
+    """Per compiled function, XLA's count is the formula at the padded shape plus a few percent
+    of elementwise work: the matmuls are all there and nothing is counted twice."""
+    cfg, costs = tiny_policy[0], one_step["acc"].costs
+    assert set(costs) == {("generation", 32, 16, 6, False, False), ("entropy", 8, 16),
+                          ("old_logprob", 16, 22), ("train", 8, 22)}
+    prefill, step = costs["generation", 32, 16, 6, False, False]
+    _within_allowance(prefill, dense_flops(cfg, 32 * 16, 16 + 6))
+    _within_allowance(step, dense_flops(cfg, 32, 16 + 6))  # one token per row, whole cache
+    _within_allowance(costs["entropy", 8, 16], dense_flops(cfg, 8 * 16, 16))
+    _within_allowance(costs["old_logprob", 16, 22], dense_flops(cfg, 16 * 22, 22))
+    _within_allowance(costs["train", 8, 22], 3 * dense_flops(cfg, 8 * 22, 22))
+
+
+def test_xla_over_formula_within_the_padding_ratio(one_step, tiny_policy):
+    acc = Accountant(tiny_policy[0], tiny_policy[2])
+    acc.load_state_dict(one_step["state"])
+    groups, m = one_step["groups"], acc.metrics()
+    for sfx in [f"/{k}" for k in KINDS] + [""]:
+        pr, ratio = m[f"perf/padding_ratio{sfx}"], m[f"perf/xla_over_formula{sfx}"]
+        assert pr > 1.0 and m[f"perf/token_padding_ratio{sfx}"] > 1.0
+        assert 1 / pr <= ratio <= pr * (1 + ELEMENTWISE_ALLOWANCE), (sfx, ratio, pr)
+        # Padding is all of the gap but the elementwise share.
+        assert ratio >= pr
+    gen = acc.totals["generation"]
+    prompt_tokens = 4 * 3 * 6  # 4 samples of 3 prompts of BOS + "i+ii="
+    assert gen["tokens"] == prompt_tokens + sum(int(g.lengths.sum()) for g in groups)
+    assert gen["calls"] == 1 and acc.totals["entropy"]["tokens"] == 3 * 6
+    # Two epochs of the 12 real rows (prompt + response each).
+    assert acc.totals["train"]["tokens"] == 2 * int(one_step["batch"]["valid"].sum())
+    assert m["perf/pflops"] == pytest.approx(sum(m[f"perf/pflops/{k}"] for k in KINDS))
+
+
+def test_sample_reports_the_decode_steps_run(one_step):
+    res = one_step["sampler"].sample(one_step["params"], PROMPTS, 4, seed=1)
+    # The loop runs until every row, padding rows included, has ended, or to the cap.
+    assert res.lengths.max() <= res.shape.steps <= 6
+    assert res.shape == SampleShape(rows=32, prompt_len=16, max_new=6, steps=res.shape.steps,
+                                    greedy=False, use_top_p=False)
+    np.testing.assert_array_equal(res.prompt_lens, np.repeat([5, 8, 3], 4))
+
+
+def test_charging_compiles_once_per_shape(one_step):
+    acc, ctx, tr = one_step["acc"], one_step["ctx"], one_step["tr"]
+    sampler, entropy = one_step["sampler"], one_step["entropy"]
+    compiles = (acc.cost_compiles, sampler.compile_count, entropy.compile_count, tr.compile_count)
+    assert compiles[0] == 4  # one per kind: each ran at one shape
+    calls = {k: acc.totals[k]["calls"] for k in KINDS}
+    params, opt = one_step["params"], one_step["opt"]
+    for step in range(2, 4):
+        ctx.begin_step(step, params)
+        ctx.prompt_entropy([0, 2])
+        ctx.rollout([2, 1, 0], 4)
+        acc.charge_logps(one_step["batch"])
+        params, opt, _ = tr.step(params, opt, one_step["batch"], seed=step)
+        acc.charge_train(one_step["batch"])
+    # Same buckets: no new cost analysis, and the analysis never retraced the real functions.
+    assert (acc.cost_compiles, sampler.compile_count, entropy.compile_count,
+            tr.compile_count) == compiles
+    assert {k: acc.totals[k]["calls"] - calls[k] for k in KINDS} == dict.fromkeys(KINDS, 2)
+
+
+def test_state_dict_round_trip(one_step, tiny_policy):
+    acc = one_step["acc"]
+    state = json.loads(json.dumps(acc.state_dict()))
+    fresh = Accountant(tiny_policy[0], tiny_policy[2])
+    assert fresh.metrics()["perf/pflops"] == 0.0
+    fresh.load_state_dict(state)
+    assert fresh.metrics() == acc.metrics()
+    assert isinstance(fresh.totals["train"]["tokens"], int)

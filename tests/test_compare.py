@@ -1,0 +1,193 @@
+"""The matched-budget runner and its report: planning, budgets, skip-on-rerun, artefacts."""
+
+import copy
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from frontier_rl import compare, config_lib, report
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _load_config(arg="smoke"):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("compare_arith",
+                                                  os.path.join(ROOT, "configs/compare_arith.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.get_config(arg)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("compare"))
+    results = compare.run(_load_config(), workdir)
+    return workdir, results
+
+
+def test_plan_applies_deltas_and_shares_warm_start(tmp_path):
+    cfg = _load_config()
+    cfg.compare.run = "uniform,hive"
+    cfg.compare.seeds = "0,3"
+    specs = compare.plan(cfg, str(tmp_path))
+    assert [s.name for s in specs] == ["uniform-s0", "uniform-s3", "hive-s0", "hive-s3"]
+    assert {s.config.selector.name for s in specs} == {"uniform", "hive"}
+    assert len({s.config.warmstart.cache_dir for s in specs}) == 1
+    assert {s.config.warmstart.seed for s in specs} == {cfg.seed}
+    assert {s.config.task.data_seed for s in specs} == {0}
+    assert [s.config.seed for s in specs] == [0, 3, 0, 3]
+    assert {s.config.rl.rollout_budget for s in specs} == {cfg.compare.rollout_budget}
+    # same method + seed -> same fingerprint; another method -> another
+    assert compare.fingerprint(specs[0].config) == compare.fingerprint(
+        copy.deepcopy(specs[0].config))
+    assert compare.fingerprint(specs[0].config) != compare.fingerprint(specs[2].config)
+
+
+@pytest.mark.parametrize("field,value,words", [
+    ("run", "uniform,nosuch", "compare.run names 'nosuch'"),
+    ("run", "", "compare.run is empty"),
+    ("seeds", "0,x", "compare.seeds='0,x'"),
+    ("seeds", "1,1", "compare.seeds='1,1'"),
+    ("rollout_budget", 0, "compare.rollout_budget=0"),
+    ("target", "nosuch", "compare.target='nosuch'"),
+])
+def test_bad_compare_fields_are_named(field, value, words, tmp_path):
+    cfg = _load_config()
+    cfg.compare[field] = value
+    with pytest.raises(config_lib.ConfigError, match=words.replace("(", r"\(")):
+        compare.plan(cfg, str(tmp_path))
+
+
+def test_delta_with_unknown_field_names_its_path(tmp_path):
+    cfg = _load_config()
+    with cfg.compare.methods.unlocked():
+        cfg.compare.methods["bad"] = {"selector": {"name": "hive", "hive": {"nosuch": 1}}}
+    cfg.compare.run = "bad"
+    with pytest.raises(config_lib.ConfigError, match=r"compare\.methods\.bad\.selector\.hive"
+                                                      r"\.nosuch"):
+        compare.plan(cfg, str(tmp_path))
+
+
+def test_delta_with_bad_value_names_method(tmp_path):
+    cfg = _load_config()
+    with cfg.compare.methods.unlocked():
+        cfg.compare.methods["bad"] = {"rl": {"learning_rate": -1.0}}
+    cfg.compare.run = "bad"
+    with pytest.raises(config_lib.ConfigError, match="method 'bad': rl.learning_rate=-1.0"):
+        compare.plan(cfg, str(tmp_path))
+
+
+def test_runs_match_budget_and_write_artefacts(smoke):
+    workdir, results = smoke
+    for name in ("results.json", "report.md"):
+        assert os.path.getsize(os.path.join(workdir, name)) > 0
+    plots = os.listdir(os.path.join(workdir, "plots"))
+    assert {"accuracy_vs_rollouts.png", "accuracy_vs_pflops.png", "zero_variance.png",
+            "sampled_pass_rate.png"} <= set(plots)
+    on_disk = json.load(open(os.path.join(workdir, "results.json")))
+    assert [r["method"] for r in on_disk["runs"]] == ["uniform", "hive"]
+    budget = results["budget"]
+    for r in results["runs"]:
+        # within one step's rollouts of the budget (steps differ per method: HIVE tops up)
+        recs = [json.loads(x) for x in open(os.path.join(workdir, "runs",
+                                                         f"{r['method']}-s0", "metrics.jsonl"))]
+        step_max = max(x.get("rollout/step", 0) for x in recs)
+        assert abs(r["rollouts"] - budget) <= step_max
+        assert r["curve"]["rollouts"][0] == 0 and r["curve"]["rollouts"][-1] == r["rollouts"]
+        assert r["pflops"] > 0 and len(r["curve"]["metric"]) >= 2
+        assert sum(r["rolled_pass_hist"]) == pytest.approx(1.0)
+    text = open(os.path.join(workdir, "report.md")).read()
+    assert "## Accuracy at equal rollout budget" in text and "| uniform | 1 |" in text
+    assert "## The papers' claims, measured here" in text
+
+
+def test_rerun_skips_finished_runs(smoke, capsys):
+    workdir, results = smoke
+    mtimes = {d: os.path.getmtime(os.path.join(workdir, "runs", d, "metrics.jsonl"))
+              for d in os.listdir(os.path.join(workdir, "runs"))}
+    again = compare.run(_load_config(), workdir)
+    out = capsys.readouterr().out
+    assert out.count("finished earlier, skipped") == 2
+    assert mtimes == {d: os.path.getmtime(os.path.join(workdir, "runs", d, "metrics.jsonl"))
+                      for d in mtimes}
+    def strip(runs):  # as JSON text, so NaN (e.g. no augmentation share) compares equal
+        return json.dumps([{k: v for k, v in r.items() if k != "time_s"} for r in runs])
+
+    assert strip(again["runs"]) == strip(results["runs"])
+
+
+def test_changed_config_is_not_silently_skipped(smoke):
+    workdir, _ = smoke
+    cfg = _load_config()
+    cfg.compare.rollout_budget = 200
+    with pytest.raises(config_lib.ConfigError, match="finished run of another config"):
+        compare.run(cfg, workdir)
+
+
+def _fake_run(method, seed, final, rollouts_curve, metric_curve, hist, zv=(0.1, 0.3)):
+    return {"method": method, "seed": seed, "rollouts": rollouts_curve[-1],
+            "effective_rollouts": rollouts_curve[-1] // 2, "pflops": 1.0, "pflops_formula": 0.9,
+            "padding_ratio": 1.2, "final": final, "best": max(metric_curve),
+            "final_buckets": {"4op": final}, "zero_var_easy": zv[0], "zero_var_hard": zv[1],
+            "curve": {"rollouts": rollouts_curve, "pflops": [x / 1e5 for x in rollouts_curve],
+                      "metric": metric_curve}, "rolled_pass_hist": hist,
+            "aug": {"aug_reward": []}, "time_s": {"generate": 1.0}}
+
+
+def test_claims_follow_the_numbers():
+    x = [0, 1000, 2000, 3000]
+    medium = [0.1, 0.8, 0.1]
+    tails = [0.45, 0.1, 0.45]
+    runs = [_fake_run("uniform", 0, 40.0, x, [30, 35, 38, 40], tails),
+            _fake_run("ds", 0, 41.0, x, [30, 33, 37, 41], tails, zv=(0.2, 0.4)),
+            _fake_run("hive", 0, 42.0, x, [30, 41, 41, 42], tails, zv=(0.05, 0.1)),
+            _fake_run("heapa", 0, 30.0, x, [30, 30, 30, 30], medium)]
+    res = {"methods": ["uniform", "ds", "hive", "heapa"], "runs": runs, "seeds": [0], "k": 8,
+           "eval_prompts": 512}
+    by = {c["claim"].split(" (")[0]: c for c in report.claims(res)}
+    assert by["HIVE reaches DS's accuracy with fewer rollouts"]["held"] == "yes"
+    assert by["HeaPA beats uniform GRPO at equal rollouts"]["held"] == "no"
+    assert by["Heap sampling shifts mass to the medium band"]["held"] == "yes"
+    assert by["PathAgg >= ChildAgg"]["held"] == "n/a"
+    zv = next(c for c in by.values() if c["claim"].startswith("HIVE has lower"))
+    assert zv["held"] == "yes" and "greso not run" in zv["note"]
+
+
+def test_first_reaching():
+    curve = {"rollouts": [0, 10, 20], "metric": [1.0, 5.0, 4.0]}
+    assert compare.first_reaching(curve, 4.5, "rollouts") == 10
+    assert compare.first_reaching(curve, 6.0, "rollouts") is None
+
+
+@pytest.mark.slow
+def test_kill_then_rerun_resumes(tmp_path):
+    """SIGKILL during the second run: the rerun skips the first and resumes the second."""
+    workdir = str(tmp_path / "cmp")
+    cmd = [sys.executable, "-m", "frontier_rl", "compare",
+           "--config=configs/compare_arith.py:smoke", f"--workdir={workdir}",
+           "--config.compare.rollout_budget=600", "--config.checkpoint.every=1",
+           "--config.log.progress=True"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    ckpts = os.path.join(workdir, "runs", "hive-s0", "checkpoints")
+    deadline = time.time() + 600
+    while time.time() < deadline and proc.poll() is None:
+        if os.path.isdir(ckpts) and any(d.isdigit() for d in os.listdir(ckpts)):
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, "the comparison ended before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert os.path.exists(os.path.join(workdir, "runs", "uniform-s0", compare.DONE))
+    assert not os.path.exists(os.path.join(workdir, "runs", "hive-s0", compare.DONE))
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert "uniform-s0: finished earlier, skipped" in out
+    assert "resumed from step" in out
+    assert os.path.exists(os.path.join(workdir, "results.json"))
