@@ -4,8 +4,8 @@ Commands:
   train    --config=configs/<exp>.py[:arg] --workdir=DIR [--config.<field>=value ...]
   compare  --config=configs/compare_arith.py[:arg] --workdir=DIR   (matched-budget comparison)
   sim      --config=configs/sim_<exp>.py[:arg] [--workdir=DIR]       (the synthetic learner)
-  bench  sampler | train_step | entropy  [--bench_config=default] [--repeats=N] [--json]
-  bench  selection --selector=NAME [--sizes=10000,100000,1000000] [--json]
+  bench    sampler | train_step | entropy | flops  [--bench_config=default] [--repeats=N] [--json]
+  bench    selection --selector=NAME [--sizes=10000,100000,1000000] [--json]
 
 Any config leaf can be overridden on the command line, e.g. `--config.rl.learning_rate=3e-4`.
 """

@@ -115,8 +115,10 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     # ======================================================================= policy
     ws_dir = config.warmstart.cache_dir or os.path.join(workdir, "warmstart")
     ws_seed = seed if config.warmstart.seed < 0 else config.warmstart.seed
+    # What the warm start depends on (not where it is cached, nor how its seed was given).
+    ws_fields = {k: v for k, v in config.warmstart.items() if k not in ("cache_dir", "seed")}
     ws_key = json.loads(ml_collections.ConfigDict(
-        {"seed": ws_seed, "task": config.task, "model": config.model, "warmstart": config.warmstart}
+        {"seed": ws_seed, "task": config.task, "model": config.model, "warmstart": ws_fields}
     ).to_json_best_effort())
     if os.path.exists(os.path.join(ws_dir, "model.safetensors")):
         model, mcfg = hf.load_pretrained(ws_dir)
