@@ -267,6 +267,7 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
     return {
         "method": spec.method, "seed": spec.seed, "selector": spec.config.selector.name,
         "steps": int(last.get("step", 0)), "rollouts": int(last.get("rollout/total", 0)),
+        "max_step_rollouts": int(max(series("rollout/step"), default=0)),
         "effective_rollouts": int(last.get("rollout/effective_total", 0)),
         "pflops": _pflops(last)[0] if last else 0.0,
         "pflops_formula": _pflops(last)[1] if last else 0.0,

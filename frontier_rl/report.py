@@ -374,13 +374,18 @@ def write(results: dict, workdir: str) -> dict:
     budget = results["budget"]
     rolls = [r["rollouts"] for r in results["runs"]]
     dev = max(abs(x - budget) for x in rolls)
+    within = all(abs(r["rollouts"] - budget) <= r.get("max_step_rollouts", 0)
+                 for r in results["runs"])
     step_max = results["batch_size"] * results["group_size"]
     lines = [
         "# Matched-budget comparison",
         "",
         f"Every run: {budget:,} rollouts (ended at the step boundary nearest the budget; "
-        f"runs used {min(rolls):,}–{max(rolls):,}: at most {dev:,} from the budget, against one "
-        f"step's batch of B×G = {step_max:,}), seeds {results['seeds']}, the same warm start. "
+        f"runs used {min(rolls):,}–{max(rolls):,}, at most {dev:,} from the budget; B×G = "
+        f"{step_max:,}, and a step of DS, GRESO or HIVE rolls out one or more such rounds; "
+        + ("every run ended within one of its own steps of the budget"
+           if within else "SOME RUN ENDED MORE THAN ONE OF ITS STEPS FROM THE BUDGET")
+        + f"), seeds {results['seeds']}, the same warm start. "
         f"Metric: held-out {results['metric']} (Avg@{k} at the eval temperature/top-p); "
         f"target = the best value of `{results['target_method']}` in the same seed.",
         "",

@@ -100,6 +100,7 @@ def test_runs_match_budget_and_write_artefacts(smoke):
                                                          f"{r['method']}-s0", "metrics.jsonl"))]
         step_max = max(x.get("rollout/step", 0) for x in recs)
         assert abs(r["rollouts"] - budget) <= step_max
+        assert r["max_step_rollouts"] == step_max
         assert r["curve"]["rollouts"][0] == 0 and r["curve"]["rollouts"][-1] == r["rollouts"]
         assert r["pflops"] > 0 and len(r["curve"]["metric"]) >= 2
         assert sum(r["rolled_pass_hist"]) == pytest.approx(1.0)
