@@ -169,6 +169,16 @@ def test_dapo_config_trains(tmp_path):
     assert all(r["train/loss"] == r["train/loss"] for r in records[1:])  # finite
 
 
+def test_grpo_with_kl_to_reference_trains(tmp_path):
+    """The reference pass reads params that the update must not have donated."""
+    c = smoke_config(**{"rl.kl_coef": 0.05, "rl.num_steps": 2})
+    train.run(c, str(tmp_path))
+    records = metrics.read(str(tmp_path / "metrics.jsonl"))
+    assert records[-1]["step"] == 2
+    assert all(r["train/loss"] == r["train/loss"] for r in records[1:])  # finite
+    assert records[-1]["perf/pflops/old_logprob"] > 0  # the reference pass was charged
+
+
 def test_cli_incomplete_model_config(tmp_path):
     from flax import nnx
 
