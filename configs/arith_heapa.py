@@ -38,15 +38,9 @@ def get_config(arg: str | None = None):
     c = config_lib.default_config()
     c.rl.loss = "grpo"
     c.selector.name = "ps" if {"ps", "ps_aug"} & set(args) else "heapa"
+    config_lib.augment_on_arith(c)
     for name in ("heapa", "ps"):
-        s = c.selector[name]
-        s.aug_format = "arith"
-        s.teacher = "arith"
-        s.teacher_workers = 0
-        s.reverse_digits = c.task.reverse_digits
-        s.arith_max_digits = c.task.max_digits
-        s.arith_max_operands = c.task.max_operands + 1  # children may grow one operand
-        s.capacity = 30000  # N (code default): seeds + children overflow it late in the run
+        c.selector[name].capacity = 30000  # N (code default): seeds + children overflow it late
     if "childagg" in args:
         c.selector.heapa.refresh = "child"
     if "heap_only" in args:

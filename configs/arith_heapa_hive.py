@@ -37,13 +37,8 @@ def get_config(arg: str | None = None):
     c = config_lib.default_config()
     c.rl.loss = "grpo"
     c.selector.name = "heapa_hive"
+    config_lib.augment_on_arith(c)
     s = c.selector.heapa_hive
-    s.aug_format = "arith"
-    s.teacher = "arith"
-    s.teacher_workers = 0  # inline programmatic teacher: bit-reproducible runs
-    s.reverse_digits = c.task.reverse_digits
-    s.arith_max_digits = c.task.max_digits
-    s.arith_max_operands = c.task.max_operands + 1  # children may grow one operand
     s.capacity = 30000  # N, as configs/arith_heapa.py
     if "heap_only" in args:
         s.augment = False

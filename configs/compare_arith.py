@@ -62,16 +62,11 @@ def get_config(arg: str | None = None):
     with c.task.unlocked():
         c.task.data_seed = 0  # one task for every seed
     c.warmstart.seed = 0  # one warm start for every seed
+    config_lib.augment_on_arith(c)
     for name in ("heapa", "ps", "heapa_hive"):
         if name not in c.selector:
             continue
         s = c.selector[name]
-        s.aug_format = "arith"
-        s.teacher = "arith"
-        s.teacher_workers = 0  # inline: the arith teacher answers in microseconds, runs repeat
-        s.reverse_digits = c.task.reverse_digits
-        s.arith_max_digits = c.task.max_digits
-        s.arith_max_operands = c.task.max_operands + 1
         s.capacity = 30000
         if name != "ps":
             s.aug_entry = "heap"

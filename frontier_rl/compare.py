@@ -266,6 +266,8 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
             hist = np.asarray(h, float) if hist.size == 0 else hist + np.asarray(h, float)
     return {
         "method": spec.method, "seed": spec.seed, "selector": spec.config.selector.name,
+        "eval_prompts": int(next((r["task/eval_prompts"] for r in recs
+                                  if "task/eval_prompts" in r), 0)),
         "steps": int(last.get("step", 0)), "rollouts": int(last.get("rollout/total", 0)),
         "max_step_rollouts": int(max(series("rollout/step"), default=0)),
         "effective_rollouts": int(last.get("rollout/effective_total", 0)),
@@ -318,8 +320,7 @@ def collect(config: ml_collections.ConfigDict, specs: list[RunSpec]) -> dict:
         "metric": f"eval/avg@{k}/{c.metric}", "k": k, "budget": c.rollout_budget,
         "target_method": c.target, "rollout_reference": c.rollout_reference,
         "methods": _csv(c.run), "seeds": [int(s) for s in _csv(c.seeds)],
-        "eval_prompts": next((int(r["task/eval_prompts"]) for r in _records(specs[0].dir)
-                             if "task/eval_prompts" in r), 0),
+        "eval_prompts": runs[0]["eval_prompts"],
         "group_size": specs[0].config.rl.group_size, "batch_size": specs[0].config.rl.batch_size,
         "runs": runs,
     }

@@ -137,6 +137,29 @@ def default_config() -> ml_collections.ConfigDict:
     return c
 
 
+def augment_on_arith(c: ml_collections.ConfigDict, *, max_digits: int | None = None,
+                     max_operands: int | None = None) -> ml_collections.ConfigDict:
+    """Points every augmenting selector section (those with `aug_format`: heapa, ps,
+    heapa_hive) at the embedded arith task: policy continuations parsed as sums, the programmatic
+    teacher run inline (it answers in microseconds, and runs stay bit-reproducible), children up
+    to one operand longer than the task's prompts. Digits/operands default to `c.task`'s."""
+    from frontier_rl import selection
+
+    digits = c.task.max_digits if max_digits is None else max_digits
+    operands = c.task.max_operands if max_operands is None else max_operands
+    for name in selection.names():
+        s = c.selector.get(name)
+        if s is None or "aug_format" not in s:
+            continue
+        s.aug_format = "arith"
+        s.teacher = "arith"
+        s.teacher_workers = 0
+        s.reverse_digits = c.task.reverse_digits
+        s.arith_max_digits = digits
+        s.arith_max_operands = operands + 1
+    return c
+
+
 def shrink_for_smoke(c: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     """The `:smoke` variant of a config: the same code paths in seconds (used by tests)."""
     c.task.train_size = 512

@@ -41,13 +41,13 @@ def _ms(values) -> tuple[float, float, int]:
     return float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, len(v)
 
 
-def _fmt(values, digits: int = 1, scale: float = 1.0) -> str:
+def _fmt(values, digits: int = 1) -> str:
     m, s, n = _ms(values)
     if n == 0:
         return "—"
     if n == 1:
-        return f"{m * scale:,.{digits}f}"
-    return f"{m * scale:,.{digits}f} ± {s * scale:,.{digits}f}"
+        return f"{m:,.{digits}f}"
+    return f"{m:,.{digits}f} ± {s:,.{digits}f}"
 
 
 def _noise(results: dict, a: list[float], b: list[float]) -> float:

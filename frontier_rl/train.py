@@ -307,8 +307,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         # to cost what this one did), so matched runs differ by at most about one step's batch.
         used = ctx.counters["rollouts"] - rollouts_before
         # responses that carry gradient: trained groups with non-zero reward variance
-        ctx.counters["effective_rollouts"] = ctx.counters.get("effective_rollouts", 0) + sum(
-            g.size for g in groups if not g.zero_variance)
+        ctx.counters["effective_rollouts"] += sum(g.size for g in groups if not g.zero_variance)
         if budget and (ctx.counters["rollouts"] >= budget
                        or budget - ctx.counters["rollouts"] < used / 2):
             done = True

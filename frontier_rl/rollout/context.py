@@ -18,7 +18,7 @@ from frontier_rl.rollout.sampler import Sampler, SampleResult
 from frontier_rl.selection.base import Group
 
 COUNTERS = ("rollouts", "response_tokens", "prompt_tokens", "entropy_prompts", "entropy_tokens",
-            "generated_texts", "rollout_flops", "entropy_flops")
+            "generated_texts", "rollout_flops", "entropy_flops", "effective_rollouts")
 
 
 class PolicyContext:

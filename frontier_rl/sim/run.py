@@ -93,18 +93,8 @@ def base_config() -> ml_collections.ConfigDict:
     c.rl.minibatches = 1
     c.sim = default_sim_config()
     c.sweep = default_sweep_config()
-    max_operands = len(c.sim.band_names) + 1
-    for name in selection.names():
-        s = c.selector.get(name)
-        if s is None or "aug_format" not in s:
-            continue
-        s.aug_format = "arith"
-        s.teacher = "arith"
-        s.teacher_workers = 0
-        s.reverse_digits = c.task.reverse_digits
-        s.arith_max_digits = 3
-        s.arith_max_operands = max_operands + 1
-    return c
+    # band k is a sum of k + 2 operands of up to 3 digits (learner.py)
+    return config_lib.augment_on_arith(c, max_digits=3, max_operands=len(c.sim.band_names) + 1)
 
 
 # ----------------------------------------------------------------------------- validation
