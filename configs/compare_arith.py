@@ -1,5 +1,6 @@
 """Matched-budget comparison on the embedded arithmetic task: uniform GRPO, DAPO dynamic
-sampling (DS), HIVE and HeaPA, each to the same rollout budget from the same warm start.
+sampling (DS), HIVE and HeaPA, each to the same rollout budget from the same warm start, over
+several seeds, with 95% intervals and a proof that each method's mechanism ran.
 
   frontier-rl compare --config=configs/compare_arith.py --workdir=runs/compare
   frontier-rl compare --config=configs/compare_arith.py:claims --workdir=runs/compare_claims
@@ -7,7 +8,7 @@ sampling (DS), HIVE and HeaPA, each to the same rollout budget from the same war
       --config.compare.run=uniform,hive --config.compare.seeds=0,1,2
 
 Args:
-  ''       uniform, ds, hive, heapa; seed 0; 76,800 rollouts each (150 uniform steps)
+  ''       uniform, ds, hive, heapa; seeds 0,1; 51,200 rollouts each (100 uniform steps)
   claims   every method the report's claims table needs (adds greso, heapa_childagg, ps_aug and
            the composite heapa_hive); seeds 0,1,2
   full     every registered method; seeds 0,1,2
@@ -15,15 +16,33 @@ Args:
 
 Each method is a delta merged over the base config (configs/arith_grpo.py's GRPO run); the base
 also carries the arith settings of HeaPA's augmentation and teacher, as configs/arith_heapa.py.
-HeaPA runs with its children entering the heaps (`aug_entry="heap"`, the released code) and at
-most half of a batch from the cold queue: with the paper's cold-queue entry the 20,000 seed
-prompts are not all scored within this budget, so no augmented child would ever be trained on.
 
-Hardware: 2 CPU cores. Expected: the warm start (2 min) once, then four runs of 1.3-2.5 min
-each, ending with the report's main table printed: `launch/run.sh` from a fresh clone took
-10m29s including installation (runs 279 s incl. the warm start, 79 s, 85 s, 130 s). Writes
-DIR/results.json, DIR/report.md and DIR/plots/*.png; rerunning after a kill skips finished runs
-and resumes the interrupted one. `:claims` (24 runs) takes about 50 minutes.
+Experiment settings, and why (no method's algorithm is changed; tests/test_mechanisms.py fails
+if a method's mechanism counter stays at zero under these settings):
+- Pool of 2,000 training prompts (task.train_size; the default task has 20,000) against a
+  budget of 51,200 rollouts: uniform GRPO passes its pool 3.2 times. With 20,000 prompts and
+  76,800 rollouts no method finished its first epoch, so HIVE's Stage 1 (history) and GRESO's
+  skip rule, which act on prompts seen before, never fired, and HeaPA never left its cold queue.
+- HeaPA (and PS, heapa_hive): capacity N = 2,048, about the seed pool, so the bound binds and
+  records are evicted once children and recycled records arrive (N = 30,000 never evicted);
+  archive threshold A_max = 1,024 and chunk 128 (the paper's 8,192 / 512 are 32 and 2 steps of
+  B = 256; 1,024 is 16 steps of B = 64, so the archive recycles several times and lineage
+  refreshes run within the budget); children enter the heaps at their estimate
+  (`aug_entry="heap"`, the released code) so that once the 2,000 seeds have left the cold queue
+  (about step 31) every batch comes from the boundary sampler, children included; the cold
+  queue keeps the paper's max_cold_frac = 1.
+- Pre-filter (`:full`): n = 8 offline rollouts per prompt (the paper's 16 would spend 32,000
+  of the 51,200 rollouts before the first update; 8 spends 16,000).
+- Evaluation: 512 held-out prompts x 8 samples, 4 evaluations per run plus step 0, no greedy
+  pass (the report resamples the per-prompt counts for its intervals; fewer evaluations make
+  two seeds fit the time of one before).
+- Warm start: until 80% greedy exact match on held-out 2op/3op prompts (config_lib), shared by
+  every method and seed; the report's "Starting point" gives it and the step-0 accuracies.
+
+Hardware: 2 CPU cores. Expected: the warm start once, then 8 runs of about a minute each,
+ending with the report's main table printed (see README for the measured time). Writes
+DIR/results.json (with "mechanisms"), DIR/report.md and DIR/plots/*.png; rerunning after a
+kill skips finished runs and resumes the interrupted one.
 """
 
 import ml_collections
@@ -62,23 +81,27 @@ def get_config(arg: str | None = None):
     with c.task.unlocked():
         c.task.data_seed = 0  # one task for every seed
     c.warmstart.seed = 0  # one warm start for every seed
+    c.task.train_size = 2000
+    c.eval.greedy = False
     config_lib.augment_on_arith(c)
     for name in ("heapa", "ps", "heapa_hive"):
         if name not in c.selector:
             continue
         s = c.selector[name]
-        s.capacity = 30000
+        s.capacity = 2048
+        s.recycle_archive_max = 1024
+        s.recycle_chunk = 128
         if name != "ps":
             s.aug_entry = "heap"
-            s.max_cold_frac = 0.5
+    c.selector.prefilter.n = 8
     c.log.tensorboard = False
 
     c.compare = ml_collections.ConfigDict()
     c.compare.methods = _methods()  # name -> delta over the base config
     c.compare.run = "uniform,ds,hive,heapa"  # methods to run, in this order
-    c.compare.seeds = "0"
-    c.compare.rollout_budget = 76800  # rollouts per run (every generated response counts)
-    c.compare.evals = 8  # held-out evaluations per run, evenly spaced in rollouts (+ step 0)
+    c.compare.seeds = "0,1"
+    c.compare.rollout_budget = 51200  # rollouts per run (every generated response counts)
+    c.compare.evals = 4  # held-out evaluations per run, evenly spaced in rollouts (+ step 0)
     c.compare.metric = "all"  # the Avg@k bucket compared: "all" (every eval prompt) or "4op"...
     c.compare.target = "uniform"  # target = this method's best held-out Avg@k (per seed)
     c.compare.rollout_reference = "ds"  # rollouts-to-target ratios are against this method
@@ -94,9 +117,6 @@ def get_config(arg: str | None = None):
         c.compare.seeds = "0,1,2"
     elif arg == "smoke":
         config_lib.shrink_for_smoke(c)
-        for name in ("heapa", "ps", "heapa_hive"):
-            if name in c.selector:
-                c.selector[name].capacity = 2048
         c.compare.run = "uniform,hive"
         c.compare.rollout_budget = 96
         c.compare.evals = 2

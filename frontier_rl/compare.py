@@ -14,7 +14,10 @@ seed in `compare.seeds`:
   fingerprint) is skipped on rerun, an interrupted one resumes from its checkpoint (train.py).
 
 Then `results.json`, `report.md` and PNG plots are written (frontier_rl/report.py) and the main
-table is printed. Runs execute one after another in this process, sharing a persistent XLA
+table is printed. `results.json["mechanisms"]` holds, per method, the cumulative counters that
+show its mechanism ran (summed over seeds); `required_mechanisms` says which must be non-zero,
+and a run that leaves one at zero is flagged in the report and on the console. Runs execute
+one after another in this process, sharing a persistent XLA
 compilation cache in DIR/.jax_cache, so later runs skip most compiles.
 """
 
@@ -30,7 +33,8 @@ import time
 import ml_collections
 import numpy as np
 
-from frontier_rl import config_lib
+from frontier_rl import config_lib, report
+from frontier_rl.stats import first_reaching
 
 DONE = "compare_done.json"
 
@@ -178,7 +182,7 @@ def _enable_compile_cache(workdir: str) -> None:
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
     """Runs (or resumes, or skips) every planned run, then writes the results and report."""
-    from frontier_rl import report, train
+    from frontier_rl import train  # jax and the models load only when something runs
 
     if not workdir:
         raise train.RunError("--workdir is required (a directory for the runs and the report)")
@@ -207,6 +211,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
         json.dump(results, f, indent=1, default=float)
     text = report.write(results, workdir)
     print(report.main_table(results))
+    for method, gone in results["mechanisms_missing"].items():
+        print(f"WARNING: {method}: mechanism counters stayed at zero: {', '.join(gone)} "
+              "(the comparison did not exercise this method; see report.md)")
     print(f"\nwrote {os.path.join(workdir, 'results.json')}, {os.path.join(workdir, 'report.md')}"
           f" and {len(text['plots'])} plots")
     return results
@@ -233,7 +240,7 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
     recs = _records(spec.dir)
     steps = [r for r in recs if r["step"] > 0]
     curve = {"step": [], "rollouts": [], "pflops": [], "pflops_formula": [], "metric": [],
-             "buckets": {}}
+             "buckets": {}, "correct_counts": []}
     last_r = last_p = last_pf = 0.0
     for r in recs:
         if "rollout/total" in r:
@@ -249,7 +256,9 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
             curve["metric"].append(float(r[key]))
             for b in (x.split("/")[-1] for x in r if x.startswith(f"eval/avg@{k}/")):
                 curve["buckets"].setdefault(b, []).append(float(r[f"eval/avg@{k}/{b}"]))
+            curve["correct_counts"].append(r.get("evalset/correct_counts"))
     last = steps[-1] if steps else {}
+    first = recs[0] if recs else {}
 
     def series(key: str) -> list[float]:
         return [float(r[key]) for r in steps if key in r]
@@ -265,7 +274,7 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
         if h:
             hist = np.asarray(h, float) if hist.size == 0 else hist + np.asarray(h, float)
     return {
-        "method": spec.method, "seed": spec.seed, "selector": spec.config.selector.name,
+        "method": spec.method, "seed": spec.seed, "selector": spec.config.selector.name, "k": k,
         "eval_prompts": int(next((r["task/eval_prompts"] for r in recs
                                   if "task/eval_prompts" in r), 0)),
         "steps": int(last.get("step", 0)), "rollouts": int(last.get("rollout/total", 0)),
@@ -294,15 +303,51 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
                 "aug_share": mean_of("select/aug_share")},
         "time_s": {k: float(last.get(f"perf/cum_{k}_time", 0.0))
                    for k in ("generate", "verify", "entropy", "update", "select", "eval")},
+        "mechanisms": {x.split("/", 1)[1]: int(v) for x, v in last.items()
+                       if x.startswith("mech/")},
+        "mechanisms_required": required_mechanisms(spec.config),
+        "eval_buckets": first.get("evalset/prompt_buckets"),
+        "start": {x.split("/", 1)[1]: v for x, v in first.items() if x.startswith("warmstart/")},
     }
 
 
-def first_reaching(curve: dict, target: float, x: str) -> float | None:
-    """The x (rollouts or pflops) of the first eval point whose metric >= target."""
-    for xv, m in zip(curve[x], curve["metric"], strict=True):
-        if m >= target - 1e-9:
-            return float(xv)
-    return None
+def required_mechanisms(cfg: ml_collections.ConfigDict) -> list[str]:
+    """The `mech/` counters (selection/base.py `mechanisms`) that must be > 0 for a run of this
+    config to have exercised its method: what makes the method differ from its neighbours."""
+    name = cfg.selector.name
+    s = cfg.selector.get(name, {})
+    stream = ["pool_passes"]
+    if name == "uniform":
+        return stream
+    if name == "ds":
+        return stream + ["topup_rounds", "groups_discarded"]
+    if name == "greso":
+        return stream + ["skipped", "topup_rounds", "p_easy_moves", "p_hard_moves"]
+    if name == "hive":
+        return stream + ["stage1_rejected", "stage2_dropped", "topup_rounds", "p_easy_moves",
+                         "p_hard_moves"]
+    if name == "prefilter":
+        return ["offline_rollouts", "prefiltered_out"]
+    if name == "pcl":
+        return stream + ["value_selected"]
+    if name == "reinforce_ada":
+        return stream + ["extra_rounds"]
+    if name in ("heapa", "heapa_hive", "ps"):
+        out = ["cold_draws", "evicted"]
+        if name == "ps":
+            out.append("priority_draws")
+        elif s.get("sampling", "boundary") != "uniform":
+            out.append("boundary_draws")
+        if s.get("augment", name != "ps"):
+            out += ["children_rolled_out", "children_trained"]
+        if s.get("recycle_archive_max", 0) > 0:
+            out.append("recycled")
+            if name != "ps" and s.get("refresh", "path") != "none":
+                out += ["lineage_refreshes", "parents_refreshed"]
+        if name == "heapa_hive":
+            out.append("stage2_dropped")
+        return out
+    return []
 
 
 def collect(config: ml_collections.ConfigDict, specs: list[RunSpec]) -> dict:
@@ -316,7 +361,20 @@ def collect(config: ml_collections.ConfigDict, specs: list[RunSpec]) -> dict:
         r["target"] = t
         r["rollouts_to_target"] = first_reaching(r["curve"], t, "rollouts") if t else None
         r["pflops_to_target"] = first_reaching(r["curve"], t, "pflops") if t else None
+    mechanisms: dict[str, dict[str, int]] = {}
+    missing: dict[str, list[str]] = {}
+    for r in runs:
+        tot = mechanisms.setdefault(r["method"], {})
+        for name, v in r["mechanisms"].items():
+            tot[name] = tot.get(name, 0) + v
+    for r in runs:
+        gone = [m for m in r["mechanisms_required"] if not mechanisms[r["method"]].get(m)]
+        if gone:
+            missing[r["method"]] = gone
     return {
+        "mechanisms": mechanisms,  # method -> counter -> total over its seeds
+        "mechanisms_required": {r["method"]: r["mechanisms_required"] for r in runs},
+        "mechanisms_missing": missing,  # method -> required counters that stayed at zero
         "metric": f"eval/avg@{k}/{c.metric}", "k": k, "budget": c.rollout_budget,
         "target_method": c.target, "rollout_reference": c.rollout_reference,
         "methods": _csv(c.run), "seeds": [int(s) for s in _csv(c.seeds)],

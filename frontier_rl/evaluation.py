@@ -47,8 +47,12 @@ def evaluate(
     top_p: float = 0.7,
     greedy: bool = True,
     seed: int = 0,
-) -> dict[str, float]:
-    """`eval/avg@k/<bucket>`, `eval/greedy/<bucket>`, `eval/invalid@k/<bucket>` and `/all`."""
+    per_prompt: bool = False,
+) -> dict[str, float] | tuple[dict[str, float], np.ndarray]:
+    """`eval/avg@k/<bucket>`, `eval/greedy/<bucket>`, `eval/invalid@k/<bucket>` and `/all`.
+
+    With per_prompt, also the number of correct samples (of k) of each prompt, int [P]: what a
+    comparison resamples for its intervals (stats.py)."""
     sampled = _outcomes(sampler, params, tokenizer, prompts, verify, k, seed=seed,
                         temperature=temperature, top_p=top_p, greedy=False)
     greedy_out = None
@@ -67,4 +71,6 @@ def evaluate(
         metrics[f"eval/invalid@{k}/{b}"] = 100.0 * float(np.mean(s == -1))
         if greedy_out is not None:
             metrics[f"eval/greedy/{b}"] = 100.0 * float(np.mean(greedy_out[idx] == 1))
+    if per_prompt:
+        return metrics, np.sum(sampled == 1, axis=1).astype(np.int32)
     return metrics

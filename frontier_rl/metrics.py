@@ -1,4 +1,4 @@
-"""Namespaced metrics (train/, rollout/, select/, perf/, eval/) -> JSONL + TensorBoard.
+"""Namespaced metrics (train/, rollout/, select/, mech/, perf/, eval/, ...) -> JSONL + TensorBoard.
 
 `DIR/metrics.jsonl` gets one JSON object per write: {"step": s, "<ns>/<name>": value, ...}.
 On resume, lines with a step beyond the restored checkpoint are dropped first, so the file of
@@ -12,7 +12,8 @@ import math
 import os
 from collections.abc import Mapping
 
-NAMESPACES = ("train", "rollout", "select", "perf", "eval", "task")
+NAMESPACES = ("train", "rollout", "select", "mech", "perf", "eval", "evalset", "task",
+              "warmstart")
 
 
 class NonFiniteError(RuntimeError):

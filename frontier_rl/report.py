@@ -1,7 +1,12 @@
 """The comparison report: markdown tables, PNG plots and the papers' claims checked.
 
 `write(results, workdir)` turns `compare.collect`'s results into `report.md` and `plots/*.png`.
-Tables give mean ± std over seeds (std over n >= 2 seeds, sample std). Ratios:
+Accuracy is given as the mean over seeds with a 95% interval from a bootstrap over seeds and
+eval prompts, and every method is compared with the reference (`compare.target`) paired on the
+same seeds and prompts: "better", "worse" or "not distinguishable at this budget" (stats.py).
+Other tables give mean ± std over seeds (sample std). The mechanisms table shows, per method,
+the cumulative counters that prove its mechanism ran (a required one at zero is flagged).
+Ratios:
 
 - rollouts-to-target ratio = reference (DS) rollouts / method rollouts, as HIVE reports its
   "x fewer rollouts than DS" (> 1 = fewer rollouts);
@@ -19,12 +24,8 @@ import os
 
 import numpy as np
 
-from frontier_rl.compare import first_reaching
-
-# A difference of two methods' mean Avg@k is "within noise" below _NOISE_SIGMAS standard errors.
-# One run's Avg@k over n prompts x k samples has a binomial std of at most 50/sqrt(n*k) points;
-# with several seeds the spread between seeds is used when it is larger.
-_NOISE_SIGMAS = 2.0
+from frontier_rl import stats
+from frontier_rl.stats import first_reaching
 
 
 def _by_method(results: dict) -> dict[str, list[dict]]:
@@ -50,39 +51,157 @@ def _fmt(values, digits: int = 1) -> str:
     return f"{m:,.{digits}f} ± {s:,.{digits}f}"
 
 
-def _noise(results: dict, a: list[float], b: list[float]) -> float:
-    """_NOISE_SIGMAS standard errors of mean(a) - mean(b), in points."""
-    n_eval = results.get("eval_prompts") or 512
-    var_bin = (50.0 / math.sqrt(n_eval * results["k"])) ** 2
-    se2 = 0.0
-    for v in (a, b):
-        var_seeds = float(np.var(v, ddof=1)) if len(v) > 1 else 0.0
-        se2 += max(var_bin, var_seeds) / len(v)
-    return _NOISE_SIGMAS * math.sqrt(se2)
-
-
 # ----------------------------------------------------------------------------- tables
+
+
+def _cells(r: dict, point: int = -1, bucket: str = "all") -> np.ndarray | None:
+    """Per-prompt accuracy (correct samples / k) of run r at eval `point`, in `bucket`."""
+    counts = r["curve"].get("correct_counts") or []
+    if not counts or counts[point] is None:
+        return None
+    c = np.asarray(counts[point], float)
+    if bucket != "all":
+        keep = np.asarray([b == bucket for b in (r.get("eval_buckets") or [])], bool)
+        if keep.shape != c.shape:
+            return None
+        c = c[keep]
+    return c
+
+
+def _matrix(rs: list[dict], seeds: list[int], point: int = -1, bucket: str = "all"
+            ) -> np.ndarray | None:
+    """[seeds, prompts] accuracy in points, rows in `seeds` order; None if any is missing."""
+    by_seed = {r["seed"]: r for r in rs}
+    rows = [_cells(by_seed[s], point, bucket) if s in by_seed else None for s in seeds]
+    if not rows or any(x is None for x in rows) or len({x.shape for x in rows}) != 1:
+        return None
+    return 100.0 * np.stack(rows) / _k_of(rs)
+
+
+def _k_of(rs: list[dict]) -> int:
+    return int(rs[0]["k"])
+
+
+def accuracy(rs: list[dict], bucket: str = "all") -> stats.Interval | None:
+    """Mean final accuracy of a method's runs with its 95% interval (seeds x eval prompts)."""
+    m = _matrix(rs, sorted(r["seed"] for r in rs), -1, bucket)
+    return None if m is None else stats.interval(m)
+
+
+def paired(a: list[dict], b: list[dict], bucket: str = "all", point_a: int = -1,
+           point_b: int = -1) -> stats.Interval | None:
+    """Final accuracy of a minus b on their common seeds and the same eval prompts."""
+    seeds = sorted({r["seed"] for r in a} & {r["seed"] for r in b})
+    ma, mb = _matrix(a, seeds, point_a, bucket), _matrix(b, seeds, point_b, bucket)
+    if ma is None or mb is None or ma.shape != mb.shape:
+        return None
+    return stats.paired(ma, mb)
 
 
 def main_table(results: dict) -> str:
     k, metric = results["k"], results["metric"].rsplit("/", 1)[1]
     by = _by_method(results)
+    ref = results["target_method"]
     buckets = sorted({b for r in results["runs"] for b in r["final_buckets"] if b != "all"})
-    head = (f"| method | seeds | rollouts | PFLOPs | Avg@{k} {metric} at budget | best | "
-            + " | ".join(buckets) + " | zero-var easy / hard | effective share |")
+    head = (f"| method | seeds | rollouts | PFLOPs | Avg@{k} {metric} at budget [95% CI] | "
+            f"vs {ref} [95% CI] | verdict | " + " | ".join(buckets)
+            + " | zero-var easy / hard | effective share |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for m, rs in by.items():
         if not rs:
             continue
         eff = [r["effective_rollouts"] / r["rollouts"] if r["rollouts"] else None for r in rs]
+        acc = accuracy(rs, metric)
+        acc_txt = acc.fmt() if acc is not None else _fmt([r["final"] for r in rs])
+        if m == ref or not by.get(ref):
+            diff_txt, verdict = "—", "reference" if m == ref else "—"
+        else:
+            d = paired(rs, by[ref], metric)
+            diff_txt = d.fmt(signed=True) if d is not None else "—"
+            verdict = stats.verdict(d) if d is not None else "no common seeds"
         lines.append(
             f"| {m} | {len(rs)} | {_fmt([r['rollouts'] for r in rs], 0)} | "
-            f"{_fmt([r['pflops'] for r in rs], 4)} | {_fmt([r['final'] for r in rs])} | "
-            f"{_fmt([r['best'] for r in rs])} | "
+            f"{_fmt([r['pflops'] for r in rs], 4)} | {acc_txt} | {diff_txt} | {verdict} | "
             + " | ".join(_fmt([r["final_buckets"].get(b) for r in rs]) for b in buckets)
             + f" | {_fmt([r['zero_var_easy'] for r in rs], 2)} / "
             f"{_fmt([r['zero_var_hard'] for r in rs], 2)} | {_fmt(eff, 2)} |")
     return "\n".join(lines)
+
+
+def start_table(results: dict) -> str:
+    """Where every run started: the shared warm start and the step-0 held-out accuracy."""
+    k = results["k"]
+    runs = results["runs"]
+    buckets = sorted({b for r in runs for b in r["curve"]["buckets"] if b != "all"}) + ["all"]
+    st = next((r["start"] for r in runs if r.get("start")), {})
+    head = "| seed | " + " | ".join(f"Avg@{k} {b} at step 0" for b in buckets) + " |"
+    lines = []
+    if st:
+        lines += [f"Warm start: {int(st.get('steps', 0)):,} supervised steps, held-out greedy "
+                  f"exact match {100 * st.get('check_acc', float('nan')):.1f}% on the warm-start "
+                  f"buckets (loss {st.get('loss', float('nan')):.4f}); every method and seed "
+                  "starts from it.", ""]
+    lines += [head, "|" + "---|" * (head.count("|") - 1)]
+    for seed in results["seeds"]:
+        r = next((x for x in runs if x["seed"] == seed and x["curve"]["step"]
+                  and x["curve"]["step"][0] == 0), None)
+        if r is None:
+            continue
+        lines.append(f"| {seed} | " + " | ".join(
+            f"{r['curve']['buckets'].get(b, [float('nan')])[0]:.1f}" for b in buckets) + " |")
+    return "\n".join(lines)
+
+
+def gain_table(results: dict) -> str:
+    """Final minus step-0 accuracy per bucket, paired on seeds and prompts, with 95% CIs."""
+    by = _by_method(results)
+    buckets = sorted({b for r in results["runs"] for b in r["final_buckets"] if b != "all"})
+    buckets.append("all")
+    head = "| method | " + " | ".join(f"{b}: change [95% CI]" for b in buckets) + " |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for m, rs in by.items():
+        if not rs:
+            continue
+        cells = []
+        for b in buckets:
+            d = paired(rs, rs, b, point_a=-1, point_b=0)
+            if d is None:
+                cells.append("—")
+                continue
+            word = {"better": "rose", "worse": "fell"}.get(stats.verdict(d), "n.d.")
+            cells.append(f"{d.fmt(signed=True)} {word}")
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def mechanisms_table(results: dict) -> str:
+    """Cumulative mechanism counters per method (summed over seeds); a counter the method
+    requires (compare.required_mechanisms) that stayed at zero is shown as **0 (!)**."""
+    mech = results.get("mechanisms", {})
+    req = results.get("mechanisms_required", {})
+    names = sorted({n for c in mech.values() for n in c} | {n for r in req.values() for n in r})
+    if not names:
+        return "(no run reported mechanism counters)"
+    lines = ["| method | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for m in results["methods"]:
+        c, need = mech.get(m, {}), set(req.get(m, []))
+        cells = []
+        for n in names:
+            v = c.get(n)
+            if n in need and not v:
+                cells.append("**0 (!)**")
+            elif v is None:
+                cells.append("·")
+            else:
+                cells.append(f"{v:,}" + ("" if n in need else "*"))
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    missing = results.get("mechanisms_missing") or {}
+    verdict = ("Every method's required counters are non-zero: each mechanism ran."
+               if not missing else "MECHANISMS THAT NEVER RAN: " + "; ".join(
+                   f"{m}: {', '.join(v)}" for m, v in missing.items()))
+    return "\n".join(lines) + (
+        "\n\nCounts are totals over seeds; `·` = not applicable to the method, `*` = counted but "
+        "not required of it. " + verdict)
 
 
 def _to_target(rs: list[dict], key: str) -> tuple[str, list]:
@@ -167,17 +286,35 @@ def claims(results: dict) -> list[dict]:
         out.append({"claim": claim, "source": source, "methods": methods, "measured": measured,
                     "held": held, "note": note, "seeds": seeds})
 
-    def compare(a, b, key):
-        va, vb = mean(a, key), mean(b, key)
-        noise = _noise(results, [r[key] for r in by[a]], [r[key] for r in by[b]])
-        verdict = "yes" if va > vb else "no"
-        if abs(va - vb) <= noise:
-            verdict += " (within noise)"
-        return va, vb, verdict, f"noise ±{noise:.1f}"
+    metric = results["metric"].rsplit("/", 1)[1]
+
+    def compare(a, b):
+        """Final accuracy of a vs b: means, the verdict on "a above b", the paired CI."""
+        va, vb = mean(a, "final"), mean(b, "final")
+        d = paired(by[a], by[b], metric)
+        if d is None:
+            return va, vb, "n/a", "no per-prompt eval counts on common seeds"
+        return va, vb, stats.verdict(d), f"{a} - {b} = {d.fmt(signed=True)} points (95% CI)"
+
+    def seedwise(a, b, value, lower_is_better=False):
+        """A per-run quantity of a vs b, paired by seed; bootstrap over seeds."""
+        sa = {r["seed"]: value(r) for r in by[a]}
+        sb = {r["seed"]: value(r) for r in by[b]}
+        common = [x for x in sorted(sa) if x in sb and sa[x] is not None and sb[x] is not None]
+        if not common:
+            return None, "n/a"
+        diff = np.array([[sa[x] - sb[x]] for x in common], float)
+        if lower_is_better:
+            diff = -diff
+        d = stats.interval(diff)
+        return d, stats.verdict(d)
+
+    def zv(r):
+        return r["zero_var_easy"] + r["zero_var_hard"]
 
     # 1. HIVE reaches DS's accuracy with fewer rollouts (HIVE Table 1).
     if have("hive", "ds"):
-        cells, held = [], []
+        cells = []
         for r_ds in by["ds"]:
             r_h = next((r for r in by["hive"] if r["seed"] == r_ds["seed"]), None)
             if r_h is None:
@@ -187,9 +324,10 @@ def claims(results: dict) -> list[dict]:
             x_h = first_reaching(r_h["curve"], t, "rollouts")
             cells.append(f"s{r_ds['seed']}: DS final {t:.1f} at {x_ds:,.0f}; HIVE "
                          + (f"{x_h:,.0f}" if x_h is not None else "not reached"))
-            held.append(x_h is not None and x_h < x_ds)
+        a, b, v, note = compare("hive", "ds")
         add("HIVE reaches DS's accuracy with fewer rollouts", "HIVE Table 1", "hive, ds",
-            "; ".join(cells), _verdict(held))
+            "; ".join(cells) + f"; accuracy at equal rollouts: hive {a:.1f}, ds {b:.1f}", v,
+            note + "; the verdict is on accuracy at the equal budget")
     else:
         add("HIVE reaches DS's accuracy with fewer rollouts", "HIVE Table 1", "hive, ds",
             "not run", "n/a", "add hive and ds to compare.run")
@@ -198,17 +336,21 @@ def claims(results: dict) -> list[dict]:
     if by.get("hive") and others:
         zh = mean("hive", "zero_var_easy") + mean("hive", "zero_var_hard")
         zo = {m: mean(m, "zero_var_easy") + mean(m, "zero_var_hard") for m in others}
+        res = {m: seedwise("hive", m, zv, lower_is_better=True) for m in others}
+        words = {v for _, v in res.values()}
+        v = words.pop() if len(words) == 1 else "mixed: " + "; ".join(
+            f"vs {m} {w}" for m, (_, w) in res.items())
         add("HIVE has lower zero-variance ratios (easy + hard) than DS and GRESO", "HIVE Fig. 5",
             ", ".join(["hive"] + others),
-            f"hive {zh:.3f}; " + "; ".join(f"{m} {v:.3f}" for m, v in zo.items()),
-            "yes" if all(zh < v for v in zo.values()) else "no",
-            "" if len(others) == 2 else "greso not run")
+            f"hive {zh:.3f}; " + "; ".join(f"{m} {x:.3f}" for m, x in zo.items()), v,
+            "paired by seed, bootstrap over seeds" + ("" if len(others) == 2 else
+                                                      "; greso not run"))
     else:
         add("HIVE has lower zero-variance ratios than DS and GRESO", "HIVE Fig. 5",
             "hive, ds, greso", "not run", "n/a", "add hive, ds, greso to compare.run")
     # 3. HeaPA beats uniform GRPO at equal rollouts (HeaPA Table 1).
     if have("heapa", "uniform"):
-        a, b, v, note = compare("heapa", "uniform", "final")
+        a, b, v, note = compare("heapa", "uniform")
         add("HeaPA beats uniform GRPO at equal rollouts", "HeaPA Tables 1-2", "heapa, uniform",
             f"final Avg@{results['k']}: heapa {a:.1f}, uniform {b:.1f}", v, note)
     else:
@@ -216,7 +358,7 @@ def claims(results: dict) -> list[dict]:
             "not run", "n/a", "add heapa and uniform to compare.run")
     # 4. PS+PA is below HeaPA (HeaPA Table 3 ablation).
     if have("heapa", "ps_aug"):
-        a, b, v, note = compare("heapa", "ps_aug", "final")
+        a, b, v, note = compare("heapa", "ps_aug")
         add("PS+PA is below HeaPA", "HeaPA Table 3", "heapa, ps_aug",
             f"final: heapa {a:.1f}, ps_aug {b:.1f}", v, note)
     else:
@@ -224,7 +366,7 @@ def claims(results: dict) -> list[dict]:
             "add ps_aug to compare.run")
     # 5. PathAgg >= ChildAgg (HeaPA Table 3).
     if have("heapa", "heapa_childagg"):
-        a, b, v, note = compare("heapa", "heapa_childagg", "final")
+        a, b, v, note = compare("heapa", "heapa_childagg")
         same = [r["curve"]["metric"] for r in by["heapa"]] == [
             r["curve"]["metric"] for r in by["heapa_childagg"]]
         if same:
@@ -232,8 +374,6 @@ def claims(results: dict) -> list[dict]:
             note = ("identical curves in every seed: the aggregation only acts at a lineage "
                     "refresh (a recycle, or selector.heapa.refresh_every), and none changed a "
                     "selection within this budget")
-        elif a >= b:
-            v = "yes" + v[v.find(" ("):] if "(" in v else "yes"
         add("PathAgg >= ChildAgg", "HeaPA Table 3", "heapa, heapa_childagg",
             f"final: PathAgg {a:.1f}, ChildAgg {b:.1f}", v, note)
     else:
@@ -243,25 +383,20 @@ def claims(results: dict) -> list[dict]:
     if have("heapa", "uniform"):
         sh = _ms([_medium_share(r) for r in by["heapa"]])[0]
         su = _ms([_medium_share(r) for r in by["uniform"]])[0]
+        _, v = seedwise("heapa", "uniform", _medium_share)
         add("Heap sampling shifts mass to the medium band (0 < pass rate < 1)", "HeaPA §3",
             "heapa, uniform", f"share of rolled-out groups in the medium band: heapa {sh:.3f}, "
-            f"uniform {su:.3f}", "yes" if sh > su else "no")
+            f"uniform {su:.3f}", v, "paired by seed, bootstrap over seeds")
     else:
         add("Heap sampling shifts mass to the medium band", "HeaPA §3", "heapa, uniform",
             "not run", "n/a", "add heapa and uniform to compare.run")
     return out
 
 
-def _verdict(held: list[bool]) -> str:
-    if not held:
-        return "n/a"
-    if all(held):
-        return "yes"
-    return "no" if not any(held) else f"mixed ({sum(held)}/{len(held)} seeds)"
-
-
 def claims_table(results: dict) -> str:
-    lines = ["| claim | source | measured | seeds | held here |", "|---|---|---|---|---|"]
+    """One row per claim; the verdict is in the claim's direction ("better" = the claimed
+    effect is there with 95% confidence, "worse" = the opposite is)."""
+    lines = ["| claim | source | measured | seeds | verdict here |", "|---|---|---|---|---|"]
     for c in claims(results):
         note = f" ({c['note']})" if c["note"] else ""
         lines.append(f"| {c['claim']} | {c['source']} | {c['measured']}{note} | {c['seeds']} | "
@@ -389,9 +524,25 @@ def write(results: dict, workdir: str) -> dict:
         f"Metric: held-out {results['metric']} (Avg@{k} at the eval temperature/top-p); "
         f"target = the best value of `{results['target_method']}` in the same seed.",
         "",
+        "## Starting point",
+        "",
+        start_table(results),
+        "",
         "## Accuracy at equal rollout budget",
         "",
+        "Mean over seeds with a 95% interval from a bootstrap over seeds and eval prompts; the "
+        f"difference to `{results['target_method']}` is paired on the same seeds and prompts "
+        "and called better/worse only when its interval excludes 0. Bucket columns are means.",
+        "",
         main_table(results),
+        "",
+        "## Did each method's mechanism run?",
+        "",
+        mechanisms_table(results),
+        "",
+        "## Change from the starting point (final minus step 0, paired)",
+        "",
+        gain_table(results),
         "",
         "## Rollouts and PFLOPs to the target",
         "",

@@ -1,12 +1,23 @@
 """Supervised warm start on the easy slice of the task.
 
 The policy learns the answer format (and the easy problems) by next-token cross-entropy on
-(prompt, reference answer + EOS) pairs, the loss counted on the answer tokens only. The result
-is saved in Hugging Face format in DIR/warmstart (weights, config, tokenizer), so reruns and
-every run of a comparison start from the same cached policy.
+(prompt, reference response + EOS) pairs, the loss counted on the response tokens only. The
+result is saved in Hugging Face format in DIR/warmstart (weights, config, tokenizer), so reruns
+and every run of a comparison start from the same cached policy.
+
+When it stops is decided by held-out accuracy, not by a step count: supervised learning of the
+easy slice has a long loss plateau and then a sudden drop whose timing moves with the seed, the
+pool size and even the machine's float rounding, so a fixed number of steps lands the policy in
+a different regime each time. Every `check_every` steps the policy decodes greedily a held-out
+slice of the warm-start pairs (prompts never trained on) and training stops as soon as the exact-
+match accuracy reaches `target_acc`; reaching the step cap first is an error, never a silently
+different starting point.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -43,16 +54,54 @@ def make_batches(tokenizer, pairs, *, batch_size: int, seed: int):
             yield tokens[b], valid[b], loss_mask[b]
 
 
+@dataclasses.dataclass(frozen=True)
+class Result:
+    params: object
+    loss: float  # EMA of the training loss when it stopped
+    steps: int
+    check_acc: float  # held-out greedy exact-match accuracy at the last check (nan: none)
+    reached: bool  # the accuracy target was reached (True when there is no target)
+    checks: tuple[tuple[int, float, float], ...] = ()  # (step, loss EMA, accuracy) per check
+
+
+def split_check(pairs: list[tuple[str, str]], n_check: int, seed: int
+                ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(train pairs, held-out check pairs): n_check distinct prompts, every occurrence of which
+    is removed from the training pairs, so the check measures generalisation."""
+    by_prompt: dict[str, str] = {}
+    for p, r in pairs:
+        by_prompt.setdefault(p, r)
+    prompts = sorted(by_prompt)
+    n_check = min(n_check, len(prompts) // 2)
+    if n_check <= 0:
+        return list(pairs), []
+    picked = np.random.default_rng(seed).choice(len(prompts), n_check, replace=False)
+    held = {prompts[i] for i in picked}
+    check = [(p, by_prompt[p]) for p in sorted(held)]
+    return [(p, r) for p, r in pairs if p not in held], check
+
+
+def exact_match(sampler, params, tokenizer, pairs: list[tuple[str, str]]) -> float:
+    """Share of pairs whose greedy response is exactly the reference response (then EOS)."""
+    from frontier_rl.rollout.context import decode_responses
+
+    ids = [encode_prompt(tokenizer, p) for p, _ in pairs]
+    res = sampler.sample(params, ids, 1, greedy=True)
+    texts = decode_responses(tokenizer, res)
+    ok = [t == r and bool(f) for t, (_, r), f in zip(texts, pairs, res.finished, strict=True)]
+    return float(np.mean(ok)) if ok else float("nan")
+
+
 def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
           learning_rate: float, warmup_steps: int, seed: int, target_loss: float = 0.0,
-          progress=None):
-    """Returns (params, final loss EMA, steps taken).
+          check: Callable[[object], float] | None = None, check_every: int = 100,
+          target_acc: float = 0.0, progress=None) -> Result:
+    """Trains on `pairs` for at most `steps` steps; returns a `Result`.
 
-    Linear warmup then cosine decay to 5% over `steps`. Learning on the arithmetic slice has a
-    long plateau and then a sudden drop, whose timing varies with the data and seed; the decay
-    helps the drop happen. Optionally the run stops early once the loss EMA (checked every 10
-    steps) falls below `target_loss` (0 disables): trained much further, the policy fits the
-    easy slice perfectly and stops generalising to the next bucket.
+    Linear warmup then cosine decay to 5% over `steps` (the cap). With `check` (params ->
+    held-out accuracy) and `target_acc` > 0, training stops at the first check (every
+    `check_every` steps) whose accuracy is >= target_acc; `Result.reached` says whether it did.
+    Optionally it also stops once the loss EMA falls below `target_loss` (0 disables).
     """
     schedule = optax.warmup_cosine_decay_schedule(
         0.0, learning_rate, max(1, min(warmup_steps, steps - 1)), max(steps, 2),
@@ -71,19 +120,30 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
         return optax.apply_updates(params, updates), opt_state, loss
 
     batches = make_batches(tokenizer, pairs, batch_size=batch_size, seed=seed)
-    ema, losses = None, []
+    ema, losses, checks = None, [], []
+    acc, reached = float("nan"), not (check is not None and target_acc > 0)
     i = 0
     for i in range(1, steps + 1):
         params, opt_state, loss = step(params, opt_state, *next(batches))
         losses.append(loss)
-        if i % 10 == 0 or i == steps:
+        check_due = check is not None and (i % check_every == 0 or i == steps)
+        if i % 10 == 0 or i == steps or check_due:
             for x in jax.device_get(losses):
                 ema = float(x) if ema is None else 0.95 * ema + 0.05 * float(x)
             losses = []
-            if progress is not None and (i % 100 == 0 or i == steps):
-                progress(i, ema)
-            if target_loss > 0 and ema < target_loss:
-                if progress is not None:
-                    progress(i, ema)
+        if check_due:
+            acc = float(check(params))
+            checks.append((i, float(ema), acc))
+            if progress is not None:
+                progress(i, ema, acc)
+            if target_acc > 0 and acc >= target_acc:
+                reached = True
                 break
-    return params, float(ema if ema is not None else "nan"), i
+        elif progress is not None and (i % 100 == 0 or i == steps):
+            progress(i, ema, None)
+        if target_loss > 0 and i % 10 == 0 and ema < target_loss:
+            if progress is not None:
+                progress(i, ema, None)
+            break
+    return Result(params, float(ema if ema is not None else "nan"), i, acc, reached,
+                  tuple(checks))

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from frontier_rl import compare, config_lib, report
@@ -132,13 +133,25 @@ def test_changed_config_is_not_silently_skipped(smoke):
         compare.run(cfg, workdir)
 
 
-def _fake_run(method, seed, final, rollouts_curve, metric_curve, hist, zv=(0.1, 0.3)):
-    return {"method": method, "seed": seed, "rollouts": rollouts_curve[-1],
+def _fake_run(method, seed, final, rollouts_curve, metric_curve, hist, zv=(0.1, 0.3),
+              shift=0.0):
+    """A run result as compare.collect makes it; per-prompt counts at each eval point are
+    binomial around the curve's value (+ shift points at the end), the same prompts per seed."""
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0, 1, size=256)  # per-prompt difficulty, shared by the methods of a seed
+    noise = np.random.default_rng([seed, len(method)])
+    counts = []
+    for i, m in enumerate(metric_curve):
+        q = np.clip(p + (m - 50) / 100 + (shift / 100 if i == len(metric_curve) - 1 else 0), 0, 1)
+        counts.append(noise.binomial(8, q).tolist())
+    return {"method": method, "seed": seed, "k": 8, "rollouts": rollouts_curve[-1],
             "effective_rollouts": rollouts_curve[-1] // 2, "pflops": 1.0, "pflops_formula": 0.9,
             "padding_ratio": 1.2, "final": final, "best": max(metric_curve),
             "final_buckets": {"4op": final}, "zero_var_easy": zv[0], "zero_var_hard": zv[1],
             "curve": {"rollouts": rollouts_curve, "pflops": [x / 1e5 for x in rollouts_curve],
-                      "metric": metric_curve}, "rolled_pass_hist": hist,
+                      "metric": metric_curve, "correct_counts": counts,
+                      "buckets": {"4op": metric_curve}},
+            "eval_buckets": ["4op"] * 256, "rolled_pass_hist": hist,
             "aug": {"aug_reward": []}, "time_s": {"generate": 1.0}}
 
 
@@ -146,25 +159,58 @@ def test_claims_follow_the_numbers():
     x = [0, 1000, 2000, 3000]
     medium = [0.1, 0.8, 0.1]
     tails = [0.45, 0.1, 0.45]
-    runs = [_fake_run("uniform", 0, 40.0, x, [30, 35, 38, 40], tails),
-            _fake_run("ds", 0, 41.0, x, [30, 33, 37, 41], tails, zv=(0.2, 0.4)),
-            _fake_run("hive", 0, 42.0, x, [30, 41, 41, 42], tails, zv=(0.05, 0.1)),
-            _fake_run("heapa", 0, 30.0, x, [30, 30, 30, 30], medium)]
-    res = {"methods": ["uniform", "ds", "hive", "heapa"], "runs": runs, "seeds": [0], "k": 8,
-           "eval_prompts": 512}
+    runs = []
+    for seed in (0, 1):
+        runs += [_fake_run("uniform", seed, 40.0, x, [30, 35, 38, 40], tails),
+                 _fake_run("ds", seed, 41.0, x, [30, 33, 37, 41], tails, zv=(0.2, 0.4)),
+                 _fake_run("hive", seed, 41.0, x, [30, 41, 41, 41], tails, zv=(0.05, 0.1)),
+                 _fake_run("heapa", seed, 30.0, x, [30, 30, 30, 30], medium)]
+    res = {"methods": ["uniform", "ds", "hive", "heapa"], "runs": runs, "seeds": [0, 1], "k": 8,
+           "eval_prompts": 256, "metric": "eval/avg@8/all", "target_method": "uniform"}
     by = {c["claim"].split(" (")[0]: c for c in report.claims(res)}
-    assert by["HIVE reaches DS's accuracy with fewer rollouts"]["held"] == "yes"
-    assert by["HeaPA beats uniform GRPO at equal rollouts"]["held"] == "no"
-    assert by["Heap sampling shifts mass to the medium band"]["held"] == "yes"
+    # HIVE = DS at the budget (same curve end), reached earlier: accuracy not distinguishable
+    hive = by["HIVE reaches DS's accuracy with fewer rollouts"]
+    assert hive["held"] == "not distinguishable at this budget"
+    assert "s0: DS final 41.0 at 3,000; HIVE 1,000" in hive["measured"]
+    assert by["HeaPA beats uniform GRPO at equal rollouts"]["held"] == "worse"
+    assert by["Heap sampling shifts mass to the medium band"]["held"] == "better"
     assert by["PathAgg >= ChildAgg"]["held"] == "n/a"
     zv = next(c for c in by.values() if c["claim"].startswith("HIVE has lower"))
-    assert zv["held"] == "yes" and "greso not run" in zv["note"]
+    assert zv["held"] == "better" and "greso not run" in zv["note"]
+    table = report.main_table(res)
+    assert "| heapa | 2 |" in table and "| worse |" in table and "| reference |" in table
+    gains = report.gain_table(res)
+    assert "rose" in gains.split("| uniform |")[1].split("\n")[0]
+    assert "n.d." in gains.split("| heapa |")[1].split("\n")[0]
 
 
-def test_first_reaching():
-    curve = {"rollouts": [0, 10, 20], "metric": [1.0, 5.0, 4.0]}
-    assert compare.first_reaching(curve, 4.5, "rollouts") == 10
-    assert compare.first_reaching(curve, 6.0, "rollouts") is None
+def test_mechanisms_table_flags_a_counter_that_never_ran():
+    res = {"methods": ["hive", "heapa"],
+           "mechanisms": {"hive": {"stage1_rejected": 0, "stage2_dropped": 12},
+                          "heapa": {"boundary_draws": 40, "cold_draws": 3}},
+           "mechanisms_required": {"hive": ["stage1_rejected", "stage2_dropped"],
+                                   "heapa": ["boundary_draws"]},
+           "mechanisms_missing": {"hive": ["stage1_rejected"]}}
+    text = report.mechanisms_table(res)
+    row = text.split("| hive |")[1].split("\n")[0]
+    assert "**0 (!)**" in row and "12" in row
+    assert "3*" in text.split("| heapa |")[1]  # counted, not required
+    assert "MECHANISMS THAT NEVER RAN: hive: stage1_rejected" in text
+
+
+def test_required_mechanisms_follow_the_method_config():
+    cfg = _load_config("")
+    need = {m: compare.required_mechanisms(s.config)
+            for m, s in ((s.method, s) for s in compare.plan(cfg, "/nonexistent"))}
+    assert {"stage1_rejected", "stage2_dropped", "p_easy_moves"} <= set(need["hive"])
+    assert {"boundary_draws", "children_trained", "recycled", "evicted",
+            "parents_refreshed"} <= set(need["heapa"])
+    cfg = _load_config("full")
+    need = {s.method: compare.required_mechanisms(s.config)
+            for s in compare.plan(cfg, "/nonexistent")}
+    assert "children_rolled_out" not in need["heap_only"]
+    assert "priority_draws" in need["ps"] and "children_rolled_out" in need["ps_aug"]
+    assert "skipped" in need["greso"]
 
 
 @pytest.mark.slow

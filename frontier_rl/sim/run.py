@@ -268,6 +268,7 @@ def run_sim(config, *, say: Callable[[str], None] | None = None) -> dict:
         "group_size": config.rl.group_size, "wall_s": wall, "steps_per_s": step / wall,
         "initial_acc": acc0, "target_acc": target, "rollouts_to_target": hit,
         "final": final, "counters": dict(ctx.counters), "curve": curve,
+        "mechanisms": dict(getattr(selector, "mechanisms", dict)()),
         "config": {"sim": sim.to_dict(), "selector": config.selector[name].to_dict()
                    if name in config.selector else {}},
     }

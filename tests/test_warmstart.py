@@ -1,0 +1,105 @@
+"""The warm start stops on held-out accuracy, holds its check prompts out of training, and
+fails loudly when the cap comes first."""
+
+import json
+import os
+
+import pytest
+
+from frontier_rl import config_lib, tasks, train, warmstart
+
+
+def _pairs(n=400):
+    return [(f"{a}+{b}=", str(a + b)) for a in range(20) for b in range(20)][:n]
+
+
+def test_split_check_holds_prompts_out_of_training():
+    pairs = _pairs() * 3  # repeats, as the arith stream has
+    train_pairs, check = warmstart.split_check(pairs, 50, seed=0)
+    held = {p for p, _ in check}
+    assert len(check) == len(held) == 50
+    assert not held & {p for p, _ in train_pairs}
+    assert len(train_pairs) == len(pairs) - 3 * 50
+    assert all(r == str(eval(p[:-1])) for p, r in check)  # noqa: S307 - the pairs above
+    assert warmstart.split_check(pairs, 50, seed=0) == (train_pairs, check)
+    assert warmstart.split_check(pairs, 50, seed=1)[1] != check
+    # never more than half of the distinct prompts
+    assert len(warmstart.split_check(_pairs(10), 50, seed=0)[1]) == 5
+
+
+def test_training_stops_at_the_first_check_that_reaches_the_target(tiny_policy, tokenizer):
+    _, graphdef, params = tiny_policy
+    seen = []
+
+    def check(_params):
+        seen.append(len(seen))
+        return [0.1, 0.5, 0.85, 0.95][len(seen) - 1]
+
+    res = warmstart.train(graphdef, params, tokenizer, _pairs(), steps=100, batch_size=16,
+                          learning_rate=1e-3, warmup_steps=2, seed=0, check=check,
+                          check_every=3, target_acc=0.8)
+    assert res.reached and res.steps == 9 and res.check_acc == 0.85
+    assert [c[0] for c in res.checks] == [3, 6, 9]
+    res = warmstart.train(graphdef, params, tokenizer, _pairs(), steps=5, batch_size=16,
+                          learning_rate=1e-3, warmup_steps=2, seed=0, check=lambda p: 0.2,
+                          check_every=2, target_acc=0.8)
+    assert not res.reached and res.steps == 5 and [c[0] for c in res.checks] == [2, 4, 5]
+
+
+def test_exact_match_scores_the_policy_greedy_output(tiny_policy, tokenizer):
+    from frontier_rl.rollout.context import decode_responses, encode_prompt
+    from frontier_rl.rollout.sampler import Sampler
+
+    cfg, graphdef, params = tiny_policy
+    sampler = Sampler(graphdef, cfg, eos_id=tokenizer.eos_token_id,
+                      pad_id=tokenizer.pad_token_id, prompt_buckets=(8, 16),
+                      max_new_tokens=4)
+    prompts = [p for p, _ in _pairs(8)]
+    res = sampler.sample(params, [encode_prompt(tokenizer, p) for p in prompts], 1, greedy=True)
+    said = decode_responses(tokenizer, res)
+    # references equal to what the policy says (when it stopped) score 1, others 0
+    refs = [(p, t if f else t + "x") for p, t, f in zip(prompts, said, res.finished, strict=True)]
+    expect = sum(bool(f) for f in res.finished) / len(prompts)
+    assert warmstart.exact_match(sampler, params, tokenizer, refs) == pytest.approx(expect)
+    wrong = [(p, "99999") for p in prompts]
+    assert warmstart.exact_match(sampler, params, tokenizer, wrong) == 0.0
+
+
+def _smoke(**over):
+    c = config_lib.shrink_for_smoke(config_lib.default_config())
+    c.log.progress = False
+    c.log.tensorboard = False
+    c.rl.num_steps = 0
+    for k, v in over.items():
+        sec, leaf = k.split(".")
+        c[sec][leaf] = v
+    return config_lib.validate(c)
+
+
+def test_unreached_target_is_a_clear_error_and_caches_nothing(tmp_path):
+    cfg = _smoke(**{"warmstart.target_acc": 0.99, "warmstart.steps": 20,
+                    "warmstart.check_every": 10, "warmstart.check_size": 32})
+    with pytest.raises(train.RunError, match=r"warmstart.target_acc=0.99 after "
+                                             r"warmstart.steps=20 steps"):
+        train.run(cfg, str(tmp_path))
+    assert not os.path.exists(tmp_path / "warmstart")
+
+
+def test_reached_target_is_recorded_with_the_cache(tmp_path):
+    # a target the untrained policy already meets on a task where the answer is always "0"
+    cfg = _smoke(**{"warmstart.target_acc": 0.01, "warmstart.steps": 40,
+                    "warmstart.check_every": 20, "warmstart.check_size": 16,
+                    "warmstart.learning_rate": 1e-2})
+    cfg.task.min_digits = cfg.task.max_digits = 1
+    try:
+        train.run(cfg, str(tmp_path))
+    except train.RunError as e:  # the tiny policy may not learn any exact answer in 40 steps
+        assert "warmstart.target_acc" in str(e)
+        pytest.skip("policy did not reach 1% exact match in 40 steps")
+    info = json.load(open(tmp_path / "warmstart" / train.WARMSTART_RESULT))
+    assert info["steps"] in (20, 40) and info["check_acc"] >= 0.01 and info["check_prompts"] == 16
+    first = json.loads(open(tmp_path / "metrics.jsonl").readline())
+    assert first["warmstart/steps"] == info["steps"]
+    assert first["warmstart/check_acc"] == pytest.approx(info["check_acc"])
+    assert len(first["evalset/correct_counts"]) == first["task/eval_prompts"]
+    assert tasks is not None
