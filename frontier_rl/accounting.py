@@ -19,20 +19,20 @@ formula leaves out (norms, rotary embeddings, softmax, sampling, the optimizer),
 so xla / formula lies in [1 / padding_ratio, padding_ratio * (1 + ELEMENTWISE_ALLOWANCE)].
 
 Evaluation is not charged: only work done through `PolicyContext` and the trainer is.
+
+This module imports no device function: the sampler, the prompt-entropy pass and the trainer
+import `compiled_flops` from here, and are handed to `Accountant` by the caller.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 import numpy as np
 
 from frontier_rl.models.config import ModelConfig
-
-if TYPE_CHECKING:
-    from frontier_rl.rollout.sampler import SampleResult
 
 KINDS = ("generation", "entropy", "old_logprob", "train")
 FIELDS = ("calls", "tokens", "padded_tokens", "xla_flops", "formula_flops", "padded_formula_flops")
@@ -147,8 +147,9 @@ class Accountant:
 
     # -- charges ----------------------------------------------------------------------------
 
-    def charge_generation(self, res: SampleResult) -> None:
-        """One `Sampler.sample` call: prefill + the decode steps its loop ran."""
+    def charge_generation(self, res: Any) -> None:
+        """One `Sampler.sample` call (its `SampleResult`): prefill + the decode steps its loop
+        ran, from `res.shape`, `res.prompt_lens` and `res.lengths`."""
         sh = res.shape
         key = ("generation", sh.rows, sh.prompt_len, sh.max_new, sh.greedy, sh.use_top_p)
         prefill, step = self._cost(key, lambda: self.sampler.cost_analysis(self._params, sh))
