@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from frontier_rl import bench_selection, selection
 from frontier_rl.selection import reinforce_ada as ra
+from frontier_rl.selection.common import PromptStream
 from frontier_rl.selection.scripted import ScriptedContext
 
 G = 8
@@ -109,6 +110,23 @@ def test_greso_rounds_p_updates_and_accounting():
     assert m["skip_easy"] > 0  # the history now skips solved prompts it meets again
 
 
+def test_greso_top_up_floor_b_min_scales_with_the_batch():
+    # B = 64: the first sampling batch (96) gets 62 mixed groups; GRESO's estimate
+    # int(2 G / (1 - 34/96) / G · 1.25) = 3 is under the floor b_min = 64 · 64/256 = 16 (the
+    # unscaled 64 would roll out 64 prompts in the last round)
+    n, big_b = 2000, 64
+    first = PromptStream(n, 0).next(96)
+    p = np.full(n, 0.5)
+    p[first[big_b - 2:]] = 1.0
+    ctx = ScriptedContext(p, batch_size=big_b, group_size=G,
+                          script={int(i): [[1, 0] * (G // 2)] for i in first[:big_b - 2]})
+    ctx.record_calls = True
+    sel = make("greso", n, b_raw=8)
+    step(sel, ctx)
+    assert [len(c[1]) for c in ctx.calls] == [96, 16]
+    assert sel.mechanisms()["topup_rounds"] == 1 and sel.mechanisms()["skipped"] == 0
+
+
 def test_greso_all_zero_variance_guard_and_cap():
     ctx = ScriptedContext(np.ones(2000), batch_size=16, group_size=G)
     sel = make("greso", 2000, max_rounds=3)
@@ -152,32 +170,44 @@ def test_prefilter_pool_limit_band_edges_and_error():
 # ----------------------------------------------------------------------------- PCL
 
 
-def test_pcl_selects_the_candidates_closest_to_tau():
-    p = np.random.default_rng(1).random(2000)
+def test_pcl_keeps_the_m_candidates_nearest_tau():
+    # success rates 0, 1/8, ..., 1 (without 1/2) on the 8 prompts: mean 1/2, so with
+    # prior_lr = 1 the prior is 1/2 and V - τ = 0.8 (rate - 1/2); the 4 nearest τ are 2..5
+    rates = [0, 1, 2, 3, 5, 6, 7, 8]
+    script = {i: [[1] * c + [0] * (G - c)] for i, c in enumerate(rates)}
+    ctx = ScriptedContext(np.full(8, 0.5), batch_size=4, group_size=G, script=script)
+    sel = make("pcl", 8, k=2, prior_lr=1.0)
+    sel.observe(ctx, ctx.rollout(range(8), G))
+    assert sel.global_prior == 0.5
+    groups = step(sel, ctx)  # k·m = 8 candidates: the whole pool
+    assert sorted(g.index for g in groups) == [2, 3, 4, 5]
+    assert sel.mechanisms()["value_selected"] == 4
+
+
+def test_pcl_prefers_prompts_near_tau_once_it_has_seen_them():
+    p = np.random.default_rng(1).random(200)
     ctx = ScriptedContext(p, batch_size=32, group_size=G, seed=5)
-    sel = make("pcl", 2000)
-    for k in range(1, 13):
-        stream = copy.deepcopy(sel.stream)
-        sel.t += 1
-        cand = stream.next(4 * 32)
-        v = sel.value(ctx, cand)
-        sel.t -= 1
-        dist = np.abs(v - 0.5)
+    sel = make("pcl", 200)
+    for k in range(1, 13):  # 12 steps of 32 rollouts: most prompts have their own evidence
+        step(sel, ctx, k)
+    near, cands = [], []
+    for k in range(13, 19):
+        cand = copy.deepcopy(sel.stream).next(4 * 32)
         groups = step(sel, ctx, k)
         chosen = np.array([g.index for g in groups])
-        assert set(chosen) <= set(cand.tolist()) and len(chosen) == 32
-        worst_chosen = dist[np.isin(cand, chosen)].max()
-        assert worst_chosen <= dist[~np.isin(cand, chosen)].min() + 1e-12
-    # once V has learned the buckets, the chosen prompts are nearer τ than the candidates
-    assert np.abs(p[chosen] - 0.5).mean() < np.abs(p[cand] - 0.5).mean() - 0.05
-    m = sel.metrics()
-    assert m["v_dist_tau"] <= m["v_dist_tau_all"] and m["rollouts"] == 32 * G
+        assert len(chosen) == 32 and set(chosen.tolist()) <= set(cand.tolist())
+        near.append(np.abs(p[chosen] - 0.5).mean())
+        cands.append(np.abs(p[cand] - 0.5).mean())
+        m = sel.metrics()
+        assert m["v_dist_tau"] <= m["v_dist_tau_all"] and m["rollouts"] == 32 * G
+    # uniform choice would match the candidates' mean distance (0.25 for p ~ U(0, 1))
+    assert np.mean(near) < np.mean(cands) - 0.08
 
 
 def test_pcl_value_fits_the_same_rollouts():
     ctx = ScriptedContext(np.full(4, 0.5), batch_size=4, group_size=G,
                           script={0: [[1] * G], 1: [[0] * G]})
-    sel = make("pcl", 4, kappa=2.0, prior_lr=0.5)
+    sel = make("pcl", 4, kappa=2.0, prior_lr=0.5, bucket_prior=True)
     sel.t = 1
     sel.observe(ctx, ctx.rollout([0, 1], G))
     bucket = ctx.prompts[0].bucket
@@ -189,6 +219,22 @@ def test_pcl_value_fits_the_same_rollouts():
     sel.t = 1 + 50  # one half-life later the prompts' own evidence counts half
     v = sel.value(ctx, np.array([0]))
     assert v[0] == pytest.approx((4 + 2 * prior) / 6)
+
+
+def test_pcl_reads_the_difficulty_bucket_only_when_asked():
+    # prompts 0, 1 in bucket "2op" (p = 0.95), 2, 3 in "5op" (p = 0.05); 0 solved, 2 not
+    ctx = ScriptedContext(np.array([0.95, 0.95, 0.05, 0.05]), batch_size=2, group_size=G,
+                          script={0: [[1] * G], 2: [[0] * G]})
+    assert ctx.prompts[1].bucket == "2op" and ctx.prompts[3].bucket == "5op"
+    default = make("pcl", 4, prior_lr=0.5)
+    default.observe(ctx, ctx.rollout([0, 2], G))
+    # the global prior: 0.5 + 0.5 (mean(1, 0) - 0.5) = 0.5 for both unseen prompts
+    np.testing.assert_allclose(default.value(ctx, np.array([1, 3])), [0.5, 0.5])
+    oracle = make("pcl", 4, prior_lr=0.5, bucket_prior=True)
+    ctx = ScriptedContext(np.array([0.95, 0.95, 0.05, 0.05]), batch_size=2, group_size=G,
+                          script={0: [[1] * G], 2: [[0] * G]})
+    oracle.observe(ctx, ctx.rollout([0, 2], G))
+    np.testing.assert_allclose(oracle.value(ctx, np.array([1, 3])), [0.75, 0.25])
 
 
 # ----------------------------------------------------------------------------- Reinforce-Ada
@@ -317,11 +363,23 @@ def test_scripted_context():
     assert new == [3] and ctx.rollout(new, 2)[0].outcomes.tolist() == [1, 1]
 
 
-@pytest.mark.parametrize("name", ["hive", "uniform", "reinforce_ada"])
+# name -> (rollouts per step: low, high; bytes per prompt the selector must hold at least):
+# B = 256 prompts of G = 8; every selector keeps the int64 stream permutation (8 B / prompt);
+# HIVE's history adds z (2 x int32), the latest type (int8), visits (int32) and the latest
+# response entropy (float32): 17 B; Reinforce-Ada runs at most max_rounds = 4 rounds of 8.
+BENCH = {"uniform": (2048, 2048, 8), "hive": (2048, 16 * 2048, 8 + 17),
+         "reinforce_ada": (2048, 4 * 2048, 8)}
+
+
+@pytest.mark.parametrize("name", sorted(BENCH))
 def test_bench_selection(name, capsys):
-    out = bench_selection.main(name, sizes=[2000], repeats=2, as_json=True)
+    out = bench_selection.main(name, sizes=[2000], repeats=3, as_json=True)  # odd: a median step
     row = out["results"][0]
-    assert row["pool"] == 2000 and row["median_ms"] > 0 and row["mem_bytes_per_prompt"] > 0
+    lo, hi, mem = BENCH[name]
+    assert row["pool"] == 2000 and out["batch_size"] == 256 and out["group_size"] == G
+    assert lo <= row["rollouts_per_step"] <= hi and row["rollouts_per_step"] % G == 0
+    assert mem <= row["mem_bytes_per_prompt"] < mem + 64
+    assert row["min_ms"] <= row["median_ms"] <= row["max_ms"]
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == json.loads(
         json.dumps(out))
 

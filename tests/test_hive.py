@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from frontier_rl import config_lib, selection
+from frontier_rl.selection import common
 from frontier_rl.selection import hive as hive_lib
-from frontier_rl.selection.common import EASY, HARD, INVALID, MIXED, adjust_p
+from frontier_rl.selection.common import EASY, HARD, INVALID, MIXED, PromptStream, adjust_p
 from frontier_rl.selection.scripted import ScriptedContext
 
 G = 8
@@ -183,8 +184,34 @@ def test_exact_batch_under_scripted_zero_variance():
     types1 = [sel.last_type[i] for i in rolls[0][1]]
     kept1 = sum(t == MIXED for t in types1)
     rho = 1 - kept1 / len(types1)
-    want = max(min(64, b_cand), min(b_cand, math.ceil(1.25 * (big_b - kept1) / (1 - rho))))
+    b_min = 64 * big_b // 256  # Table 4's 64 is for B_t = 256
+    want = max(b_min, min(b_cand, math.ceil(1.25 * (big_b - kept1) / (1 - rho))))
     assert want <= len(rolls[1][1]) < want + 16  # a raw batch adds at most 16 candidates
+
+
+def first_round_short_by_two(n, big_b, cand):
+    """A context whose first `cand` prompts in stream order leave the first round 2 groups
+    short of B_t: big_b - 2 mixed, the rest always solved; every later prompt mixed."""
+    first = PromptStream(n, 0).next(cand)
+    p = np.full(n, 0.5)
+    p[first[big_b - 2:]] = 1.0
+    script = {int(i): [MIXED_OUT] for i in first[:big_b - 2]}
+    ctx = ScriptedContext(p, batch_size=big_b, group_size=G, script=script)
+    ctx.record_calls = True
+    return ctx
+
+
+def test_top_up_floor_b_min_scales_with_the_batch():
+    # B_t = 64: round 1 asks for B_cand = 96 and gets 62 mixed groups, so ρ_zv = 34/96 and the
+    # formula asks for ⌈1.25 · 2 / (1 - 34/96)⌉ = 4; the floor is b_min = 64 · 64/256 = 16
+    # (the unscaled 64 would make round 2 roll out 64 prompts where the formula asks for 4)
+    ctx = first_round_short_by_two(2000, 64, 96)
+    sel = make(2000, b_raw=8, k_off=0.0, k_keep=1.0)  # no Stage-2 drop: counts are exact
+    groups = _step(sel, ctx, 1)
+    rolls = [c[1] for c in ctx.calls if c[0] == "rollout"]
+    assert [len(r) for r in rolls] == [96, 16] and len(groups) == 64
+    assert sel.mechanisms()["topup_rounds"] == 1
+    assert [common.scaled_b_min(64, b) for b in (256, 64, 32, 8, 1)] == [64, 16, 8, 2, 1]
 
 
 def test_round_cap_pads_with_zero_variance_groups():

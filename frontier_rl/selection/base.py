@@ -107,6 +107,14 @@ class Selector(Protocol):
     def metrics(self) -> dict[str, float]:
         """`select/...` metrics of the last step."""
 
+    def mechanisms(self) -> dict[str, int]:
+        """Cumulative totals, since step 0, of the events that show this method's mechanism
+        ran (logged as `mech/<name>`): e.g. `pool_passes` (completed passes of a stream over
+        the training pool), `topup_rounds`, `stage2_dropped`, `boundary_draws`. Only counters
+        the configuration can move are reported (augment=False has no `children_*`). They are
+        part of `state_dict()`, so a resumed run continues the totals; counting never changes
+        a selection or draws from an RNG."""
+
     def state_dict(self) -> dict:
         """Everything needed to resume, JSON-serialisable."""
 

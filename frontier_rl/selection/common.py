@@ -273,6 +273,32 @@ def adjust_p(p: float, ratio: float, target: float, step: float, p_min: float,
     return float(min(max(p, p_min), p_max))
 
 
+# ----------------------------------------------------------------------------- mechanisms
+
+
+class Tally:
+    """Cumulative event counts behind `Selector.mechanisms`, with a fixed set of names.
+
+    Saved in the selector's state; a checkpoint from before a counter existed loads it as 0.
+    """
+
+    def __init__(self, *names: str):
+        self.counts = dict.fromkeys(names, 0)
+
+    def add(self, name: str, n: int = 1) -> None:
+        self.counts[name] += int(n)
+
+    def __getitem__(self, name: str) -> int:
+        return self.counts[name]
+
+    def state_dict(self) -> dict[str, int]:
+        return dict(self.counts)
+
+    def load_state_dict(self, state: dict | None) -> None:
+        state = state or {}
+        self.counts = {k: int(state.get(k, 0)) for k in self.counts}
+
+
 # ----------------------------------------------------------------------------- state encoding
 
 
@@ -319,19 +345,31 @@ def _intify(x):
     return x
 
 
+B_REF = 256  # the batch GRESO's and HIVE's b_min = 64 was set for
+
+
+def scaled_b_min(b_min: int, batch_size: int) -> int:
+    """The top-up floor b_min, given for B_t = 256, at batch size B_t: max(1, ⌈b_min B_t / 256⌉)
+    (64 at 256, 16 at 64)."""
+    return max(1, math.ceil(b_min * batch_size / B_REF - 1e-9))
+
+
 def adapt_exploration(sel) -> None:
     """The after-update step GRESO and HIVE share (GRESO's code, HIVE Eq. 4): move p_easy and
     p_hard by delta_p toward the targets alpha/3 and 2*alpha/3 of this step's easy / hard
-    zero-variance ratios (skipped during the first epoch when `skip_first_epoch`)."""
+    zero-variance ratios (skipped during the first epoch when `skip_first_epoch`). Counts the
+    updates that changed p_easy / p_hard in `sel.mech`."""
     st, c = sel._stats, sel.cfg
     if st is None:
         return
     st.resume()
     if st.groups and not (c.skip_first_epoch and sel.stream.epoch == 0):
-        sel.p_easy = adjust_p(sel.p_easy, st.ratio(EASY), c.alpha / 3, c.delta_p,
-                              c.p_min, c.p_max)
-        sel.p_hard = adjust_p(sel.p_hard, st.ratio(HARD), 2 * c.alpha / 3, c.delta_p,
-                              c.p_min, c.p_max)
+        p_easy = adjust_p(sel.p_easy, st.ratio(EASY), c.alpha / 3, c.delta_p, c.p_min, c.p_max)
+        p_hard = adjust_p(sel.p_hard, st.ratio(HARD), 2 * c.alpha / 3, c.delta_p,
+                          c.p_min, c.p_max)
+        sel.mech.add("p_easy_moves", p_easy != sel.p_easy)
+        sel.mech.add("p_hard_moves", p_hard != sel.p_hard)
+        sel.p_easy, sel.p_hard = p_easy, p_hard
     sel._last["p_easy"] = sel.p_easy
     sel._last["p_hard"] = sel.p_hard
     st.pause()

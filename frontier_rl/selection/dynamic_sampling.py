@@ -18,6 +18,10 @@ Deviations:
 - When max_num_gen_batches is reached without B informative groups, verl raises a bare error;
   here a RuntimeError names the field and the counts.
 - Every generated response is charged through ctx.rollout (verl counts them too).
+
+Mechanism counters (`mechanisms()`, cumulative): pool_passes (completed passes of the stream),
+topup_rounds (generation batches of a step beyond the first), groups_discarded (zero-variance
+groups dropped by the filter).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from frontier_rl.selection.common import (
     Checker,
     PromptStream,
     StepStats,
+    Tally,
     classify,
     is_int,
     outcome_matrix,
@@ -54,6 +59,7 @@ class DynamicSampling:
         self.cfg = read_config(cfg, DEFAULTS)
         validate(vars(self.cfg))
         self.stream = PromptStream(num_prompts, seed)
+        self.mech = Tally("topup_rounds", "groups_discarded")
         self._last: dict[str, float] = {}
 
     def build_batch(self, ctx: StepContext) -> list[Group]:
@@ -69,8 +75,10 @@ class DynamicSampling:
             types_ = classify(outcome_matrix(groups))
             st.book(types_)
             # verl keeps a group iff std(metric) > 0 or it holds a single response
+            n_kept = len(kept)
             kept.extend(grp for grp, t in zip(groups, types_, strict=True)
                         if t == MIXED or grp.size == 1)
+            self.mech.add("groups_discarded", len(groups) - (len(kept) - n_kept))
             if len(kept) >= big_b:
                 break
             if 0 < c.max_num_gen_batches <= num_gen_batches:
@@ -81,6 +89,7 @@ class DynamicSampling:
                     f"({st.rollouts} rollouts); raise it (<= 0 = unlimited) or make the task "
                     "less uniformly easy/hard for the policy")
         batch = kept[:big_b]
+        self.mech.add("topup_rounds", num_gen_batches - 1)
         self._last = st.metrics(batch)
         self._last.update({"gen_batches": float(num_gen_batches),
                            "epoch": float(self.stream.epoch)})
@@ -93,8 +102,12 @@ class DynamicSampling:
     def metrics(self) -> dict[str, float]:
         return dict(self._last)
 
+    def mechanisms(self) -> dict[str, int]:
+        return {"pool_passes": self.stream.epoch, **self.mech.counts}
+
     def state_dict(self) -> dict:
-        return {"stream": self.stream.state_dict()}
+        return {"stream": self.stream.state_dict(), "mechanisms": self.mech.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         self.stream.load_state_dict(state["stream"])
+        self.mech.load_state_dict(state.get("mechanisms"))

@@ -8,7 +8,7 @@ grows with its trailing run of zero-variance visits:
   skip w.p. 1 - max(p_hard^c_h, ε_p).
 Survivors accumulate until the adaptive sampling batch (initially ⌈1.5 B⌉) is reached; they are
 rolled out, zero-variance groups are dropped, and if fewer than B informative groups have
-accumulated the next sampling batch is clamp(int(η (B - |R|) G / (1 - ρ_zv) / G), b_min,
+accumulated the next sampling batch is clamp(int(η (B - |R|) G / (1 - ρ_zv) / G), b_min(B),
 ⌈1.5 B⌉); when that estimate fits in one sampling batch the next round is the last, and the step
 trains on whatever accumulated (possibly fewer than B groups; more are cut to B). Once per step
 p_easy and p_hard move by Δp: down if that step's easy (hard) zero-variance ratio reached
@@ -17,7 +17,7 @@ p_easy and p_hard move by Δp: down if that step's easy (hard) zero-variance rat
 Symbols -> config fields (`config.selector.greso.*`): p_easy, p_hard (initial values) -> p_easy,
 p_hard; target_zero_variance α -> alpha; 0.01 -> delta_p; min_p, max_p -> p_min, p_max; the
 0.01 floor -> eps_p; sampling_batch_size / real_train_batch_size -> sampling_ratio; dataloader
-batch -> b_raw; the minimum batch 64 -> b_min; 1.25 -> eta.
+batch -> b_raw; the minimum batch 64 (at B = 256) -> b_min; 1.25 -> eta.
 
 Classification follows the code, on raw verifier outcomes: easy = all correct (mean reward >=
 0.98 with 1.0/0.1/0.0 rewards); the skip rule's "hard" = no correct response at all (mean <=
@@ -33,6 +33,15 @@ Deviations:
   informative group at all trains on this step's zero-variance groups (zero advantage) up to B,
   since the trainer needs a batch (select/padded).
 - The dataloader shuffle is seeded (GRESO seeds it from wall-clock time).
+- b_min is GRESO's 64 for its batch of B = 256 and is scaled with the batch:
+  b_min(B) = max(1, ⌈b_min B / 256⌉) (`scaled_b_min`, shared with HIVE), then capped at the
+  sampling batch. GRESO's code floors every top-up at 64 whatever B is; at B = 64 that asks
+  for 64 prompts where the estimate asks for 40, so a comparison at small B would charge
+  GRESO rollouts the method does not call for, against DS, whose rounds do not have the floor.
+
+Mechanism counters (`mechanisms()`, cumulative): pool_passes (completed passes of the
+dataloader), skipped (prompts skipped by the probabilistic rule), topup_rounds (rollout rounds
+of a step beyond the first), p_easy_moves / p_hard_moves (updates that changed p_easy / p_hard).
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ from frontier_rl.selection.common import (
     Checker,
     PromptStream,
     StepStats,
+    Tally,
     adapt_exploration,
     classify,
     decode_array,
@@ -57,6 +67,7 @@ from frontier_rl.selection.common import (
     outcome_matrix,
     read_config,
     rng_state,
+    scaled_b_min,
     set_rng_state,
 )
 
@@ -70,7 +81,7 @@ DEFAULTS = dict(
     eps_p=0.01,  # floor of p^c in the keep probability
     sampling_ratio=1.5,  # sampling_batch_size / B (384 for B = 256)
     b_raw=32,  # dataloader batch inspected by the skip rule
-    b_min=64,  # minimum adaptive sampling batch (capped at the sampling batch)
+    b_min=64,  # minimum adaptive sampling batch at B = 256, scaled by B / 256 (floor 1)
     eta=1.25,  # safety factor of the adaptive sampling batch
     max_rounds=16,  # cap on rollout rounds per step (not in GRESO)
     skip_first_epoch=True,  # GRESO updates p only when epoch > 0
@@ -109,6 +120,7 @@ class Greso:
         self.c_hard = np.zeros(num_prompts, np.int32)  # trailing no-correct visits
         self.p_easy = float(self.cfg.p_easy)
         self.p_hard = float(self.cfg.p_hard)
+        self.mech = Tally("skipped", "topup_rounds", "p_easy_moves", "p_hard_moves")
         self._stats: StepStats | None = None
         self._last: dict[str, float] = {}
 
@@ -140,7 +152,7 @@ class Greso:
         self._stats = st
         big_b, g = ctx.batch_size, ctx.group_size
         sampling_bs = max(1, math.ceil(c.sampling_ratio * big_b))
-        b_min = min(c.b_min, sampling_bs)
+        b_min = min(scaled_b_min(c.b_min, big_b), sampling_bs)
         adaptive_bs, last_sampling = sampling_bs, False
         kept: list[Group] = []
         zero_var: list[Group] = []
@@ -178,6 +190,8 @@ class Greso:
             if est <= sampling_bs:
                 last_sampling = True
             adaptive_bs = max(min(est, sampling_bs), b_min)
+        self.mech.add("skipped", skipped_easy + skipped_hard)
+        self.mech.add("topup_rounds", st.rounds - 1)
         batch = kept[:big_b]
         padded = 0
         if not batch:
@@ -200,10 +214,14 @@ class Greso:
     def metrics(self) -> dict[str, float]:
         return dict(self._last)
 
+    def mechanisms(self) -> dict[str, int]:
+        return {"pool_passes": self.stream.epoch, **self.mech.counts}
+
     def state_dict(self) -> dict:
         return {"num_prompts": self.num_prompts, "stream": self.stream.state_dict(),
                 "rng": rng_state(self.rng), "p_easy": self.p_easy, "p_hard": self.p_hard,
-                "c_easy": encode_array(self.c_easy), "c_hard": encode_array(self.c_hard)}
+                "c_easy": encode_array(self.c_easy), "c_hard": encode_array(self.c_hard),
+                "mechanisms": self.mech.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         if int(state["num_prompts"]) != self.num_prompts:
@@ -215,3 +233,4 @@ class Greso:
         self.p_hard = float(state["p_hard"])
         self.c_easy = decode_array(state["c_easy"])
         self.c_hard = decode_array(state["c_hard"])
+        self.mech.load_state_dict(state.get("mechanisms"))

@@ -14,7 +14,8 @@ repeats until exactly B_t groups with non-zero reward variance are available:
   V >= median.
 - Exact B_t. Candidates are rolled out in rounds; the first round asks for B_cand = 1.5 B_t
   candidates, later ones for max(b_min, min(B_cand, ⌈η (B_t - |R|) / (1 - ρ_zv)⌉)) where |R| is
-  the number of surviving groups and ρ_zv the zero-variance fraction of the last round.
+  the number of surviving groups and ρ_zv the zero-variance fraction of the last round (b_min
+  scaled with B_t, see the deviations).
 - After the update, p_easy and p_hard move by Δp toward the targets α_easy = α/3 and
   α_hard = 2α/3: down when the step's easy (hard) zero-variance ratio reached its target, up
   otherwise, clipped to [p_min, p_max].
@@ -47,15 +48,25 @@ so GRESO's code settles what the paper leaves open):
   whenever fewer than G / k_keep prompts survive Stage 1 and can then stall.
 - [RECON] Band integer semantics: drop = ⌊N k_off⌋, keep = G ⌊⌊N k_keep⌋ / G⌋ after sorting by
   (-V, prompt index). The median gate does not round to G (Alg. 1 does not).
-- Safeguards [RECON, App. B.3 asks for them]: b_min is capped at B_cand (the paper's 64 assumes
-  B_t = 256); ρ_zv -> 1 uses B_cand; at most max_rounds rounds, after which the batch is topped up
-  to B_t with this step's zero-variance groups (zero advantage; counted in select/padded); an
-  assembly that inspects a whole pass of the pool without enough candidates rolls out what it
-  has (select/guard). Every generated response is charged through ctx.rollout.
+- b_min is scaled with the batch: b_min(B_t) = max(1, ⌈b_min B_t / 256⌉) (`scaled_b_min`), then
+  capped at B_cand. Table 4's b_min = 64 is for B_t = 256; kept at 64 for a small batch it
+  dominates the adaptive formula (at B_t = 64 a top-up the formula sizes at 40 candidates
+  would roll out 64), which would charge HIVE rollouts its rule does not call for in a comparison
+  against DS at small B. At B_t = 256 this is the paper's 64.
+- Safeguards [RECON, App. B.3 asks for them]: ρ_zv -> 1 uses B_cand; at most max_rounds
+  rounds, after which the batch is topped up to B_t with this step's zero-variance groups (zero
+  advantage; counted in select/padded); an assembly that inspects a whole pass of the pool
+  without enough candidates rolls out what it has (select/guard). Every generated response is
+  charged through ctx.rollout.
 - Only the sufficient statistics of the unbounded history are kept: z (both kinds), the latest
   type, the visit count and the latest mean response entropy, ~17 bytes per prompt.
 - One ctx.prompt_entropy call per round covers all its Stage-1 survivors: the band's kept counts
   depend only on survivor counts, so the raw batches a round needs are known before V is.
+
+Mechanism counters (`mechanisms()`, cumulative): pool_passes (completed passes of the stream),
+stage1_rejected (raw prompts Stage 1 rejected), stage2_dropped (Stage-1 survivors the Stage-2
+gate dropped), topup_rounds (rollout rounds of a step beyond the first), p_easy_moves /
+p_hard_moves (updates that changed p_easy / p_hard).
 """
 
 from __future__ import annotations
@@ -70,6 +81,7 @@ from frontier_rl.selection.common import (
     Checker,
     PromptStream,
     StepStats,
+    Tally,
     adapt_exploration,
     classify,
     decode_array,
@@ -80,6 +92,7 @@ from frontier_rl.selection.common import (
     outcome_matrix,
     read_config,
     rng_state,
+    scaled_b_min,
     set_rng_state,
 )
 
@@ -101,7 +114,7 @@ DEFAULTS = dict(
     k_keep=0.5,  # k_keep: fraction kept by the band below the dropped top
     cand_ratio=1.5,  # B_cand / B_t: candidates asked for in the first round (384 for 256)
     b_raw=32,  # b_raw: dataloader micro-batch inspected by Stage 1
-    b_min=64,  # b_min: floor of the adaptive top-up size (capped at B_cand)
+    b_min=64,  # b_min: floor of the adaptive top-up size at B_t = 256, scaled by B_t / 256
     eta=1.25,  # η: safety factor of the adaptive top-up size
     max_rounds=16,  # [RECON] cap on rollout rounds per step
 )
@@ -190,6 +203,8 @@ class Hive:
         self.p_easy = float(self.cfg.p_easy)
         self.p_hard = float(self.cfg.p_hard)
         self._h_range = (0.0, 0.0)  # (H_min, H_max) of s_ent, refreshed each step if λ < 1
+        self.mech = Tally("stage1_rejected", "stage2_dropped", "topup_rounds", "p_easy_moves",
+                          "p_hard_moves")
         self._stats: _Stats | None = None
         self._last: dict[str, float] = {}
 
@@ -249,6 +264,7 @@ class Hive:
             inspected += raw.size
             surv = raw[self.rng.random(raw.size) < self.stage1_prob(raw)]
             st.accepted += surv.size
+            self.mech.add("stage1_rejected", raw.size - surv.size)
             pending = np.concatenate([pending, surv]) if pending.size else surv
             if c.scope == "pooled":
                 expected = self._unit_keep(pending.size, g)
@@ -270,6 +286,7 @@ class Hive:
                 sel, thr = self.gate(unit, v[start:start + unit.size], g)
                 start += unit.size
                 kept.append(sel)
+                self.mech.add("stage2_dropped", unit.size - sel.size)
                 if not math.isnan(thr):
                     st.thresholds.append(thr)
         out = np.concatenate(kept) if kept else np.zeros(0, np.int64)
@@ -307,7 +324,7 @@ class Hive:
         self._stats = st
         big_b, g = ctx.batch_size, ctx.group_size
         b_cand = max(1, math.ceil(c.cand_ratio * big_b))
-        b_min = min(c.b_min, b_cand)
+        b_min = min(scaled_b_min(c.b_min, big_b), b_cand)
         self._refresh_h_range()
         target = b_cand
         kept: list[Group] = []
@@ -327,6 +344,7 @@ class Hive:
             else:
                 est = math.ceil(c.eta * (big_b - len(kept)) / (1.0 - rho))
                 target = max(b_min, min(b_cand, est))
+        self.mech.add("topup_rounds", st.rounds - 1)
         batch = kept[:big_b]
         padded = 0
         if len(batch) < big_b:  # the round cap was hit
@@ -353,6 +371,9 @@ class Hive:
     def metrics(self) -> dict[str, float]:
         return dict(self._last)
 
+    def mechanisms(self) -> dict[str, int]:
+        return {"pool_passes": self.stream.epoch, **self.mech.counts}
+
     def state_dict(self) -> dict:
         return {
             "num_prompts": self.num_prompts, "stream": self.stream.state_dict(),
@@ -360,6 +381,7 @@ class Hive:
             "z_any": encode_array(self.z_any), "z_typed": encode_array(self.z_typed),
             "last_type": encode_array(self.last_type), "visits": encode_array(self.visits),
             "resp_entropy": encode_array(self.resp_entropy),
+            "mechanisms": self.mech.state_dict(),
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -376,3 +398,4 @@ class Hive:
         self.visits = decode_array(state["visits"])
         self.seen = int(np.count_nonzero(self.visits))
         self.resp_entropy = decode_array(state["resp_entropy"])
+        self.mech.load_state_dict(state.get("mechanisms"))

@@ -13,21 +13,32 @@ outcomes after]. It is a shrinkage estimator of two parts:
   - a per-prompt estimate p̂_x: the mean success rate of x's own responses, where older evidence
     is discounted with a half-life of `half_life` steps (the policy moves), with weight
     w_x = (responses seen) · 2^(-(t - t_x) / half_life);
-  - a feature prior π_b(x) over the prompt's bucket (`prompt.bucket`: the operand count on arith,
-    the source/difficulty tag on corpora): a running mean of the success rates observed in that
-    bucket, updated once per step with step size `prior_lr` (an SGD step on the squared error of
-    a per-bucket constant; unseen buckets use the global running mean, which starts at τ);
-  V(x) = (w_x p̂_x + κ π_b(x)) / (w_x + κ).
-So an unseen prompt is scored by its bucket, a prompt seen recently by its own outcomes, and a
-stale one drifts back to its bucket as its evidence decays. Success means a correct raw verifier
-outcome (1); the paper's binary reward.
+  - a prior π: the running mean of all observed success rates, updated once per step with step
+    size `prior_lr` (an SGD step on the squared error of a constant), starting at τ. With
+    `bucket_prior=True` it is per bucket instead, π_b(x) over the prompt's `prompt.bucket`
+    (unseen buckets use the global one);
+  V(x) = (w_x p̂_x + κ π) / (w_x + κ).
+So an unseen prompt is scored by the prior, a prompt seen recently by its own outcomes, and a
+stale one drifts back to the prior as its evidence decays.
+
+bucket_prior is off by default: `prompt.bucket` is the task's ground-truth difficulty label
+(the operand count on arith, a source/difficulty tag on corpora), information no other selector
+is given and PCL's value model does not read (it sees the prompt, not a label). With it on, PCL
+gets an oracle difficulty feature; use it only as a labelled ablation.
+
+Success means a correct raw verifier outcome (1); the paper's binary reward.
 
 Symbols -> config fields (`config.selector.pcl.*`): k -> k; τ -> tau; m and n are the trainer's
-rl.batch_size and rl.group_size. kappa, half_life and prior_lr are the reconstruction's own.
+rl.batch_size and rl.group_size. kappa, half_life, prior_lr and bucket_prior are the
+reconstruction's own.
 
 Deviations: PCL's GRPO variant (no std normalisation, A = r - mean) is the trainer's loss choice,
 not the selector's; the k·m candidates come from the epoch stream (without replacement within
 an epoch), so candidates passed over are not offered again until the next epoch.
+
+Mechanism counters (`mechanisms()`, cumulative): pool_passes (completed passes of the stream),
+value_selected (prompts chosen by V out of a larger candidate set: m per step when k > 1),
+value_fitted (rolled-out prompts whose p̂_x was fitted on their outcomes).
 """
 
 from __future__ import annotations
@@ -39,6 +50,7 @@ from frontier_rl.selection.common import (
     Checker,
     PromptStream,
     StepStats,
+    Tally,
     classify,
     decode_array,
     encode_array,
@@ -56,7 +68,8 @@ DEFAULTS = dict(
     tau=0.5,  # τ: target success probability
     kappa=2.0,  # [RECON] κ: weight (in responses) of the bucket prior in V
     half_life=50.0,  # [RECON] steps after which a prompt's own evidence counts half
-    prior_lr=0.1,  # [RECON] step size of the per-bucket prior's running mean
+    prior_lr=0.1,  # [RECON] step size of the prior's running mean
+    bucket_prior=False,  # [RECON] one prior per prompt.bucket (a ground-truth label: an oracle)
 )
 
 
@@ -67,6 +80,7 @@ def validate(section) -> None:
     c("kappa", lambda x: is_num(x, 0, lo_open=True), "a number > 0")
     c("half_life", lambda x: is_num(x, 0, lo_open=True), "a number > 0 (steps)")
     c("prior_lr", lambda x: is_num(x, 0, 1, lo_open=True), "a number in (0, 1]")
+    c("bucket_prior", lambda x: isinstance(x, bool), "True or False")
 
 
 @register("pcl", defaults=DEFAULTS, validate=validate)
@@ -86,6 +100,7 @@ class PCL:
         self._bucket_of = np.full(num_prompts, -1, np.int32)  # cache: index -> bucket id
         self._bucket_names: list[str] = []
         self._bucket_ids: dict[str, int] = {}
+        self.mech = Tally("value_selected", "value_fitted")
         self._stats: StepStats | None = None
         self._last: dict[str, float] = {}
 
@@ -107,19 +122,22 @@ class PCL:
 
     def value(self, ctx: StepContext, idx: np.ndarray) -> np.ndarray:
         """V(x) for prompts `idx`: the shrinkage estimate of the module docstring."""
-        b = self._buckets(ctx, idx)
-        prior_tab = np.array([self.prior.get(n, self.global_prior) for n in self._bucket_names]
-                             or [self.global_prior])
-        prior = prior_tab[b]
+        if self.cfg.bucket_prior:
+            b = self._buckets(ctx, idx)
+            prior_tab = np.array([self.prior.get(n, self.global_prior)
+                                  for n in self._bucket_names] or [self.global_prior])
+            prior = prior_tab[b]
+        else:
+            prior = self.global_prior
         w = self._decayed_weight(idx)
         return (w * self.est[idx] + self.cfg.kappa * prior) / (w + self.cfg.kappa)
 
     def observe(self, ctx: StepContext, groups: list[Group]) -> None:
-        """Fits V on rolled-out groups: per-prompt means, then per-bucket means."""
+        """Fits V on rolled-out groups: per-prompt means, then the prior (per bucket with
+        bucket_prior)."""
         if not groups:
             return
         idx = np.array([g.index for g in groups], np.int64)
-        self._buckets(ctx, idx)
         outcomes = outcome_matrix(groups)
         n = outcomes.shape[1]
         rate = np.mean(outcomes == REWARD_CORRECT, axis=1)
@@ -127,13 +145,15 @@ class PCL:
         self.est[idx] = (w * self.est[idx] + n * rate) / (w + n)
         self.weight[idx] = w + n
         self.last_t[idx] = self.t
-        b = self._bucket_of[idx]
+        self.mech.add("value_fitted", idx.size)
         lr = self.cfg.prior_lr
-        for bid in np.unique(b):
-            name = self._bucket_names[int(bid)]
-            mean = float(rate[b == bid].mean())
-            old = self.prior.get(name, self.global_prior)
-            self.prior[name] = old + lr * (mean - old)
+        if self.cfg.bucket_prior:
+            b = self._buckets(ctx, idx)
+            for bid in np.unique(b):
+                name = self._bucket_names[int(bid)]
+                mean = float(rate[b == bid].mean())
+                old = self.prior.get(name, self.global_prior)
+                self.prior[name] = old + lr * (mean - old)
         self.global_prior += lr * (float(rate.mean()) - self.global_prior)
 
     # ------------------------------------------------------------------ Selector
@@ -148,6 +168,8 @@ class PCL:
         dist = np.abs(v - self.cfg.tau)
         order = np.lexsort((self.rng.random(cand.size), dist))[:m]
         chosen = cand[order]
+        if cand.size > chosen.size:
+            self.mech.add("value_selected", chosen.size)
         groups = st.rollout(ctx, chosen, g)
         outcomes = outcome_matrix(groups)
         st.book(classify(outcomes))
@@ -171,11 +193,15 @@ class PCL:
     def metrics(self) -> dict[str, float]:
         return dict(self._last)
 
+    def mechanisms(self) -> dict[str, int]:
+        return {"pool_passes": self.stream.epoch, **self.mech.counts}
+
     def state_dict(self) -> dict:
         return {"num_prompts": self.num_prompts, "stream": self.stream.state_dict(),
                 "rng": rng_state(self.rng), "t": self.t, "prior": dict(self.prior),
                 "global_prior": self.global_prior, "est": encode_array(self.est),
-                "weight": encode_array(self.weight), "last_t": encode_array(self.last_t)}
+                "weight": encode_array(self.weight), "last_t": encode_array(self.last_t),
+                "mechanisms": self.mech.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         if int(state["num_prompts"]) != self.num_prompts:
@@ -189,3 +215,4 @@ class PCL:
         self.est = decode_array(state["est"])
         self.weight = decode_array(state["weight"])
         self.last_t = decode_array(state["last_t"])
+        self.mech.load_state_dict(state.get("mechanisms"))

@@ -18,6 +18,10 @@ Symbols -> config fields (`config.selector.prefilter.*`): the offline sample cou
 band -> p_low, p_high; pool_limit estimates a seeded random subset of that many prompts instead
 of the whole pool (0 = all; the rest are never trained on); chunk is the prompts per offline
 ctx.rollout call. Success is a correct raw verifier outcome (1).
+
+Mechanism counters (`mechanisms()`, cumulative): offline_rollouts (responses of the offline
+pass), prefiltered_out (estimated prompts the band removed), pool_passes (completed passes over
+the kept subset).
 """
 
 from __future__ import annotations
@@ -119,6 +123,12 @@ class Prefilter:
 
     def metrics(self) -> dict[str, float]:
         return dict(self._last)
+
+    def mechanisms(self) -> dict[str, int]:
+        kept = 0 if self.kept is None else int(self.kept.size)
+        return {"offline_rollouts": self.offline["rollouts"],
+                "prefiltered_out": self.offline["estimated"] - kept,
+                "pool_passes": 0 if self.stream is None else self.stream.epoch}
 
     def state_dict(self) -> dict:
         return {"num_prompts": self.num_prompts, "rng": rng_state(self.rng),

@@ -32,6 +32,10 @@ Deviations:
   every round (a prompt is easy if every one of them was correct).
 - The code pads each round to the data-parallel size and discards the padding rows; there is no
   padding here, so nothing to charge. Every generated response is charged through ctx.rollout.
+
+Mechanism counters (`mechanisms()`, cumulative): pool_passes (completed passes of the stream),
+extra_rounds (generation rounds of a step beyond the first), resampled_prompts (prompts given
+more responses in a round beyond the first).
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from frontier_rl.selection.common import (
     Checker,
     PromptStream,
     StepStats,
+    Tally,
     concat_groups,
     is_int,
     outcome_matrix,
@@ -140,6 +145,7 @@ class ReinforceAda:
         self.cfg = read_config(cfg, DEFAULTS)
         validate(vars(self.cfg))
         self.stream = PromptStream(num_prompts, seed)
+        self.mech = Tally("extra_rounds", "resampled_prompts")
         self._last: dict[str, float] = {}
 
     def build_batch(self, ctx: StepContext) -> list[Group]:
@@ -162,6 +168,9 @@ class ReinforceAda:
             if active.size == 0:
                 break
             groups = st.rollout(ctx, idx[active], c.round_repeat)
+            if r:
+                self.mech.add("extra_rounds")
+                self.mech.add("resampled_prompts", active.size)
             out = outcome_matrix(groups)
             rew = np.stack([grp.rewards for grp in groups]).astype(np.float64)
             n_all[active] += out.shape[1]
@@ -216,8 +225,12 @@ class ReinforceAda:
     def metrics(self) -> dict[str, float]:
         return dict(self._last)
 
+    def mechanisms(self) -> dict[str, int]:
+        return {"pool_passes": self.stream.epoch, **self.mech.counts}
+
     def state_dict(self) -> dict:
-        return {"stream": self.stream.state_dict()}
+        return {"stream": self.stream.state_dict(), "mechanisms": self.mech.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         self.stream.load_state_dict(state["stream"])
+        self.mech.load_state_dict(state.get("mechanisms"))

@@ -3,6 +3,9 @@
 Each step takes the next B prompts of a shuffled pass over the training pool (sampling without
 replacement within an epoch; a new permutation, seeded by (seed, epoch), each epoch) and rolls
 out G responses for each. Every group is trained on, informative or not.
+
+Mechanism counter (`mechanisms()`): pool_passes, the completed passes over the pool (the
+stream's epoch, restored with it).
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ class Uniform:
 
     def metrics(self) -> dict[str, float]:
         return dict(self._last)
+
+    def mechanisms(self) -> dict[str, int]:
+        return {"pool_passes": self.stream.epoch}
 
     def state_dict(self) -> dict:
         return self.stream.state_dict()
