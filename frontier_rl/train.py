@@ -186,14 +186,19 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         weight_decay=config.rl.weight_decay, grad_clip=config.rl.grad_clip,
         warmup_steps=config.rl.warmup_steps))
     trainer = Trainer(graphdef, loss_cfg, tx, mesh, epochs=config.rl.epochs,
-                      minibatches=config.rl.minibatches)
+                      minibatches=config.rl.minibatches,
+                      temperature=config.rollout.temperature)
     params, opt_state = trainer.init(params)
     # A copy: the update donates `params`' buffers, which may be the ones init returned.
     ref_params = jax.tree.map(jnp.copy, params) if config.rl.kl_coef > 0 else None
     sampler = Sampler(graphdef, mcfg, eos_id=tokenizer.eos_token_id,
                       pad_id=tokenizer.pad_token_id, prompt_buckets=PROMPT_BUCKETS,
                       max_new_tokens=config.rollout.max_new_tokens)
-    recompute_old = config.rollout.temperature != 1.0 or config.rollout.top_p < 1.0
+    # The sampler returns log-probs of softmax(logits / T) before top-p truncation, what the
+    # trainer computes at the same T, so they serve as the old policy's at any temperature.
+    # Under top-p the trainer still recomputes them with a full forward, as verl's actor always
+    # does; the distribution is the same, only the KV-cache path's rounding is replaced.
+    recompute_old = config.rollout.top_p < 1.0
 
     def shape_rewards(outcomes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         if config.rl.loss == "dapo" and config.rl.overlong_buffer > 0:

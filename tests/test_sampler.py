@@ -65,7 +65,58 @@ def test_logps_match_full_forward(sampler, tiny_policy):
     for i in range(len(rows)):
         n = res.lengths[i]
         np.testing.assert_allclose(logp[i, plen - 1:plen - 1 + n], res.logps[i, :n], atol=2e-5)
-        assert np.all(res.entropies[i, :n] > 0)
+        want_logp, want_ent = _reference(graphdef, params, rows[i], res.tokens[i, :n], 1.0)
+        np.testing.assert_allclose(res.logps[i, :n], want_logp, atol=2e-5)
+        np.testing.assert_allclose(res.entropies[i, :n], want_ent, atol=2e-5)
+
+
+def _reference(graphdef, params, prompt, response, temperature):
+    """Log-probs of `response` after `prompt` and the entropies of each step's distribution,
+    log_softmax(logits / T) in float64 from one unpadded forward pass of the model."""
+    model = nnx.merge(graphdef, params)
+    ids = np.concatenate([prompt, response]).astype(np.int32)
+    logits, _ = model(jnp.asarray(ids[None]), jnp.arange(len(ids))[None])
+    z = np.asarray(logits[0], np.float64)[len(prompt) - 1:len(ids) - 1] / temperature
+    z = z - z.max(-1, keepdims=True)
+    logq = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    return logq[np.arange(len(response)), response], -(np.exp(logq) * logq).sum(-1)
+
+
+@pytest.mark.parametrize("top_p", [1.0, 0.8])
+def test_logps_at_temperature_are_of_logits_over_t(sampler, tiny_policy, top_p):
+    """At T = 0.7 the sampler's log-probs and entropies, the trainer's recomputed log-probs
+    and log_softmax(logits / T) agree (verl's actor divides the logits by the rollout
+    temperature); top-p truncates what is sampled, not these log-probs."""
+    from frontier_rl.rl import sharding
+    from frontier_rl.rl.batch import pack
+    from frontier_rl.rl.losses import LossConfig
+    from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
+    from frontier_rl.selection.base import Group
+
+    cfg, graphdef, params = tiny_policy
+    t = 0.7
+    res = sampler.sample(params, PROMPTS, 2, seed=2, temperature=t, top_p=top_p)
+    rows = [p for p in PROMPTS for _ in range(2)]
+    for i, p in enumerate(rows):
+        n = res.lengths[i]
+        want_logp, want_ent = _reference(graphdef, params, p, res.tokens[i, :n], t)
+        np.testing.assert_allclose(res.logps[i, :n], want_logp, atol=2e-5)
+        np.testing.assert_allclose(res.entropies[i, :n], want_ent, atol=2e-5)
+    # Not the T = 1 distribution: the scaling is really applied.
+    t1_logp, _ = _reference(graphdef, params, rows[0], res.tokens[0, :res.lengths[0]], 1.0)
+    assert np.max(np.abs(res.logps[0, :res.lengths[0]] - t1_logp)) > 1e-3
+
+    groups = [Group(index=j, prompt_id=str(j), outcomes=np.zeros(2, np.int8),
+                    rewards=np.zeros(2, np.float32), lengths=res.lengths[2 * j:2 * j + 2],
+                    mean_entropy=np.zeros(2, np.float32), tokens=res.tokens[2 * j:2 * j + 2],
+                    logps=res.logps[2 * j:2 * j + 2]) for j in range(len(PROMPTS))]
+    b = pack(groups, PROMPTS, pad_id=0, prompt_buckets=(16,), row_buckets=(8,), row_multiple=1)
+    tr = Trainer(graphdef, LossConfig(), make_optimizer(OptimConfig()),
+                 sharding.make_mesh(devices=jax.devices()[:1]), temperature=t)
+    tr_params, _ = tr.init(jax.tree.map(lambda x: x.copy(), params))
+    recomputed = tr.logps(tr_params, b["tokens"], b["valid"])
+    mask = b["loss_mask"] > 0
+    np.testing.assert_allclose(recomputed[mask], b["old_logp"][mask], atol=2e-5)
 
 
 def test_greedy_and_top_p(sampler, tiny_policy):

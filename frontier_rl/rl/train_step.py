@@ -5,6 +5,11 @@ and runs `epochs` passes over `minibatches` shuffled minibatches, one optimizer 
 verl's `ppo_epochs` / `ppo_mini_batch_size` do. The whole thing is a single `jax.jit` with
 explicit in/out shardings (parameters by `sharding.PARAM_RULES`, rows along `data`), compiled
 once per padded row count.
+
+Log-probabilities and entropies are those of softmax(logits / T) at the rollout temperature T
+(`rollout.temperature`), as verl's actor computes them: the new, recomputed-old and reference
+log-probs of the loss are then all of the distribution the responses were sampled from (before
+top-p truncation), the one whose log-probs the sampler returns.
 """
 
 from __future__ import annotations
@@ -47,8 +52,10 @@ def make_optimizer(cfg: OptimConfig) -> optax.GradientTransformation:
     )
 
 
-def sequence_logps(model, tokens: jax.Array, valid: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Log-probability and entropy of each next token: [B, L-1] each.
+def sequence_logps(model, tokens: jax.Array, valid: jax.Array,
+                   temperature: float = 1.0) -> tuple[jax.Array, jax.Array]:
+    """Log-probability and entropy of each next token under softmax(logits / temperature):
+    [B, L-1] each.
 
     Rows are left-padded: positions count valid tokens only and padding is never attended to.
     """
@@ -59,7 +66,10 @@ def sequence_logps(model, tokens: jax.Array, valid: jax.Array) -> tuple[jax.Arra
     # Padding queries attend to themselves so their softmax stays finite; their loss is masked.
     mask = (causal[None] & valid[:, None, :]) | jnp.eye(length, dtype=bool)[None]
     logits, _ = model(tokens, positions, attn_mask=mask)
-    logp_all = jax.nn.log_softmax(logits[:, :-1].astype(jnp.float32), axis=-1)
+    logits = logits[:, :-1].astype(jnp.float32)
+    if temperature != 1.0:
+        logits = logits / temperature
+    logp_all = jax.nn.log_softmax(logits, axis=-1)
     logp = jnp.take_along_axis(logp_all, tokens[:, 1:, None], axis=-1)[..., 0]
     entropy = -jnp.sum(jnp.exp(logp_all) * logp_all, axis=-1)
     return logp, entropy
@@ -77,13 +87,17 @@ class Trainer:
         *,
         epochs: int = 1,
         minibatches: int = 1,
+        temperature: float = 1.0,
     ):
+        if not temperature > 0:
+            raise ValueError(f"temperature={temperature} must be > 0")
         self.graphdef = graphdef
         self.loss_cfg = loss_cfg
         self.tx = tx
         self.mesh = mesh
         self.epochs = epochs
         self.minibatches = minibatches
+        self.temperature = float(temperature)  # T of the rollouts (rollout.temperature)
         self.compile_count = 0
         self._row_sharding = sharding.batch_sharding(mesh)
         self._step = None
@@ -121,7 +135,7 @@ class Trainer:
 
     def _loss(self, params, mb):
         model = nnx.merge(self.graphdef, params)
-        logp, entropy = sequence_logps(model, mb["tokens"], mb["valid"])
+        logp, entropy = sequence_logps(model, mb["tokens"], mb["valid"], self.temperature)
         mask = mb["loss_mask"]
         ref = mb["ref_logp"] if self.loss_cfg.kl_coef > 0 else None
         loss, metrics = policy_loss(logp, mb["old_logp"], mb["advantages"], mask, self.loss_cfg,
@@ -162,7 +176,8 @@ class Trainer:
         return self._logps_fn(params, tokens, valid)
 
     def _logps_fn(self, params, tokens, valid):
-        return sequence_logps(nnx.merge(self.graphdef, params), tokens, valid)[0]
+        return sequence_logps(nnx.merge(self.graphdef, params), tokens, valid,
+                              self.temperature)[0]
 
     def step(self, params, opt_state, batch: dict[str, np.ndarray], seed: int):
         """One RL update. Returns (params, opt_state, metrics as Python floats)."""
@@ -175,7 +190,8 @@ class Trainer:
         return params, opt_state, {k: float(v) for k, v in jax.device_get(metrics).items()}
 
     def logps(self, params, tokens: np.ndarray, valid: np.ndarray) -> np.ndarray:
-        """Per-token log-probabilities [N, L-1] (old-policy recompute, reference policy)."""
+        """Per-token log-probabilities [N, L-1] at the trainer's temperature (old-policy
+        recompute, reference policy)."""
         return np.asarray(self._logps(params, tokens, valid))
 
     # XLA cost analysis, for FLOPs accounting. The step's scan body is counted once by XLA

@@ -5,9 +5,11 @@ the generate function compiles once per (batch bucket, prompt bucket, greedy) an
 Decoding runs inside one `lax.while_loop` that stops as soon as every row has emitted EOS (or
 the token cap is reached), so short answers do not pay for the full cap.
 
-Per generated token it returns the log-probability and the entropy of the policy's own
-distribution (temperature 1, no top-p): these are what the RL loss and the metrics need, whatever
-temperature/top-p the sampling used. Determinism: the same parameters, prompts, n and seed give
+Per generated token it returns the log-probability and the entropy of softmax(logits / T) at the
+sampling temperature T, before top-p truncation (T = 1 for greedy decoding). That is the
+distribution verl's actor computes log-probs from (logits divided by the rollout temperature),
+and what `Trainer` computes at `temperature=T`: the RL loss can take these as the old policy's
+log-probs without a recompute. Determinism: the same parameters, prompts, n and seed give
 the same tokens on CPU (one key per decode step, folded from the seed, samples every row).
 
 Each result also says what the device did (`SampleResult.shape`: the padded shape and the decode
@@ -163,7 +165,10 @@ class Sampler:
         t, cache, logits, out_tok, out_logp, out_ent, done, lengths, key_valid, prompt_len = carry
         tok = _sample_token(logits, jax.random.fold_in(key, t), temperature, top_p, greedy,
                             use_top_p)
-        logp_all = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+        dist = logits.astype(jnp.float32)
+        if not greedy:
+            dist = dist / temperature
+        logp_all = jax.nn.log_softmax(dist, axis=-1)
         tok_logp = jnp.take_along_axis(logp_all, tok[:, None], axis=-1)[:, 0]
         ent = -jnp.sum(jnp.exp(logp_all) * logp_all, axis=-1)
         live = ~done
