@@ -230,3 +230,20 @@ class PoolMachine(RuleBasedStateMachine):
 TestPoolMachine = PoolMachine.TestCase
 TestPoolMachine.settings = settings(max_examples=60, stateful_step_count=30, deadline=None,
                                     suppress_health_check=[HealthCheck.too_slow])
+
+
+def test_records_module_does_not_import_the_pool():
+    """The dependency reads one way: pool.py builds on records.py, never the reverse (not even
+    under TYPE_CHECKING or inside a function)."""
+    import ast
+
+    tree = ast.parse(open(rec_lib.__file__).read())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add(node.module or "")
+            imported |= {f"{node.module}.{a.name}" for a in node.names}
+    assert not [m for m in imported if "heapa.pool" in m or m.endswith(".pool")
+                or m == "pool"], imported

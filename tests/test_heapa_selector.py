@@ -331,3 +331,125 @@ def test_template_path_with_an_http_teacher():
     assert sel.teacher.counters["accepted"] >= len(kids)
     assert all(r.text == f"{r.text[:-3]}+1=" for r in kids)  # the teacher's clean question
     assert ctx.added > 0  # rolled out through ctx.add_prompts
+
+
+# ----------------------------------------------------------------------------- regressions
+
+
+def test_dapo_rounds_at_capacity_survive_evicting_this_steps_records():
+    """filter_groups at capacity: round 2's recycling evicts records rolled out in round 1 (the
+    batch's own prompts 6, 7); their groups are still trained, counted and augmented."""
+    from frontier_rl.selection.scripted import ScriptedContext
+
+    class Ctx(ScriptedContext):
+        def generate(self, texts, **kw):  # every child: its prefix and a "7" (well formed)
+            super().generate(texts, **kw)
+            return ["7"] * len(texts)
+
+    mixed, low, wrong = [1, 1, 0, 0], [1, -1, -1, -1], [0, 0, 0, 0]
+    script = {0: [mixed], 1: [mixed], 2: [mixed], 3: [mixed], 4: [wrong], 5: [wrong],
+              6: [low], 7: [low]}  # stats 0.5 (0-3), 0 (4, 5), -0.5 (6, 7)
+    ctx = Ctx(np.full(8, 0.5), batch_size=4, group_size=4, script=script, new_prompt_p=0.5)
+    sel = make(n=8, capacity=8, shuffle_seeds=False, filter_groups=True, max_rounds=2,
+               recycle_archive_max=8, recycle_chunk=0, aug_require_capacity=False,
+               reverse_digits=False)  # the teacher accepts operands ending in 0
+    ctx.begin_step(1)
+    groups = sel.build_batch(ctx)  # 0..3, all informative: one round
+    assert [g.index for g in groups] == [0, 1, 2, 3]
+    sel.after_update(ctx, groups)  # 4 children for the teacher
+    ctx.begin_step(2)
+    groups = sel.build_batch(ctx)  # children enter the cold queue; round 1 rolls out 4..7
+    ids = [g.prompt_id for g in groups]
+    # round 1 kept 6, 7; round 2 recycled the archive (8 records) into a pool of 4 children:
+    # a full pool evicts the hardest, 4..7, then round 2 rolls out the 4 children
+    assert ids[:2] == ["scripted/6", "scripted/7"] and len(ids) == 4
+    assert all(f"scripted/{i}" not in sel.pool.records for i in range(4, 8))
+    assert sel.pool.counters["evicted"] == 4
+    n_aug = sum(i.startswith("aug/") for i in ids)
+    assert sel.mechanisms()["children_trained"] == n_aug
+    generated = ctx.counters["generated_texts"]
+    sel.after_update(ctx, groups)  # augments all 8 prompts rolled out this step
+    assert ctx.counters["generated_texts"] - generated == 8
+    assert sel.metrics()["aug_share"] == n_aug / 4
+    sel.pool.check()
+    run_steps(sel, ctx, 3, start=3)
+
+
+def test_metrics_read_the_teacher_counters_under_its_lock():
+    """A worker thread adding a counter while metrics() reads them must not break it."""
+    import collections
+    import threading
+
+    sel = make(n=40)
+    ctx = ArithCtx(40)
+    run_steps(sel, ctx, 1)
+    teacher = sel.teacher
+
+    class Busy(collections.Counter):
+        def items(self):
+            it = iter(super().items())
+            first = next(it)
+
+            def worker():  # as AsyncTeacher._finish: takes the lock, adds a fault key
+                if teacher._cv.acquire(timeout=0.2):
+                    try:
+                        self[f"fault_new_{len(self)}"] += 1
+                    finally:
+                        teacher._cv.release()
+
+            t = threading.Thread(target=worker)
+            t.start()
+            t.join()
+            yield first
+            yield from it
+
+    teacher.counters = Busy({"fault_timeout": 1, "completed": 3})
+    sel._finish_metrics()
+    assert sel.metrics()["teacher_faults"] >= 1
+
+
+def test_ps_honours_max_cold_frac():
+    sel = make("ps", n=40, max_cold_frac=0.25)
+    ctx = ArithCtx(40)
+    run_steps(sel, ctx, 1)  # nothing scored yet: the whole batch is cold
+    assert sel.metrics()["sampled_cold"] == 8
+    run_steps(sel, ctx, 3, start=2)  # then at most ⌈0.25 · 8⌉ = 2 cold, 6 by priority
+    m = sel.metrics()
+    assert (m["sampled_cold"], m["sampled_prioritized"]) == (2, 6)
+    assert sel.mechanisms()["priority_draws"] == 18 and sel.mechanisms()["cold_draws"] == 14
+
+
+def test_ps_returns_unrolled_cold_records_in_their_order():
+    class Partial(ArithCtx):  # rolls out only the first prompt of each call
+        def rollout(self, indices, n):
+            return super().rollout(list(indices)[:1], n)
+
+    sel = make("ps", n=40, shuffle_seeds=False)
+    ctx = Partial(40)
+    ctx.step = 1
+    sel.build_batch(ctx)
+    ids = [r.rid for r in sel.pool.cold]
+    want = [p.id for p in ctx.prompts[1:40]]  # 1..7 back at the front, in order, then 8..39
+    assert ids == want
+    state = json.loads(json.dumps(sel.state_dict()))
+    twin = make("ps", n=40, shuffle_seeds=False)
+    twin.load_state_dict(state)
+    assert [r.rid for r in twin.pool.cold] == want
+
+
+def test_ps_with_zero_epsilon_never_draws_an_empty_slot():
+    from frontier_rl.selection.heapa.ps import PSPool
+    from frontier_rl.selection.heapa.records import Record
+
+    pool = PSPool(epsilon=0.0, seed=0)
+    pool.add_many([Record(f"r{i}", stat=1.0) for i in range(5)])  # s = 1: weight 0 for all
+    pool._free_slot(pool.records["r0"])  # slot 0 empty, as after an eviction
+    pool.records.pop("r0")
+    pool.n_scored -= 1
+    got = pool.sample(3)
+    assert all(r is not None for r in got) and len({r.rid for r in got}) == 3
+    assert {r.rid for r in got} <= {"r1", "r2", "r3", "r4"}
+    pool.add(Record("hard", stat=-1.0))  # s = 0: the only positive weight
+    got = pool.sample(2)
+    assert got[0].rid == "hard" and got[1].rid in {"r1", "r2", "r3", "r4"}
+    pool.check()

@@ -46,6 +46,8 @@ Metrics (select/*), besides all of HeaPA's: gate_candidates (candidates gated th
 gate_rejected (outside the band), gate_reject_frac, gate_topped_up (out-of-band candidates
 rolled out to make up B), gate_returned (candidates put back), gate_v_lo / gate_v_hi (the
 band's edges on V: the lowest and highest V kept, averaged over the step's gated sets).
+Mechanism counters: HeaPA's (heapa/selector.py) plus stage2_dropped, the gated candidates the
+gate sent back to the pool instead of the rollout (cumulative).
 
 Deviations from the two methods it composes:
 - HIVE gates a stream filtered by its Stage 1 (history) and rolls out whatever the band keeps,
@@ -180,8 +182,12 @@ class HeapaHive(Heapa):
             st[f"sampled_{name}"] += min(n, m)
         st["gate_returned"] += len(back)
         self.counters["gate_returned"] += len(back)
+        self.mech.add("stage2_dropped", len(back))
         p.return_candidates(back)
         return out
+
+    def _mechanism_names(self) -> list[str]:
+        return super()._mechanism_names() + ["stage2_dropped"]
 
     def _finish_metrics(self) -> None:
         super()._finish_metrics()

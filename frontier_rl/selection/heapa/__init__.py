@@ -2,8 +2,9 @@
 Sampling baseline, behind the Selector interface. Importing this package registers "heapa" and
 "ps".
 
-    records.py   the record row, its column-store view, locations, packed heap keys
-    pool.py      cold FIFO, low/high heaps, boundary sampler, eviction, archive, recycling
+    records.py   the record row, locations, packed heap keys (imports nothing of the pool)
+    pool.py      cold FIFO, low/high heaps, boundary sampler, eviction, archive, recycling;
+                 the column-store views of its records
     ps.py        the Prioritized Sampling pool (sum tree)
     augment.py   on-policy candidate queries (arith prefix continuation; the spec's tag template)
     teacher.py   asynchronous annotation: programmatic arith teacher, HTTP chat-completions teacher

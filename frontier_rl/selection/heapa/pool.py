@@ -38,7 +38,7 @@ import collections
 import heapq
 import math
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -55,8 +55,6 @@ from frontier_rl.selection.heapa.records import (
     SEQ_MASK,
     U64,
     Record,
-    RecordMap,
-    RecordView,
     max_key,
     min_key,
     opt_float,
@@ -68,6 +66,60 @@ __all__ = ["ARCHIVE", "COLD", "HIGH", "LOW", "OUT", "SAMPLING", "Pool", "Record"
 SAMPLING = ("boundary", "mixed", "uniform")
 _SLACK = 1024  # dead heap entries tolerated before a rebuild, on top of the live count
 _NAN = float("nan")
+
+
+class RecordView:
+    """A record of the pool, read from (and written to) its columns. Valid while the record is
+    in the pool (a handle is reused after eviction)."""
+
+    __slots__ = ("_p", "h")
+
+    def __init__(self, pool: Pool, h: int):
+        self._p = pool
+        self.h = h
+
+    rid = property(lambda self: self._p._rid[self.h])
+    text = property(lambda self: self._p._info[self.h][0])
+    answer = property(lambda self: self._p._info[self.h][1])
+    aug = property(lambda self: self._p._info[self.h][2])
+    parent = property(lambda self: self._p._info[self.h][3])
+    d = property(lambda self: self._p._info[self.h][4])
+    loc = property(lambda self: self._p._loc[self.h])
+    seq = property(lambda self: self._p._seq[self.h])
+    stat = property(lambda self: opt_float(self._p._stat[self.h]))
+    est = property(lambda self: opt_float(self._p._est[self.h]))
+    step = property(lambda self: self._p._step[self.h])
+
+    @property
+    def index(self) -> int:
+        return self._p._index[self.h]
+
+    @index.setter
+    def index(self, value: int) -> None:
+        self._p._index[self.h] = int(value)
+
+    def __repr__(self) -> str:
+        return (f"RecordView({self.rid!r}, stat={self.stat}, est={self.est}, "
+                f"loc={LOC_NAMES[self.loc]})")
+
+
+class RecordMap(Mapping):
+    """record id -> RecordView."""
+
+    def __init__(self, pool: Pool):
+        self._p = pool
+
+    def __getitem__(self, rid: str) -> RecordView:
+        return RecordView(self._p, self._p._h[rid])
+
+    def __contains__(self, rid) -> bool:
+        return rid in self._p._h
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._p._h)
+
+    def __len__(self) -> int:
+        return len(self._p._h)
 
 
 class Pool:
@@ -533,14 +585,24 @@ class Pool:
         self._place(rec.h)
         self._rebalance()
 
+    def restore_many(self, recs: list[RecordView]) -> None:
+        """`restore` for each record, in order (a cold one goes to the back of the queue)."""
+        for rec in recs:
+            self.restore(rec)
+
     # ------------------------------------------------------------------ recycling
 
-    def refresh_archive(self, values: dict[str, float]) -> None:
-        """Sets statistic = estimate = value for the archived records among `values`."""
+    def refresh_archive(self, values: dict[str, float]) -> int:
+        """Sets statistic = estimate = value for the archived records among `values`; returns
+        (and counts in `refreshed`) how many statistics changed."""
+        changed = 0
         for rid, v in values.items():
             h = self.archive.get(rid)
             if h is not None:
+                changed += self._stat[h] != float(v)
                 self._stat[h] = self._est[h] = float(v)
+        self.counters["refreshed"] += changed
+        return changed
 
     def begin_recycle(self, values: dict[str, float] | None = None) -> int:
         """Queues the whole archive (shuffled) for reinsertion; `values` are refreshed

@@ -3,9 +3,14 @@ interface, so augmentation, the teacher and checkpointing are shared ("PS+PA").
 
 - Scored records keep a success rate s_i in [0, 1], the running mean of the normalised group
   statistic (stat + 1) / 2, and a visit count c_i; s <- (s c + s_new) / (c + 1).
-- Sampling: cold records first; the rest are drawn without replacement with probability
+- Sampling: cold records first (at most a max_cold_frac share of the batch while scored
+  records remain, as HeaPA's sampler); the rest are drawn without replacement with probability
   proportional to ((1 - s_i) + epsilon)^(1/T), so the hardest items are favoured. Scored
-  records are not removed when sampled (there is no archive and no recycling).
+  records are not removed when sampled (there is no archive and no recycling). With
+  epsilon = 0 a record with s = 1 has weight 0; once only such records are left to draw, the
+  draw is uniform over them (the distribution is otherwise undefined).
+- A cold record sampled but not rolled out goes back to the front of the cold queue, in the
+  order it was drawn.
 - A full pool evicts the record with the highest s_i (a cold arrival included), else the
   oldest cold record.
 
@@ -35,12 +40,13 @@ SCORED = 1  # the one scored partition (reported as "low")
 
 class PSPool:
     def __init__(self, *, capacity: int = 1_000_000, epsilon: float = 0.1,
-                 temperature: float = 1.0, prior_count: int = 1, seed: int = 0,
-                 on_evict: Callable[[Record], None] | None = None):
+                 temperature: float = 1.0, prior_count: int = 1, max_cold_frac: float = 1.0,
+                 seed: int = 0, on_evict: Callable[[Record], None] | None = None):
         self.capacity = int(capacity)
         self.epsilon = float(epsilon)
         self.temperature = float(temperature)
         self.prior_count = int(prior_count)
+        self.max_cold_frac = float(max_cold_frac)
         self.rng = np.random.default_rng(np.random.SeedSequence([seed, 0x9550]))
         self.on_evict = on_evict
         self.records: dict[str, Record] = {}
@@ -209,20 +215,33 @@ class PSPool:
 
     # ------------------------------------------------------------------ sampling
 
+    def cold_share(self, k: int) -> int:
+        """How many of a k-record draw come from the cold queue (k <= size): all of it, or at
+        most ⌈max_cold_frac k⌉ while scored records can fill the rest."""
+        return min(len(self.cold), max(math.ceil(self.max_cold_frac * k), k - self.n_scored))
+
     def sample(self, k: int) -> list[Record]:
         k = min(int(k), self.size)
         self.last = {"cold": 0, "prioritized": 0}
         out: list[Record] = []
-        while self.cold and len(out) < k:
+        for _ in range(self.cold_share(k)):
             rec = self.cold.popleft()
             rec.loc = OUT
             out.append(rec)
         self.last["cold"] = len(out)
         need = min(k - len(out), self.n_scored)
         if need > 0:
-            drawn = []
+            drawn: list[int] = []
+            rest: list[int] | None = None  # live slots left when every weight left is 0
             for u in self.rng.random(need).tolist():
-                slot = self._draw(u)
+                if self._tree[1] > 0.0:
+                    slot = self._draw(u)
+                else:
+                    if rest is None:
+                        taken = set(drawn)
+                        rest = [i for i, r in enumerate(self._slot_rec)
+                                if r is not None and i not in taken]
+                    slot = rest.pop(min(int(u * len(rest)), len(rest) - 1))
                 drawn.append(slot)
                 self._set_weight(slot, 0.0)  # without replacement within the batch
             for slot in drawn:
@@ -243,9 +262,15 @@ class PSPool:
         self._maintain()
 
     def restore(self, rec: Record) -> None:
-        if rec.loc == OUT and rec.rid in self.records:  # a cold record that was not rolled out
+        """A cold record that was not rolled out goes back to the front of the queue."""
+        self.restore_many([rec])
+
+    def restore_many(self, recs: list[Record]) -> None:
+        """`restore` for several records: they keep their order at the front of the queue."""
+        back = [r for r in recs if r.loc == OUT and r.rid in self.records]
+        for rec in back:
             rec.loc = COLD
-            self.cold.appendleft(rec)
+        self.cold.extendleft(reversed(back))
 
     # ------------------------------------------------------------------ checks and state
 

@@ -1,5 +1,5 @@
-"""Records of the HeaPA pool: the input row (`Record`), the column-store view (`RecordView`),
-locations, and the packed integer heap keys.
+"""Records of the HeaPA pool: the input row (`Record`), locations, and the packed integer heap
+keys. The pool (pool.py) builds on these; nothing here knows the pool.
 
 A heap key is (statistic as a sortable 64-bit pattern, inverted for max-heaps) << 72 |
 seq << 32 | handle: one Python int, so heaps hold no tuples and nothing the garbage collector
@@ -9,11 +9,6 @@ walks, and ordering is by statistic, then arrival (seq).
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from frontier_rl.selection.heapa.pool import Pool
 
 COLD, LOW, HIGH, ARCHIVE, OUT, FREE = range(6)
 LOC_NAMES = ("cold", "low", "high", "archive", "out", "free")
@@ -86,57 +81,3 @@ class Record:
                   parent=parent, d=float(d), step=int(step), index=int(index))
         rec.loc, rec.seq = int(loc), int(seq)
         return rec
-
-
-class RecordView:
-    """A record of the pool, read from (and written to) its columns. Valid while the record is
-    in the pool (a handle is reused after eviction)."""
-
-    __slots__ = ("_p", "h")
-
-    def __init__(self, pool: Pool, h: int):
-        self._p = pool
-        self.h = h
-
-    rid = property(lambda self: self._p._rid[self.h])
-    text = property(lambda self: self._p._info[self.h][0])
-    answer = property(lambda self: self._p._info[self.h][1])
-    aug = property(lambda self: self._p._info[self.h][2])
-    parent = property(lambda self: self._p._info[self.h][3])
-    d = property(lambda self: self._p._info[self.h][4])
-    loc = property(lambda self: self._p._loc[self.h])
-    seq = property(lambda self: self._p._seq[self.h])
-    stat = property(lambda self: opt_float(self._p._stat[self.h]))
-    est = property(lambda self: opt_float(self._p._est[self.h]))
-    step = property(lambda self: self._p._step[self.h])
-
-    @property
-    def index(self) -> int:
-        return self._p._index[self.h]
-
-    @index.setter
-    def index(self, value: int) -> None:
-        self._p._index[self.h] = int(value)
-
-    def __repr__(self) -> str:
-        return (f"RecordView({self.rid!r}, stat={self.stat}, est={self.est}, "
-                f"loc={LOC_NAMES[self.loc]})")
-
-
-class RecordMap(Mapping):
-    """record id -> RecordView."""
-
-    def __init__(self, pool: Pool):
-        self._p = pool
-
-    def __getitem__(self, rid: str) -> RecordView:
-        return RecordView(self._p, self._p._h[rid])
-
-    def __contains__(self, rid) -> bool:
-        return rid in self._p._h
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._p._h)
-
-    def __len__(self) -> int:
-        return len(self._p._h)

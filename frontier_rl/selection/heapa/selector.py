@@ -65,6 +65,21 @@ behaviour stays available where it is a reasonable choice):
 15. Template difficulty: a bare number counts only inside the DIFFICULTY field (augment.py).
 16. PS: a record entering at an estimate starts with visit count ps_prior_count=1 (code: 0,
     so its first rollout overwrote the estimate) (ps.py).
+17. With filter_groups, a later round's recycling can evict (at capacity) a record rolled out
+    earlier in the same step. The step keeps what it measured (record id, text, index,
+    augmented or not) rather than a view of the record, so its group is still trained, counted
+    and augmented; the evicted record leaves the lineage as any other eviction does.
+
+Mechanism counters (`mechanisms()`, cumulative since step 0; those the configuration cannot
+move are not reported): cold_draws (records drawn from the cold queue), boundary_draws (drawn
+by the dual-heap boundary sampler; sampling="mixed" adds easy_draws, sampling="uniform" has
+uniform_draws instead), evicted, recycled (archive records reinserted); with augment:
+children_rolled_out and children_trained (augmented records rolled out / in a trained batch),
+and unless refresh="none", lineage_refreshes (refresh passes over a non-empty lineage graph)
+and parents_refreshed (archived parents whose statistic a refresh changed); with
+filter_groups: topup_rounds and groups_discarded (DAPO rounds beyond the first, zero-variance
+groups dropped). PS reports priority_draws instead of the boundary and uniform draws, and has
+no recycling or lineage refresh.
 """
 
 from __future__ import annotations
@@ -77,10 +92,17 @@ import time
 import numpy as np
 
 from frontier_rl.selection.base import REWARD_CORRECT, Group, StepContext, register
-from frontier_rl.selection.common import read_config, rng_state, set_rng_state
+from frontier_rl.selection.common import Tally, read_config, rng_state, set_rng_state
 from frontier_rl.selection.heapa import augment, lineage, pool, ps, teacher
 from frontier_rl.selection.heapa.config import HEAPA_DEFAULTS, PS_DEFAULTS, checker
 from frontier_rl.tasks.base import Prompt
+
+# `_step` key of each kind of draw -> its mechanism counter.
+DRAWS = {"sampled_cold": "cold_draws", "sampled_boundary": "boundary_draws",
+         "sampled_easy": "easy_draws", "sampled_uniform": "uniform_draws",
+         "sampled_prioritized": "priority_draws"}
+MECHANISMS = (*DRAWS.values(), "children_rolled_out", "children_trained", "lineage_refreshes",
+              "topup_rounds", "groups_discarded", "stage2_dropped")
 
 # Every rejection reason has a metric (select/reject_<reason>), zero when it did not occur.
 REASONS = ("empty", "ill_formed", "token_cap", "duplicate", "queue_full", "unsolvable",
@@ -124,13 +146,16 @@ class Heapa:
         self.next_rid = 0
         self.step = 0
         self.counters: collections.Counter = collections.Counter()
-        self._observed: list[tuple[pool.RecordView, float]] = []
+        self.mech = Tally(*MECHANISMS)
+        # This step's rolled-out records as measured: (record id, text or None, index, stat).
+        # Not views: a later round's recycling may evict the record (filter_groups).
+        self._observed: list[tuple[str, str | None, int, float]] = []
         self._step: collections.Counter = collections.Counter()
         self._last: dict[str, float] = {}
         self._host_s = 0.0
         self._ctx_s = 0.0
         self._sampled_stats: list[float] = []
-        self._by_index: dict[int, pool.RecordView] = {}  # this step's rolled-out records
+        self._by_index: dict[int, bool] = {}  # this step's rolled-out index -> augmented
         self._kept = 0
         self._aug_in_batch = 0
 
@@ -222,7 +247,7 @@ class Heapa:
         B, G = ctx.batch_size, ctx.group_size
         kept: list[Group] = []
         last: list[Group] = []
-        rounds = 0
+        rounds = discarded = 0
         while True:
             self._ensure_supply(B)
             recs = self._sample(ctx, B)
@@ -234,7 +259,9 @@ class Heapa:
             if not self.c.filter_groups:
                 kept = groups
                 break
-            kept += [g for g in groups if not g.zero_variance]
+            informative = [g for g in groups if not g.zero_variance]
+            kept += informative
+            discarded += len(groups) - len(informative)
             last = groups
             if len(kept) >= B or rounds >= self.c.max_rounds:
                 break
@@ -243,10 +270,17 @@ class Heapa:
                 kept = kept[:B]
             elif not kept:
                 kept = last
+                discarded -= len(last)  # trained after all (zero advantage)
                 self.counters["filter_short"] += 1
+            self.mech.add("topup_rounds", max(0, rounds - 1))
+            self.mech.add("groups_discarded", discarded)
         self._step["rounds"] = rounds
         self._kept = len(kept)
-        self._aug_in_batch = sum(1 for g in kept if self._is_aug(g))
+        self._aug_in_batch = sum(1 for g in kept if self._by_index.get(g.index, False))
+        for key, name in DRAWS.items():
+            self.mech.add(name, self._step[key])
+        self.mech.add("children_rolled_out", self._step["aug_groups"])
+        self.mech.add("children_trained", self._aug_in_batch)
         self._host_s = time.perf_counter() - t0 - self._ctx_s
         return kept
 
@@ -256,10 +290,6 @@ class Heapa:
         for key, v in self.pool.last.items():
             self._step[f"sampled_{key}"] += v
         return recs
-
-    def _is_aug(self, g: Group) -> bool:
-        rec = self._by_index.get(g.index)
-        return rec is not None and rec.aug
 
     def _ensure_supply(self, need: int) -> None:
         c, p = self.c, self.pool
@@ -284,6 +314,7 @@ class Heapa:
             self.pool.refresh_archive(values)
         self.counters["refreshes"] += 1
         self.counters["cycle_detected"] += int(info["cycle"])
+        self.mech.add("lineage_refreshes", info["nodes"] > 0)
         self._last.update({f"refresh_{k}": v for k, v in info.items()})
         self._last["refresh_ms"] = 1e3 * (time.perf_counter() - t0)
         return values
@@ -317,14 +348,14 @@ class Heapa:
                 continue
             seen.add(rec.rid)
             self.pool.observe(rec, s, self.step)
-            self._observed.append((rec, s))
-            self._by_index[g.index] = rec
+            self._observed.append((rec.rid, rec.text, rec.index, s))
+            self._by_index[g.index] = rec.aug
             self._step["aug_groups" if rec.aug else "seed_groups"] += 1
             self._step["aug_stat_sum" if rec.aug else "seed_stat_sum"] += s
-        for rec in recs:  # sampled but not rolled out: back to the pool, nothing lost
-            if rec.rid not in seen:
-                self.pool.restore(rec)
-                self.counters["returned_unrolled"] += 1
+        back = [rec for rec in recs if rec.rid not in seen]
+        if back:  # sampled but not rolled out: back to the pool, nothing lost
+            self.pool.restore_many(back)
+            self.counters["returned_unrolled"] += len(back)
         return groups
 
     def _stats(self, groups: list[Group]) -> list[float]:
@@ -376,8 +407,8 @@ class Heapa:
             if c.aug_require_capacity and self.pool.capacity_remaining() < want:
                 self.counters["aug_skipped_capacity"] += 1
             else:
-                parents = [(rec.rid, rec.text if rec.text is not None
-                            else ctx.prompts[rec.index].text, s) for rec, s in self._observed]
+                parents = [(rid, text if text is not None else ctx.prompts[index].text, s)
+                           for rid, text, index, s in self._observed]
                 t = time.perf_counter()
                 cands, rejects = self.augmenter.propose(ctx.generate, parents, self.step,
                                                         self.next_cid)
@@ -432,9 +463,9 @@ class Heapa:
         if n:
             m["teacher_latency_ms"] = 1e3 * service
             m["teacher_age_s"] = age
-        tc = self.teacher.counters
+        tc = self.teacher.counters_snapshot()  # worker threads add keys meanwhile
         m["teacher_faults"] = float(sum(v for k, v in tc.items() if k.startswith("fault_")))
-        m["teacher_dropped"] = float(tc["dropped_queue_full"])
+        m["teacher_dropped"] = float(tc.get("dropped_queue_full", 0))
         m["lineage_edges"] = float(self.lineage.num_edges)
         m["aug_skipped_capacity"] = float(self.counters["aug_skipped_capacity"])
         m["returned_unrolled"] = float(self.counters["returned_unrolled"])
@@ -445,6 +476,31 @@ class Heapa:
             self._finish_metrics()
         return dict(self._last)
 
+    def _mechanism_names(self) -> list[str]:
+        """The counters this configuration can move (see the module docstring)."""
+        c = self.c
+        names = ["cold_draws"]
+        names += {"boundary": ["boundary_draws"], "mixed": ["boundary_draws", "easy_draws"],
+                  "uniform": ["uniform_draws"]}[c.sampling]
+        names += ["evicted", "recycled"]
+        if c.augment and c.refresh != "none":  # the lineage graph holds augmented children
+            names += ["lineage_refreshes", "parents_refreshed"]
+        return names + self._common_mechanism_names()
+
+    def _common_mechanism_names(self) -> list[str]:
+        names = []
+        if self.c.augment:
+            names += ["children_rolled_out", "children_trained"]
+        if self.c.filter_groups:
+            names += ["topup_rounds", "groups_discarded"]
+        return names
+
+    def mechanisms(self) -> dict[str, int]:
+        pc = self.pool.counters
+        counts = {**self.mech.counts, "evicted": pc["evicted"], "recycled": pc["recycled"],
+                  "parents_refreshed": pc["refreshed"]}
+        return {k: int(counts[k]) for k in self._mechanism_names()}
+
     # ------------------------------------------------------------------ checkpointing
 
     def state_dict(self) -> dict:
@@ -452,6 +508,7 @@ class Heapa:
             "kind": self.kind, "version": 1, "fmt": self.fmt, "seeded": self.seeded,
             "step": self.step, "next_cid": self.next_cid, "next_rid": self.next_rid,
             "seen": sorted(self.seen), "counters": dict(self.counters),
+            "mechanisms": self.mech.state_dict(),
             "rng": rng_state(self.rng), "pool": self.pool.state_dict(),
             "teacher": self.teacher.state_dict(),
         }
@@ -467,6 +524,7 @@ class Heapa:
         self.next_rid = int(state["next_rid"])
         self.seen = set(state["seen"])
         self.counters = collections.Counter(state["counters"])
+        self.mech.load_state_dict(state.get("mechanisms"))
         set_rng_state(self.rng, state["rng"])
         self.pool.load_state_dict(state["pool"])
         self.lineage.rebuild(self.pool.records)
@@ -492,4 +550,7 @@ class PrioritizedSampling(Heapa):
         c = self.c
         return ps.PSPool(capacity=c.capacity, epsilon=c.ps_epsilon,
                          temperature=c.ps_temperature, prior_count=c.ps_prior_count,
-                         seed=self.seed, on_evict=self._evicted)
+                         max_cold_frac=c.max_cold_frac, seed=self.seed, on_evict=self._evicted)
+
+    def _mechanism_names(self) -> list[str]:
+        return ["cold_draws", "priority_draws", "evicted"] + self._common_mechanism_names()

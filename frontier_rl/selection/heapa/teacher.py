@@ -321,6 +321,11 @@ class AsyncTeacher:
             self._start()
         return dropped
 
+    def counters_snapshot(self) -> dict[str, int]:
+        """A copy of `counters`, taken under the lock the worker threads update them with."""
+        with self._cv:
+            return dict(self.counters)
+
     def drain(self) -> list[tuple[Candidate, Verdict]]:
         """Finished (candidate, verdict) pairs in submission order; runs inline if workers=0."""
         if not self.workers and self.teacher is not None:
