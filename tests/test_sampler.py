@@ -193,3 +193,21 @@ def test_context_charges_entropy_and_rollout_flops(tiny_policy, tokenizer):
     tokens = sum(int(g.lengths.sum()) for g in groups) + 2 * 3 * 5
     assert ctx.counters["rollouts"] == 6
     assert ctx.counters["rollout_flops"] == 10.0 * tokens
+
+
+def test_rolled_groups_count_all_invalid_apart_from_hard():
+    """Zero-variance types of rolled groups: hard is all wrong (0), invalid all invalid (-1);
+    a mix of wrong and invalid responses has reward variance and is neither."""
+    from frontier_rl.rollout.context import RolledGroups
+
+    rolled = RolledGroups(group_size=3)
+    rolled.add(np.array([[1, 1, 1], [0, 0, 0], [-1, -1, -1], [0, -1, 0], [1, 0, -1]]))
+    rolled.add(np.array([[0, 0, 0], [-1, -1, -1], [1, 1, 0]]))
+    m = rolled.metrics()
+    assert m["rollout/rolled_groups"] == 8
+    assert m["rollout/rolled_zero_var_easy"] == 1 / 8
+    assert m["rollout/rolled_zero_var_hard"] == 2 / 8
+    assert m["rollout/rolled_zero_var_invalid"] == 2 / 8
+    # Groups by number correct: 0 (x5: two hard, two invalid, one wrong/invalid), 1, 2, 3.
+    assert [m[f"rollout/rolled_pass_hist/{k}"] for k in range(4)] == [5 / 8, 1 / 8, 1 / 8,
+                                                                      1 / 8]

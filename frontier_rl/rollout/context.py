@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from frontier_rl.rollout.sampler import Sampler, SampleResult
-from frontier_rl.selection.base import Group
+from frontier_rl.selection.base import REWARD_CORRECT, REWARD_INVALID, REWARD_WRONG, Group
 
 COUNTERS = ("rollouts", "response_tokens", "prompt_tokens", "entropy_prompts", "entropy_tokens",
             "generated_texts", "rollout_flops", "entropy_flops", "effective_rollouts")
@@ -172,22 +172,25 @@ class RolledGroups:
     """This step's rolled-out groups, every round and discarded ones included: zero-variance
     types (HIVE's "zero-variance ratio" is over these, not over the trained batch) and the
     histogram of correct responses per group, in G + 1 bins (groups of another size are binned
-    by their pass rate)."""
+    by their pass rate).
+
+    The types are those of `selection.common.classify`: easy = every outcome correct, hard =
+    every outcome wrong, invalid = every outcome invalid (no answer); a group of wrong and
+    invalid responses has non-zero reward variance and is none of them."""
 
     def __init__(self, group_size: int):
         self.group_size = group_size
         self.groups = 0
-        self.easy = self.hard = 0
+        self.easy = self.hard = self.invalid = 0
         self.hist = np.zeros(group_size + 1, np.int64)
 
     def add(self, outcomes: np.ndarray) -> None:
-        correct = (outcomes == 1).sum(axis=1)
+        correct = (outcomes == REWARD_CORRECT).sum(axis=1)
         n = outcomes.shape[1]
         self.groups += outcomes.shape[0]
         self.easy += int(np.count_nonzero(correct == n))
-        # "hard": no response correct and all outcomes equal (all wrong, or all invalid)
-        same = np.all(outcomes == outcomes[:, :1], axis=1)
-        self.hard += int(np.count_nonzero(same & (correct == 0)))
+        self.hard += int(np.count_nonzero(np.all(outcomes == REWARD_WRONG, axis=1)))
+        self.invalid += int(np.count_nonzero(np.all(outcomes == REWARD_INVALID, axis=1)))
         bins = np.rint(correct * self.group_size / n).astype(np.int64)
         self.hist += np.bincount(bins, minlength=self.group_size + 1)
 
@@ -196,7 +199,8 @@ class RolledGroups:
             return {}
         out = {"rollout/rolled_groups": float(self.groups),
                "rollout/rolled_zero_var_easy": self.easy / self.groups,
-               "rollout/rolled_zero_var_hard": self.hard / self.groups}
+               "rollout/rolled_zero_var_hard": self.hard / self.groups,
+               "rollout/rolled_zero_var_invalid": self.invalid / self.groups}
         for k, v in enumerate(self.hist.tolist()):
             out[f"rollout/rolled_pass_hist/{k}"] = v / self.groups
         return out
