@@ -104,6 +104,9 @@ def default_config() -> ml_collections.ConfigDict:
     c.rl.kl_coef = 0.0  # beta; GRPO only
     c.rl.overlong_buffer = 0  # DAPO L_cache (tokens); 0 disables shaping
     c.rl.overlong_penalty = 1.0
+    # GRPO's advantage A_i = (r_i - mean r) / std r within a group; False drops the division
+    # (A_i = r_i - mean r), as Dr. GRPO and PCL's GRPO variant do.
+    c.rl.adv_std_norm = True
 
     # The prompt selector; each registered selector's own fields live in selector.<name>.
     from frontier_rl import selection
@@ -257,6 +260,7 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "rl.eps_high", _pos, "a number > 0")
     _check(cfg, "rl.clip_ratio_c", lambda x: x > 1, "a number > 1")
     _check(cfg, "rl.kl_coef", _nonneg, "a number >= 0")
+    _check(cfg, "rl.adv_std_norm", lambda x: isinstance(x, bool), "True or False")
     if cfg.rl.loss == "dapo":
         _check(cfg, "rl.kl_coef", lambda x: x == 0, "0 with rl.loss='dapo' (DAPO has no KL)")
     _check(cfg, "rl.overlong_buffer",

@@ -292,7 +292,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         prompt_ids = [ctx.encode(g.index) for g in groups]
         batch = batch_lib.pack(groups, prompt_ids, pad_id=tokenizer.pad_token_id,
                                prompt_buckets=PROMPT_BUCKETS, row_buckets=ROW_BUCKETS,
-                               row_multiple=trainer.row_multiple)
+                               row_multiple=trainer.row_multiple,
+                               std_norm=config.rl.adv_std_norm)
         if recompute_old:
             batch["old_logp"] = trainer.logps(params, batch["tokens"], batch["valid"])
             accountant.charge_logps(batch)

@@ -2,6 +2,7 @@
 
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -21,6 +22,17 @@ def test_group_advantages_hand_values():
     adv = group_advantages(np.array([1, 0, 1, 0, 1, 1, 1, 1], np.float32), 4)
     np.testing.assert_allclose(adv[:4], [0.866025, -0.866025, 0.866025, -0.866025], atol=1e-5)
     np.testing.assert_array_equal(adv[4:], 0.0)  # zero-variance group: exactly no signal
+
+
+def test_group_advantages_without_std_norm():
+    # rl.adv_std_norm=False: A = r - mean only. Group 1: mean 0.5 -> +-0.5; group 2 has
+    # mean 0.25 -> 0.75, -0.25 x 3; the zero-variance group still gets exactly 0.
+    r = np.array([1, 0, 1, 0, 1, 0, 0, 0, 1, 1, 1, 1], np.float32)
+    np.testing.assert_allclose(group_advantages(r, 4, std_norm=False),
+                               [0.5, -0.5, 0.5, -0.5, 0.75, -0.25, -0.25, -0.25, 0, 0, 0, 0],
+                               atol=1e-7)
+    # The default divides by the unbiased std: group 2's std is 0.5 -> 1.5, -0.5 x 3.
+    np.testing.assert_allclose(group_advantages(r, 4)[4:8], [1.5, -0.5, -0.5, -0.5], atol=1e-5)
 
 
 def test_group_advantages_rejects_ragged():
@@ -59,12 +71,6 @@ def test_clip_negative_advantage_and_dual_clip():
     assert float(loss) == pytest.approx((1.5 + 0.8 + 10.0) / 3, abs=1e-5)
 
 
-def test_grpo_symmetric_clip():
-    # GRPO preset clips at 1.2 on both sides: ratio 1.5, A=+1 -> -1.2.
-    loss, _ = _loss([[math.log(1.5)]], [1.0], [[1.0]], LOSSES["grpo"])
-    assert float(loss) == pytest.approx(-1.2, abs=1e-6)
-
-
 def test_aggregations_differ_as_specified():
     # seq 1: one token of loss 1; seq 2: three tokens of loss 2.
     per_token = jnp.array([[1.0, 0.0, 0.0], [2.0, 2.0, 2.0]])
@@ -89,6 +95,24 @@ def test_kl_k3_penalty():
     assert float(loss) == pytest.approx(0.1 * 0.193147, abs=1e-6)
     with pytest.raises(ValueError, match="ref_logp"):
         _loss([[0.0]], [0.0], [[1.0]], cfg)
+
+
+def test_kl_k3_is_clamped_as_verl_low_var_kl():
+    # delta = ref - logp per token: 50 and -50 are extreme (exp(50) ~ 5e21); k3 at 3 is
+    # e^3 - 4 = 16.09 and at -3 is e^-3 + 2 = 2.0498. Clamped to [-10, 10]: 10, 10, 10, 2.0498.
+    cfg = LossConfig(aggregation="token_mean", kl_coef=1.0)
+    delta = jnp.array([[50.0, -50.0, 3.0, -3.0]])
+    logp = jnp.full((1, 4), -1.0)
+    _, m = _loss(jnp.zeros((1, 4)), [0.0], jnp.ones((1, 4)), cfg, ref=logp + delta, logp=logp)
+    assert float(m["kl_ref"]) == pytest.approx((10 + 10 + 10 + math.exp(-3) + 2) / 4, abs=1e-5)
+
+    # The gradient stays finite (zero where clamped, e^delta - 1 w.r.t. -logp elsewhere).
+    def kl_of(lp):
+        return policy_loss(lp, lp, jnp.zeros(1), jnp.ones((1, 4)), cfg, ref_logp=logp + delta)[1][
+            "kl_ref"]
+
+    grad = np.asarray(jax.grad(kl_of)(logp))
+    np.testing.assert_allclose(grad, [[0.0, 0.0, 0.0, -(math.exp(-3) - 1) / 4]], atol=1e-6)
 
 
 def test_masked_tokens_do_not_count():

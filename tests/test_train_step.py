@@ -64,12 +64,48 @@ def test_update_moves_logps_in_advantage_direction(tiny_policy, tokenizer):
     mesh = sharding.make_mesh(devices=jax.devices()[:1])
     tr, params, opt = _trainer(tiny_policy, mesh)
     before = tr.logps(params, b["tokens"], b["valid"])
+    expected_grad_norm = _policy_gradient_norm(tiny_policy[1], params, b)
     params, opt, m = tr.step(params, opt, b, seed=0)
     after = tr.logps(params, b["tokens"], b["valid"])
     delta = ((after - before) * b["loss_mask"]).sum(axis=1)
     adv = b["advantages"]
     assert np.all(delta[adv > 0] > 0) and np.all(delta[adv < 0] < 0)
-    assert np.isfinite(m["loss"]) and m["grad_norm"] > 0
+    # One update on fresh samples: the ratio is 1 (the sampler's log-probs are the old policy's),
+    # nothing is clipped, and the loss is -mean(A) = 0 since advantages sum to 0 in a group.
+    assert m["clip_frac"] == 0.0 and m["approx_kl_old"] < 1e-8
+    assert m["loss"] == pytest.approx(0.0, abs=1e-5)
+    # ... and its gradient is the vanilla policy gradient -1/N sum_i A_i mean_t grad log p.
+    assert m["grad_norm"] == pytest.approx(expected_grad_norm, rel=1e-3)
+
+
+def _policy_gradient_norm(graphdef, params, b):
+    """|grad of -1/N sum_i A_i mean_t log p(y_it)|: REINFORCE with the group baseline."""
+    from flax import nnx
+
+    from frontier_rl.rl.train_step import sequence_logps
+
+    mask = b["loss_mask"]
+
+    def objective(p):
+        logp, _ = sequence_logps(nnx.merge(graphdef, p), b["tokens"], b["valid"])
+        per_seq = (logp * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1.0)
+        return -(b["advantages"] * per_seq).sum() / (mask.sum(axis=1) > 0).sum()
+
+    grads = jax.grad(objective)(params)
+    return float(np.sqrt(sum(np.sum(np.square(g)) for g in jax.tree.leaves(grads))))
+
+
+def test_pack_without_std_norm(tiny_policy, tokenizer):
+    """rl.adv_std_norm=False: the trainer's batch carries A = r - mean (here +-0.5, not
+    +-0.866); a selector's own baseline and scale are kept as they are."""
+    groups = _groups(tiny_policy, tokenizer)
+    groups[1].adv_baseline, groups[1].adv_scale = 0.25, 0.5
+    b = pack(groups, PROMPTS, pad_id=0, prompt_buckets=(16,), row_buckets=(8, 16),
+             row_multiple=2, std_norm=False)
+    np.testing.assert_allclose(b["advantages"][:4], [0.5, -0.5, 0.5, -0.5])
+    np.testing.assert_allclose(b["advantages"][4:8], [1.5, -0.5, 1.5, -0.5])
+    np.testing.assert_allclose(_pack(groups)["advantages"][:4], [0.866025, -0.866025] * 2,
+                               atol=1e-5)
 
 
 def test_sharded_mesh_matches_single_device(tiny_policy, tokenizer):

@@ -24,8 +24,13 @@ def pack(
     prompt_buckets: Sequence[int],
     row_buckets: Sequence[int],
     row_multiple: int,
+    std_norm: bool = True,
 ) -> dict[str, np.ndarray]:
-    """Arrays for `Trainer.step`; `prompt_ids[i]` are the token ids of `groups[i]`'s prompt."""
+    """Arrays for `Trainer.step`; `prompt_ids[i]` are the token ids of `groups[i]`'s prompt.
+
+    Advantages are GRPO's within-group ones (`std_norm` = `rl.adv_std_norm`: divide by the
+    group's std or not), unless a selector set its own baseline and scale on the group.
+    """
     if not groups:
         raise ValueError("pack() got no groups")
     sizes = {g.size for g in groups}
@@ -45,10 +50,11 @@ def pack(
     old_logp = np.zeros((nrows, length - 1), np.float32)
     advantages = np.zeros((nrows,), np.float32)
     rewards = np.concatenate([g.rewards for g in groups])
-    advantages[:rows] = group_advantages(rewards, group_size)
+    advantages[:rows] = group_advantages(rewards, group_size, std_norm=std_norm)
     for j, g in enumerate(groups):
         # Selectors that estimate the baseline from more responses than they return
-        # (Reinforce-Ada's global statistics) set it on the group.
+        # (Reinforce-Ada's global statistics) set it on the group, with their own scale
+        # (Reinforce-Ada's norm_adv_by_std): `std_norm` does not apply to them.
         if getattr(g, "adv_baseline", None) is not None:
             scale = g.adv_scale if g.adv_scale is not None else 1.0
             advantages[j * group_size:(j + 1) * group_size] = (

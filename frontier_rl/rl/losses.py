@@ -3,14 +3,18 @@
 GRPO (Shao et al., 2024, arXiv 2402.03300) as run in verl: group-normalised advantages
 A_i = (r_i - mean r) / (std r + eps), a PPO clipped surrogate, the loss aggregated
 "seq-mean-token-mean" (mean over tokens within a response, then over responses) and an optional
-KL penalty to a reference policy (the k3 estimator, `rl.kl_coef` = beta).
+KL penalty to a reference policy (the k3 estimator, `rl.kl_coef` = beta, clamped to [-10, 10]
+per token as verl's `low_var_kl` does). With `rl.adv_std_norm=False` the advantage is
+A_i = r_i - mean r (no std normalisation: Dr. GRPO, and PCL's GRPO variant).
 
 DAPO (Yu et al., 2025, arXiv 2503.14476): clip-higher (`rl.eps_low` = eps_low = 0.2,
 `rl.eps_high` = eps_high = 0.28), "token-mean" aggregation over all response tokens of the
 batch, overlong reward shaping (`rl.overlong_buffer` = L_cache, `rl.overlong_penalty`), no KL.
 
 Both use the dual-clip bound of verl (`rl.clip_ratio_c` = c = 10): for negative advantages the
-per-token loss is capped at -A * c so one stale token cannot dominate an update.
+per-token loss is capped at -A * c so one stale token cannot dominate an update. The clip range
+is the run's `rl.eps_low` / `rl.eps_high` for either loss (HeaPA runs both at 0.2 / 0.28); the
+presets in `LOSSES` fix only what differs between the two objectives.
 
 All functions are pure jnp and shape-polymorphic; they are traced inside the jitted train step.
 """
@@ -28,23 +32,28 @@ AGGREGATIONS = ("token_mean", "seq_mean_token_mean")
 
 @dataclasses.dataclass(frozen=True)
 class LossConfig:
-    """The loss of one RL update; `LOSSES[name]` gives the paper presets."""
+    """The loss of one RL update; `LOSSES[name]` gives each objective's aggregation."""
 
     aggregation: str = "seq_mean_token_mean"
     eps_low: float = 0.2
-    eps_high: float = 0.2
+    eps_high: float = 0.28
     clip_ratio_c: float = 10.0
     kl_coef: float = 0.0
 
 
 LOSSES = {
-    "grpo": LossConfig(aggregation="seq_mean_token_mean", eps_low=0.2, eps_high=0.2),
-    "dapo": LossConfig(aggregation="token_mean", eps_low=0.2, eps_high=0.28, kl_coef=0.0),
+    "grpo": LossConfig(aggregation="seq_mean_token_mean"),
+    "dapo": LossConfig(aggregation="token_mean"),
 }
+# verl's low_var_kl: the log-ratio is clamped before exp (no overflow), the k3 value after it.
+KL_LOG_RATIO_CLAMP = 20.0
+KL_CLAMP = 10.0
 
 
-def group_advantages(rewards: np.ndarray, group_size: int, eps: float = 1e-6) -> np.ndarray:
-    """A_i = (r_i - mean_g r) / (std_g r + eps) within consecutive groups of `group_size`.
+def group_advantages(rewards: np.ndarray, group_size: int, eps: float = 1e-6, *,
+                     std_norm: bool = True) -> np.ndarray:
+    """A_i = (r_i - mean_g r) / (std_g r + eps) within consecutive groups of `group_size`;
+    A_i = r_i - mean_g r with `std_norm=False`.
 
     The standard deviation is the unbiased one (Bessel's correction), as verl's
     `compute_grpo_outcome_advantage` computes it with `torch.std`. Zero-variance groups get
@@ -55,6 +64,8 @@ def group_advantages(rewards: np.ndarray, group_size: int, eps: float = 1e-6) ->
         raise ValueError(f"{rewards.size} rewards do not split into groups of {group_size}")
     r = rewards.reshape(-1, group_size)
     mean = r.mean(axis=1, keepdims=True)
+    if not std_norm:
+        return (r - mean).reshape(-1).astype(np.float32)
     std = r.std(axis=1, ddof=1, keepdims=True) if group_size > 1 else np.zeros_like(mean)
     return ((r - mean) / (std + eps)).reshape(-1).astype(np.float32)
 
@@ -129,9 +140,10 @@ def policy_loss(
     if cfg.kl_coef > 0.0:
         if ref_logp is None:
             raise ValueError("kl_coef > 0 needs ref_logp")
-        # k3 estimator of KL(pi || pi_ref): exp(ref - logp) - (ref - logp) - 1 >= 0.
-        delta = ref_logp - logp
-        kl = jnp.exp(delta) - delta - 1.0
+        # k3 estimator of KL(pi || pi_ref): exp(ref - logp) - (ref - logp) - 1 >= 0, clamped as
+        # verl's low_var_kl so a token the reference finds near-impossible cannot dominate.
+        delta = jnp.clip(ref_logp - logp, -KL_LOG_RATIO_CLAMP, KL_LOG_RATIO_CLAMP)
+        kl = jnp.clip(jnp.exp(delta) - delta - 1.0, -KL_CLAMP, KL_CLAMP)
         kl_term = aggregate(kl, mask, cfg.aggregation)
         loss = loss + cfg.kl_coef * kl_term
         metrics["kl_ref"] = kl_term
