@@ -48,7 +48,14 @@ def test_smoke_run_writes_metrics(full_run):
     for key in ("eval/avg@2/2op", "eval/greedy/5op", "eval/avg@2/all"):
         assert key in records[0] and key in records[-1]
     assert "train/loss" in records[1] and "rollout/zero_var_frac" in records[1]
-    assert records[-1]["perf/rollout_pflops"] > records[1]["perf/rollout_pflops"] > 0
+    # The 2N-per-token rollout counter and the accountant count the same generated tokens.
+    from frontier_rl.models import hf
+
+    _, mcfg = hf.load_pretrained(os.path.join(workdir, "warmstart"))
+    for r in records[1:]:
+        assert r["perf/rollout_pflops"] * 1e15 == pytest.approx(
+            2 * mcfg.num_params() * r["perf/tokens/generation"], rel=1e-9)
+    assert records[-1]["perf/tokens/generation"] > records[1]["perf/tokens/generation"]
     assert os.path.exists(os.path.join(workdir, "warmstart", "model.safetensors"))
     assert final == {k: v for k, v in records[-1].items() if k.startswith("eval/")}
 
@@ -162,11 +169,25 @@ def test_corpus_rows_without_answer_are_skipped_and_counted(tmp_path):
 
 
 def test_dapo_config_trains(tmp_path):
-    c = smoke_config(**{"rl.loss": "dapo", "rl.overlong_buffer": 2, "rl.num_steps": 2})
-    final = train.run(c, str(tmp_path))
+    """configs/arith_dapo.py: the DAPO loss with dynamic sampling, so every trained group has
+    mixed outcomes and a step rolls out at least B x G responses."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "arith_dapo", os.path.join(ROOT, "configs", "arith_dapo.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    c = mod.get_config("smoke")
+    c.log.progress = c.log.tensorboard = False
+    c.eval.every = 0
+    c.rl.num_steps = 2
+    final = train.run(config_lib.validate(c), str(tmp_path))
     records = metrics.read(str(tmp_path / "metrics.jsonl"))
     assert records[-1]["step"] == 2 and "eval/avg@2/all" in final
-    assert all(r["train/loss"] == r["train/loss"] for r in records[1:])  # finite
+    for r in records[1:]:
+        assert r["train/loss"] == r["train/loss"]  # finite
+        assert r["rollout/zero_var_frac"] == 0.0
+        assert r["rollout/step"] >= 8 * 8 and r["rollout/step"] % 8 == 0
 
 
 def test_grpo_with_kl_to_reference_trains(tmp_path):
@@ -176,7 +197,11 @@ def test_grpo_with_kl_to_reference_trains(tmp_path):
     records = metrics.read(str(tmp_path / "metrics.jsonl"))
     assert records[-1]["step"] == 2
     assert all(r["train/loss"] == r["train/loss"] for r in records[1:])  # finite
-    assert records[-1]["perf/pflops/old_logprob"] > 0  # the reference pass was charged
+    # One reference pass per step (T = 1, no top-p: no old-policy recompute), over the trained
+    # tokens, which the update reads once per epoch.
+    for r in records[1:]:
+        assert r["perf/pflops/old_logprob"] > 0
+        assert r["perf/tokens/old_logprob"] * c.rl.epochs == r["perf/tokens/train"]
 
 
 def test_cli_incomplete_model_config(tmp_path):
