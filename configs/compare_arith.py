@@ -29,8 +29,12 @@ if a method's mechanism counter stays at zero under these settings):
   B = 256; 1,024 is 16 steps of B = 64, so the archive recycles several times and lineage
   refreshes run within the budget); children enter the heaps at their estimate
   (`aug_entry="heap"`, the released code) so that once the 2,000 seeds have left the cold queue
-  (about step 31) every batch comes from the boundary sampler, children included; the cold
-  queue keeps the paper's max_cold_frac = 1.
+  (about step 31) every batch comes from the boundary sampler (PS: by priority), children
+  included; with the paper's cold entry, children refill the cold queue every step and PS+PA
+  never drew by priority. The cold queue keeps the paper's max_cold_frac = 1. PS keeps its
+  records in the pool (no archive), so PS+PA augments without the released code's capacity
+  check (`aug_require_capacity=False`): with it, a pool full of seeds would never admit a
+  child; children then evict as HeaPA's do.
 - Pre-filter (`:full`): n = 8 offline rollouts per prompt (the paper's 16 would spend 32,000
   of the 51,200 rollouts before the first update; 8 spends 16,000).
 - Evaluation: 512 held-out prompts x 8 samples, 4 evaluations per run plus step 0, no greedy
@@ -91,8 +95,10 @@ def get_config(arg: str | None = None):
         s.capacity = 2048
         s.recycle_archive_max = 1024
         s.recycle_chunk = 128
-        if name != "ps":
-            s.aug_entry = "heap"
+        s.aug_entry = "heap"
+    # PS has no archive: its 2,000 seeds stay in the pool, so with the capacity check before
+    # augmenting (the released code's) PS+PA would never add a child under N = 2,048.
+    c.selector.ps.aug_require_capacity = False
     c.selector.prefilter.n = 8
     c.log.tensorboard = False
 

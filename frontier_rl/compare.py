@@ -329,20 +329,26 @@ def required_mechanisms(cfg: ml_collections.ConfigDict) -> list[str]:
     if name == "prefilter":
         return ["offline_rollouts", "prefiltered_out"]
     if name == "pcl":
-        return stream + ["value_selected"]
-    if name == "reinforce_ada":
-        return stream + ["extra_rounds"]
+        return ["value_selected"]
+    if name == "reinforce_ada":  # spends many responses per prompt: it need not pass the pool
+        return ["extra_rounds"]
     if name in ("heapa", "heapa_hive", "ps"):
-        out = ["cold_draws", "evicted"]
+        augment = s.get("augment", name != "ps")
+        out = ["cold_draws"]
         if name == "ps":
             out.append("priority_draws")
-        elif s.get("sampling", "boundary") != "uniform":
-            out.append("boundary_draws")
-        if s.get("augment", name != "ps"):
+        else:
+            out.append("uniform_draws" if s.get("sampling") == "uniform" else "boundary_draws")
+        # the bound binds once children arrive (if they may enter a full pool), or from the
+        # start if the seeds overflow it
+        if (augment and not (name == "ps" and s.get("aug_require_capacity", True))) or s.get(
+                "capacity", 0) < cfg.task.get("train_size", 0):
+            out.append("evicted")
+        if augment:
             out += ["children_rolled_out", "children_trained"]
-        if s.get("recycle_archive_max", 0) > 0:
+        if name != "ps" and s.get("recycle_archive_max", 0) > 0:  # PS has no archive
             out.append("recycled")
-            if name != "ps" and s.get("refresh", "path") != "none":
+            if augment and s.get("refresh", "path") != "none":  # a lineage needs children
                 out += ["lineage_refreshes", "parents_refreshed"]
         if name == "heapa_hive":
             out.append("stage2_dropped")
