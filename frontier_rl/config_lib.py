@@ -27,6 +27,8 @@ def default_config() -> ml_collections.ConfigDict:
     # "gym:<dataset>" any reasoning-gym dataset; "corpus" a local jsonl/parquet/TFDS corpus.
     # Every field but `name` goes to the task's builder; a config for another task replaces
     # this section (e.g. c.task = ConfigDict(dict(name="corpus", path="data/math.jsonl"))).
+    # With only `name` changed (--config.task.name=gym:<dataset>), the arith fields below are
+    # ignored while they hold these defaults; one set to anything else is an error naming it.
     c.task = ml_collections.ConfigDict()
     c.task.name = "arith"
     c.task.min_operands = 2
@@ -55,7 +57,7 @@ def default_config() -> ml_collections.ConfigDict:
     # Supervised warm start on the easy slice, cached in DIR/warmstart so reruns skip it.
     c.warmstart = ml_collections.ConfigDict()
     c.warmstart.enabled = True
-    c.warmstart.buckets = "2op,3op"
+    c.warmstart.buckets = ""  # comma-separated; "" = the task's easier half (arith: 2op,3op)
     # Supervised learning of the slice has a long plateau (~0.6 nats/token) and then a sudden
     # drop whose timing varies with the data and seed. 2000 cosine-decayed steps at 3e-3 pass it
     # for the default seed and stop while 4op is still sometimes solved; longer or hotter warm
@@ -225,6 +227,12 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     if cfg.task.name == "corpus":
         _check(cfg, "task.path", lambda x: isinstance(x, str) and bool(x),
                "a .jsonl/.parquet path or tfds:<name>")
+    from frontier_rl import tasks  # the task registry: fields per family, cheap checks
+
+    try:
+        tasks.check_config(cfg.task.name, cfg.task)
+    except (ValueError, ImportError) as e:
+        raise ConfigError(f"task.name={cfg.task.name!r}: {e}") from None
     _check(cfg, "model.family", _in("qwen3", "qwen2", "llama"), "'qwen3', 'qwen2' or 'llama'")
     for f in ("hidden_size", "intermediate_size", "num_layers", "num_heads", "num_kv_heads",
               "head_dim"):

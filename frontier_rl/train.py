@@ -72,22 +72,44 @@ def _unflat(target, flat: dict) -> object:
 
 
 def _alphabet(task) -> str:
-    """Characters of the char-level tokenizer built for a task without a model directory."""
-    if task.name == "arith":
-        return tasks.ARITH_ALPHABET
-    return "".join(sorted({c for p in task.train + task.eval for c in p.text + p.answer}))
+    """Characters of the char-level tokenizer built for a task without a model directory: the
+    prompts and the responses the warm start teaches (their format's characters included)."""
+    if task.alphabet is not None:
+        return task.alphabet
+    return "".join(sorted({c for p in task.train + task.eval
+                           for c in p.text + task.format_response(p.answer)}))
 
 
 def _warmstart_pairs(task, buckets: list[str], cfg, seed: int) -> list[tuple[str, str]]:
-    """(prompt, response) pairs of the easy slice; arith draws them from a stream disjoint from
-    the eval set, other tasks use their training prompts in those buckets."""
+    """(prompt, response) pairs of the easy slice (`buckets`, or the task's easier half if
+    empty), responses in the format the task's verifier scores correct; arith draws them from a
+    stream disjoint from the eval set, other tasks use their training prompts in those buckets."""
+    buckets = buckets or task.easy_buckets
     unknown = sorted(set(buckets) - set(task.buckets))
     if unknown:
         raise RunError(f"warmstart.buckets has {unknown}, not among the task's {task.buckets}")
     if task.name == "arith":
         n = min(cfg.steps * cfg.batch_size, 50_000)
-        return tasks.warmstart_examples(task, buckets, n, seed)
-    return [(p.text, p.answer) for p in task.train if p.bucket in buckets]
+        pairs = [(q, task.format_response(a))
+                 for q, a in tasks.warmstart_examples(task, buckets, n, seed)]
+    else:
+        pairs = [(p.text, task.format_response(p.answer)) for p in task.train
+                 if p.bucket in buckets]
+    # A format the verifier rejects would make every rollout invalid: check a sample.
+    sample = [p for p in task.train if p.bucket in buckets][:100]
+    rejected = [p for p in sample
+                if task.verify(p, task.format_response(p.answer)) != tasks.REWARD_CORRECT]
+    if rejected and len(rejected) == len(sample):
+        p = rejected[0]
+        raise RunError(f"task {task.name}: the warm-start response "
+                       f"{task.format_response(p.answer)!r} for prompt {p.text!r} is not scored "
+                       "correct by the task's verifier; set task.response_template to a format "
+                       "it accepts")
+    if rejected:
+        log.warning("task %s: the verifier rejects the reference answer of %d of %d sampled "
+                    "warm-start prompts, e.g. %r", task.name, len(rejected), len(sample),
+                    rejected[0].answer)
+    return pairs
 
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:

@@ -369,3 +369,114 @@ def test_reasoning_gym_task():
     assert [p.text for p in again.eval] == [p.text for p in task.eval]
     with pytest.raises(ValueError, match="leg_counting"):
         tasks.make_task("gym:leg_countin", {}, 0)
+
+
+# ----------------------------------------------------------------------------- any task
+
+
+def test_reasoning_gym_buckets_from_metadata():
+    pytest.importorskip("reasoning_gym")
+    cfg = {"train_size": 200, "eval_size": 60, "bucket_key": "num_terms",
+           "dataset_kwargs": {"min_terms": 3, "max_terms": 5, "min_digits": 1, "max_digits": 1,
+                              "operators": ["+", "-"], "allow_parentheses": False}}
+    task = tasks.make_task("gym:basic_arithmetic", cfg, seed=0)
+    assert task.buckets == ["num_terms=3", "num_terms=4", "num_terms=5"]
+    assert task.easy_buckets == ["num_terms=3"]
+    for p in task.train[:20]:
+        assert p.bucket == f"num_terms={p.text.count(' + ') + p.text.count(' - ') + 1}"
+    with pytest.raises(ValueError, match="no metadata field 'nope'"):
+        tasks.make_task("gym:basic_arithmetic", {**cfg, "bucket_key": "nope"}, seed=0)
+
+
+def test_fields_of_another_task_at_their_defaults_are_ignored():
+    pytest.importorskip("reasoning_gym")
+    arith_section = {"name": "arith", **arith.DEFAULTS}
+    task = tasks.make_task("gym:leg_counting", {**arith_section, "train_size": 30,
+                                                "eval_size": 10}, seed=0)
+    assert task.name == "gym:leg_counting" and "max_digits" not in task.config
+    tasks.check_config("gym:leg_counting", arith_section)
+    # A field the user really set is an error naming it and its value.
+    with pytest.raises(ValueError, match=r"task.max_digits=4: not a field of gym tasks"):
+        tasks.check_config("gym:leg_counting", {**arith_section, "max_digits": 4})
+    with pytest.raises(ValueError, match=r"task.bucket_keys='x': not a field of gym tasks"):
+        tasks.make_task("gym:leg_counting", {"bucket_keys": "x"}, seed=0)
+
+
+def test_missing_reasoning_gym_is_one_clear_line(monkeypatch):
+    # None in sys.modules makes `import reasoning_gym` raise ImportError, as when not installed.
+    monkeypatch.setitem(sys.modules, "reasoning_gym", None)
+    monkeypatch.setitem(sys.modules, "reasoning_gym.factory", None)
+    for call in (lambda: tasks.make_task("gym:leg_counting", {}, 0),
+                 lambda: tasks.check_config("gym:leg_counting", {})):
+        with pytest.raises(ImportError) as e:
+            call()
+        assert "install frontier_rl[tasks]" in str(e.value) and "\n" not in str(e.value)
+        assert e.value.__cause__ is None and e.value.__suppress_context__
+
+
+def _corpus_task(tmp_path, verifier):
+    rows = [{"prompt": f"Half of {2 * i + 1}?", "answer": f"{2 * i + 1}/2"} for i in range(20)]
+    if verifier == "math_verify":  # a text answer, compared verbatim inside \boxed{}
+        rows += [{"prompt": "Capital of France?", "answer": "Paris"}]
+    _write_jsonl(tmp_path / f"{verifier}.jsonl", rows)
+    return tasks.make_task("corpus", {"path": str(tmp_path / f"{verifier}.jsonl"),
+                                      "verifier": verifier, "eval_fraction": 0.1}, seed=0)
+
+
+def _kinds(tmp_path):
+    out = {"arith": tasks.make_task("arith", SMALL, seed=0),
+           "corpus_math_verify": _corpus_task(tmp_path, "math_verify"),
+           "corpus_numeric": _corpus_task(tmp_path, "numeric")}
+    if sys.modules.get("reasoning_gym", True) is not None:
+        try:
+            out["gym"] = tasks.make_task("gym:basic_arithmetic", {"train_size": 100,
+                                                                  "eval_size": 10}, seed=0)
+        except ImportError:
+            pass
+    return out
+
+
+def test_warmstart_responses_are_scored_correct_by_each_task(tmp_path):
+    """The warm start teaches responses the task's own verifier scores +1, for every kind."""
+    from frontier_rl import config_lib, train
+
+    ws = config_lib.default_config().warmstart
+    ws.steps = 4
+    kinds = _kinds(tmp_path)
+    assert set(kinds) >= {"arith", "corpus_math_verify", "corpus_numeric"}
+    for kind, task in kinds.items():
+        pairs = train._warmstart_pairs(task, [], ws, seed=0)  # [] = the task's easier half
+        assert pairs, kind
+        by_text = {p.text: p for p in task.train}
+        for q, response in pairs[:50]:
+            # arith draws warm-start prompts outside the pool: its reference is the solved sum
+            p = by_text.get(q) or tasks.Prompt("x", q, tasks.solve(q), "")
+            assert task.verify(p, response) == REWARD_CORRECT, (kind, q, response)
+            assert response == task.format_response(p.answer)
+    assert kinds["arith"].format_response("458") == "458"
+    assert kinds["corpus_math_verify"].format_response("1/2") == r"\boxed{1/2}"
+    if "gym" in kinds:
+        assert kinds["gym"].format_response("7") == "<answer>7</answer>"
+        # the bug this pins: a bare answer is invalid to the gym verifier
+        p = kinds["gym"].train[0]
+        assert kinds["gym"].verify(p, p.answer) == REWARD_INVALID
+
+
+def test_warmstart_buckets_default_and_errors(arith_task, tmp_path):
+    from frontier_rl import config_lib, train
+
+    ws = config_lib.default_config().warmstart
+    ws.steps = 4
+    assert arith_task.easy_buckets == ["2op", "3op"]
+    pairs = train._warmstart_pairs(arith_task, [], ws, seed=0)
+    assert {q.count("+") + 1 for q, _ in pairs} == {2, 3}
+    with pytest.raises(train.RunError, match=r"\['9op'\], not among"):
+        train._warmstart_pairs(arith_task, ["9op"], ws, seed=0)
+    # A format the verifier rejects stops the run before it trains on it.
+    _write_jsonl(tmp_path / "bad.jsonl", [{"prompt": f"q{i}", "answer": str(i)}
+                                          for i in range(10)])
+    bad = tasks.make_task("corpus", {"path": str(tmp_path / "bad.jsonl"),
+                                     "response_template": "{answer}"}, seed=0)
+    with pytest.raises(train.RunError, match="not scored correct"):
+        train._warmstart_pairs(bad, [], ws, seed=0)
+

@@ -4,6 +4,7 @@
     task = make_task("gym:leg_counting", {"train_size": 500}, seed=0)
     task = make_task("corpus", {"path": "data/math.jsonl"}, seed=0)
     reward = task.verify(task.eval[0], response_text, finished=True)  # 1 / 0 / -1
+    task.format_response(task.train[0].answer)  # a response the verifier scores 1 (warm start)
 
 Importing this package registers "arith", "gym" and "corpus". Heavy dependencies
 (reasoning_gym, math_verify, tensorflow_datasets, transformers) load only when used.
@@ -18,6 +19,7 @@ from frontier_rl.tasks.base import (
     TASKS,
     Prompt,
     Task,
+    check_config,
     make_task,
     register_task,
 )
@@ -38,6 +40,7 @@ __all__ = [
     "Prompt",
     "Task",
     "build_char_tokenizer",
+    "check_config",
     "decode",
     "encode",
     "extract_final_answer",

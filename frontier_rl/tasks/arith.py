@@ -159,7 +159,7 @@ def _prompt(ops: list[int], pid: str, bucket: str, reverse: bool) -> base.Prompt
                        meta={"operands": ops})
 
 
-@base.register_task("arith")
+@base.register_task("arith", DEFAULTS)
 def make_arith_task(cfg: dict, seed: int) -> base.Task:
     """Builds the arith task; see DEFAULTS for the knobs."""
     cfg = base.resolve_config(cfg, DEFAULTS, "arith")

@@ -7,6 +7,11 @@ package must not import jax.
 
 Names are either a registered family ("arith", "corpus") or "family:arg" ("gym:leg_counting");
 the part after the colon is passed to the family's builder as `cfg["dataset"]`.
+
+A config's task section may carry fields of another family left at that family's defaults
+(`config_lib.default_config()` holds arith's, so `--config.task.name=gym:<dataset>` on an arith
+config brings them along): `make_task` drops those, and any other field the family does not know
+is an error naming it and its value.
 """
 
 from __future__ import annotations
@@ -45,7 +50,9 @@ class Task:
     `buckets` is ordered easy -> hard. `alphabet` is set for character-level tasks (build the
     tokenizer with `build_char_tokenizer(task.alphabet)`), None for text tasks. `config` is the
     fully resolved task config (including the data seed actually used), `stats` holds counters
-    gathered while building (e.g. {"skipped_no_answer": 3}).
+    gathered while building (e.g. {"skipped_no_answer": 3}). `response_template` turns a
+    reference answer into a response the verifier scores correct (`format_response`): what a
+    supervised warm start teaches.
     """
 
     name: str
@@ -56,23 +63,47 @@ class Task:
     stats: dict = dataclasses.field(default_factory=dict)
     config: dict = dataclasses.field(default_factory=dict)
     alphabet: str | None = None
+    response_template: str = "{answer}"
 
     def verify(self, prompt: Prompt, response: str, finished: bool = True) -> int:
         """Returns 1 (correct), 0 (well-formed but wrong) or -1 (unfinished / unparsable)."""
         return self.verifier(prompt, response, finished)
 
+    def format_response(self, answer: str) -> str:
+        """A response (EOS excluded) that the verifier scores correct for reference `answer`,
+        e.g. "458" (arith) or "<answer>458</answer>" (reasoning-gym)."""
+        return self.response_template.format(answer=answer)
+
+    @property
+    def easy_buckets(self) -> list[str]:
+        """The easier half of the buckets (at least one): the default warm-start slice, which
+        leaves the bucket just above it as RL's frontier (arith 2op..5op -> 2op, 3op)."""
+        return self.buckets[: max(1, len(self.buckets) // 2)]
+
 
 TaskBuilder = Callable[[dict, int], Task]
 TASKS: dict[str, TaskBuilder] = {}
+DEFAULTS: dict[str, dict] = {}  # family -> its config fields and their defaults
+CHECKS: dict[str, Callable[[dict], None]] = {}  # family -> cheap check before building
 
 
-def register_task(name: str) -> Callable[[TaskBuilder], TaskBuilder]:
-    """Decorator registering `builder(cfg: dict, seed: int) -> Task` under `name`."""
+def register_task(name: str, defaults: Mapping | None = None,
+                  check: Callable[[dict], None] | None = None
+                  ) -> Callable[[TaskBuilder], TaskBuilder]:
+    """Decorator registering `builder(cfg: dict, seed: int) -> Task` under `name`.
+
+    `defaults` are the family's config fields; `check(cfg)` (optional) raises on a config that
+    cannot be built (a missing package, an unknown dataset) without building anything.
+    """
 
     def deco(builder: TaskBuilder) -> TaskBuilder:
         if name in TASKS:
             raise ValueError(f"Task {name!r} is already registered.")
         TASKS[name] = builder
+        if defaults is not None:
+            DEFAULTS[name] = dict(defaults)
+        if check is not None:
+            CHECKS[name] = check
         return builder
 
     return deco
@@ -89,16 +120,45 @@ def to_dict(cfg: Any) -> dict:
     raise TypeError(f"Task config must be a mapping or ConfigDict, got {type(cfg).__name__}.")
 
 
-def make_task(name: str, cfg: Any = None, seed: int = 0) -> Task:
-    """Builds a registered task. `cfg` is a dict / ConfigDict of that family's knobs."""
+def _family_config(name: str, cfg: Any) -> tuple[str, dict]:
+    """(family, the fields its builder gets): another family's fields left at their defaults
+    are dropped, the dataset after "family:" becomes cfg["dataset"]."""
     cfg = to_dict(cfg)
     family, _, arg = name.partition(":")
     if family not in TASKS:
         raise ValueError(
             f"Unknown task {name!r}; registered: {sorted(TASKS)} (gym tasks: 'gym:<name>')."
         )
+    own = DEFAULTS.get(family, {})
+    def foreign_default(k, v) -> bool:
+        return k not in own and any(k in d and _same(v, d[k])
+                                    for f, d in DEFAULTS.items() if f != family)
+
+    cfg = {k: v for k, v in cfg.items() if not foreign_default(k, v)}
     if arg:
         cfg["dataset"] = arg
+    return family, cfg
+
+
+def _same(a, b) -> bool:
+    # type-strict, so True does not pass for a default of 1
+    return type(a) is type(b) and a == b
+
+
+def check_config(name: str, cfg: Any = None) -> None:
+    """Raises ValueError (or ImportError for a missing package) if `make_task(name, cfg)` would
+    fail on its config: an unknown family, a field the family does not know, and the family's
+    own cheap checks. Builds nothing; what `config_lib.validate` runs."""
+    family, cfg = _family_config(name, cfg)
+    if family in DEFAULTS:
+        cfg = resolve_config(cfg, DEFAULTS[family], family)
+    if family in CHECKS:
+        CHECKS[family](cfg)
+
+
+def make_task(name: str, cfg: Any = None, seed: int = 0) -> Task:
+    """Builds a registered task. `cfg` is a dict / ConfigDict of that family's knobs."""
+    family, cfg = _family_config(name, cfg)
     return TASKS[family](cfg, seed)
 
 
@@ -107,11 +167,11 @@ def resolve_config(cfg: Mapping, defaults: Mapping, family: str) -> dict:
 
     "name" is tolerated because configs usually keep the task name next to its knobs.
     """
-    unknown = set(cfg) - set(defaults) - {"name"}
+    unknown = sorted(set(cfg) - set(defaults) - {"name"})
     if unknown:
-        raise ValueError(
-            f"Unknown {family} task config keys {sorted(unknown)}; known: {sorted(defaults)}."
-        )
+        given = ", ".join(f"task.{k}={cfg[k]!r}" for k in unknown)
+        raise ValueError(f"{given}: not a field of {family} tasks; {family} fields: "
+                         f"{sorted(defaults)}.")
     out = dict(defaults)
     out.update({k: v for k, v in cfg.items() if k != "name"})
     return out

@@ -29,6 +29,9 @@ DEFAULTS = dict(
     verifier="math_verify",  # or "numeric"
     require_boxed=True,  # math_verify: a response without \boxed{} is invalid (-1)
     prompt_template="{prompt}",  # e.g. "{prompt}\nPut the final answer in \\boxed{{}}."
+    # The response a warm start teaches for an answer ("{answer}" is replaced); None = what the
+    # verifier needs: \boxed{<answer>} for math_verify, "Answer: <answer>" for numeric.
+    response_template=None,
     bucket_key=None,  # column giving a difficulty bucket (e.g. "level"); None = "all"
     id_prefix=None,  # ids are "<id_prefix>/<row>"; None = file stem or TFDS name
     max_rows=None,  # read at most this many rows per split (quick experiments)
@@ -39,6 +42,10 @@ DEFAULTS = dict(
     seed_offset=0,
     data_seed=None,
 )
+
+
+# What each verifier scores correct for a reference answer (format_response).
+RESPONSE_TEMPLATES = {"math_verify": "\\boxed{{{answer}}}", "numeric": "Answer: {answer}"}
 
 
 def _read_jsonl(path: str) -> list[dict]:
@@ -151,7 +158,7 @@ def _to_prompts(rows: list[dict], cfg: dict, prefix: str, stats: dict,
     return out
 
 
-@base.register_task("corpus")
+@base.register_task("corpus", DEFAULTS)
 def make_corpus_task(cfg: dict, seed: int) -> base.Task:
     """Builds a task from a local corpus; see DEFAULTS for the knobs."""
     cfg = base.resolve_config(cfg, DEFAULTS, "corpus")
@@ -185,6 +192,7 @@ def make_corpus_task(cfg: dict, seed: int) -> base.Task:
         values.setdefault(p.bucket, value)
     numeric = all(isinstance(v, int | float) for v in values.values())
     buckets = sorted(values, key=lambda b: values[b] if numeric else b)
+    template = cfg["response_template"] or RESPONSE_TEMPLATES[cfg["verifier"]]
     return base.Task(name=f"corpus:{name}", train=[p for p, _ in train],
                      eval=[p for p, _ in evals], buckets=buckets, verifier=verifier,
-                     stats=stats, config=cfg)
+                     stats=stats, config=cfg, response_template=template)

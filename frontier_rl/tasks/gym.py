@@ -6,7 +6,13 @@ answer is extracted first (reasoning-gym scorers give partial credit for substri
 must not leak into the reward), then the dataset's own `score_answer` on the extracted answer
 is thresholded at 1.0. No extractable answer (or an unfinished response) gives -1.
 
-reasoning_gym is imported lazily: it takes over a second to import.
+Buckets: with `bucket_key` (a metadata field, dotted for nested ones: "difficulty.level"),
+each item goes to the bucket "<key>=<value>", ordered by value, e.g. basic_arithmetic with
+bucket_key="num_terms" gives "num_terms=2" .. "num_terms=6". The warm start teaches
+`response_template` (default "<answer>{answer}</answer>", what the verifier extracts).
+
+reasoning_gym is imported lazily: it takes over a second to import. It comes with the `tasks`
+extra; without it, building or validating a gym task says so in one line.
 """
 
 from __future__ import annotations
@@ -24,17 +30,27 @@ DEFAULTS = dict(
     bucket_key=None,  # metadata field to bucket by (e.g. "num_terms"); None = one bucket
     prompt_template="{question}\n\nGive your final answer between <answer> and </answer> tags.",
     allow_bare_answer=False,  # accept a response that is nothing but the answer
+    response_template="<answer>{answer}</answer>",  # what a warm start teaches for an answer
     seed_offset=0,
     data_seed=None,
 )
 
 
-def _check_name(name: str | None) -> None:
-    from reasoning_gym.factory import DATASETS
+def _import():
+    try:
+        import reasoning_gym
+        import reasoning_gym.factory
+    except ImportError as e:
+        raise ImportError(f"gym tasks need reasoning-gym, which failed to import ({e}): "
+                          "install frontier_rl[tasks], e.g. pip install -e '.[tasks]'") from None
+    return reasoning_gym
 
-    if name in DATASETS:
+
+def _check_name(name: str | None) -> None:
+    datasets = _import().factory.DATASETS
+    if name in datasets:
         return
-    close = difflib.get_close_matches(str(name), list(DATASETS), n=5)
+    close = difflib.get_close_matches(str(name), list(datasets), n=5)
     raise ValueError(
         f"Unknown reasoning-gym dataset {name!r} (close: {close}). List all names with: "
         "python -c 'from reasoning_gym.factory import DATASETS; print(sorted(DATASETS))'"
@@ -46,14 +62,29 @@ def _sort_key(value) -> tuple:
     return (0, value, "") if isinstance(value, int | float) else (1, 0, str(value))
 
 
-@base.register_task("gym")
+def _check(cfg: dict) -> None:
+    _check_name(cfg["dataset"])
+    if "{answer}" not in str(cfg["response_template"]):
+        raise ValueError(f"response_template={cfg['response_template']!r} has no '{{answer}}'.")
+
+
+def _metadata(entry: dict, key: str):
+    value = entry["metadata"]
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise ValueError(f"bucket_key={key!r}: reasoning-gym item has no metadata field "
+                             f"{key!r}; its metadata: {sorted(entry['metadata'])}")
+        value = value[part]
+    return value
+
+
+@base.register_task("gym", DEFAULTS, check=_check)
 def make_gym_task(cfg: dict, seed: int) -> base.Task:
     """Builds a reasoning-gym task; see DEFAULTS for the knobs."""
-    import reasoning_gym
-
+    reasoning_gym = _import()
     cfg = base.resolve_config(cfg, DEFAULTS, "gym")
+    _check(cfg)
     name = cfg["dataset"]
-    _check_name(name)
     cfg["data_seed"] = dseed = base.data_seed(cfg, seed)
     # Procedural datasets seed item i with (seed + i), so nearby train/eval seeds would share
     # items. Keep the eval seed 2**30 away from the train seed.
@@ -80,7 +111,7 @@ def make_gym_task(cfg: dict, seed: int) -> base.Task:
             seen.add(text)
             bucket = name
             if cfg["bucket_key"] is not None:
-                value = entry["metadata"][cfg["bucket_key"]]
+                value = _metadata(entry, cfg["bucket_key"])
                 bucket = f"{cfg['bucket_key']}={value}"
                 bucket_values[bucket] = value
             pid = f"gym/{name}/{i:06d}" if split == "train" else f"gym/{name}/eval/{i:06d}"
@@ -106,4 +137,5 @@ def make_gym_task(cfg: dict, seed: int) -> base.Task:
         return base.REWARD_CORRECT if score >= 1.0 - 1e-9 else base.REWARD_WRONG
 
     return base.Task(name=f"gym:{name}", train=prompts["train"], eval=prompts["eval"],
-                     buckets=buckets, verifier=verifier, stats=stats, config=cfg)
+                     buckets=buckets, verifier=verifier, stats=stats, config=cfg,
+                     response_template=cfg["response_template"])
