@@ -35,6 +35,7 @@ log = logging.getLogger("frontier_rl")
 PROMPT_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 ROW_BUCKETS = (64, 128, 256, 512, 1024, 2048)
 WARMSTART_KEY = "frontier_rl_warmstart.json"  # the config the cached warm start was made with
+WARMSTART_RESULT = "frontier_rl_warmstart_result.json"  # where it stopped: steps, loss, accuracy
 CLOCKS = ("generate", "verify", "entropy", "update", "select", "eval")
 
 
@@ -112,6 +113,51 @@ def _warmstart_pairs(task, buckets: list[str], cfg, seed: int) -> list[tuple[str
     return pairs
 
 
+def _warm_start(config, task, graphdef, params, mcfg, tokenizer, seed: int, say) -> dict:
+    """Supervised warm start until the held-out accuracy target (warmstart.py); returns the
+    trained params and what to record about where it stopped. Raises RunError at the cap."""
+    c = config.warmstart
+    buckets = [b for b in c.buckets.split(",") if b] or list(task.easy_buckets)
+    pairs = _warmstart_pairs(task, buckets, c, seed)
+    check, check_pairs = None, []
+    if c.target_acc > 0:
+        pairs, check_pairs = warmstart.split_check(pairs, c.check_size, seed)
+        if not check_pairs:
+            raise RunError(f"warm start: too few distinct prompts in {buckets} to hold out a "
+                           "check set; set warmstart.target_acc=0 to train a fixed number of "
+                           "steps")
+        cap = max(len(tokenizer.encode(r, add_special_tokens=False)) for _, r in check_pairs)
+        ws_sampler = Sampler(graphdef, mcfg, eos_id=tokenizer.eos_token_id,
+                             pad_id=tokenizer.pad_token_id, prompt_buckets=PROMPT_BUCKETS,
+                             max_new_tokens=cap + 1)
+
+        def check(p):
+            return warmstart.exact_match(ws_sampler, p, tokenizer, check_pairs)
+
+    t0 = time.perf_counter()
+    say(f"warm start: up to {c.steps} supervised steps on {buckets} ({len(pairs)} examples), "
+        f"until greedy exact match >= {c.target_acc:.2f} on {len(check_pairs)} held-out prompts")
+    res = warmstart.train(
+        graphdef, params, tokenizer, pairs, steps=c.steps, batch_size=c.batch_size,
+        learning_rate=c.learning_rate, warmup_steps=c.warmup_steps, seed=seed,
+        target_loss=c.target_loss, check=check, check_every=c.check_every,
+        target_acc=c.target_acc,
+        progress=lambda i, loss, acc: say(
+            f"  warm start step {i}: loss {loss:.4f}"
+            + ("" if acc is None else f", held-out exact match {acc:.3f}"), flush=True))
+    if not res.reached:
+        raise RunError(
+            f"warm start: held-out exact match {res.check_acc:.3f} < warmstart.target_acc="
+            f"{c.target_acc} after warmstart.steps={c.steps} steps (loss {res.loss:.4f}); raise "
+            "warmstart.steps or warmstart.learning_rate, or lower warmstart.target_acc")
+    say(f"warm start: done in {time.perf_counter() - t0:.0f}s, {res.steps} steps "
+        f"(loss {res.loss:.4f}, held-out exact match {res.check_acc:.3f})")
+    return {"params": res.params, "steps": res.steps, "loss": res.loss,
+            "check_acc": res.check_acc, "check_prompts": len(check_pairs),
+            "target_acc": c.target_acc, "buckets": buckets,
+            "checks": [list(x) for x in res.checks]}
+
+
 def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     """Trains per `config` in `workdir`; returns the last evaluation's metrics."""
     # ======================================================================= setup
@@ -174,28 +220,23 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
 
     # ======================================================================= warm start
     if warm:
-        buckets = [b for b in config.warmstart.buckets.split(",") if b]
-        pairs = _warmstart_pairs(task, buckets, config.warmstart, ws_seed)
-        t0 = time.perf_counter()
-        say(f"warm start: up to {config.warmstart.steps} supervised steps on {buckets} "
-            f"({len(pairs)} examples)")
-        params, loss, ws_steps = warmstart.train(
-            graphdef, params, tokenizer, pairs, steps=config.warmstart.steps,
-            batch_size=config.warmstart.batch_size,
-            learning_rate=config.warmstart.learning_rate,
-            warmup_steps=config.warmstart.warmup_steps, seed=ws_seed,
-            target_loss=config.warmstart.target_loss,
-            progress=lambda i, loss: say(f"  warm start step {i}: loss {loss:.4f}", flush=True))
+        ws_info = _warm_start(config, task, graphdef, params, mcfg, tokenizer, ws_seed, say)
+        params = ws_info.pop("params")
         tmp = ws_dir + ".tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         hf.save_pretrained(nnx.merge(graphdef, params), mcfg, tmp)
         hf.save_tokenizer(tokenizer, tmp)
         with open(os.path.join(tmp, WARMSTART_KEY), "w") as f:
             json.dump(ws_key, f, indent=2)
+        with open(os.path.join(tmp, WARMSTART_RESULT), "w") as f:
+            json.dump(ws_info, f, indent=2)
         os.replace(tmp, ws_dir)  # atomic: a killed warm start leaves no half-written cache
-        say(f"warm start: done in {time.perf_counter() - t0:.0f}s, {ws_steps} steps "
-            f"(loss {loss:.4f}), "
-            f"cached in {ws_dir}")
+        say(f"warm start: cached in {ws_dir}")
+    elif os.path.exists(os.path.join(ws_dir, WARMSTART_RESULT)):
+        with open(os.path.join(ws_dir, WARMSTART_RESULT)) as f:
+            ws_info = json.load(f)
+    else:
+        ws_info = {}
 
     # ======================================================================= device functions
     mesh = sharding.make_mesh(config.mesh.data, config.mesh.model)
@@ -230,10 +271,16 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         return outcomes
 
     def evaluate(params, step: int) -> dict[str, float]:
-        return evaluation.evaluate(
+        """The eval metrics; the per-prompt correct counts go to the next metrics record only
+        (`evalset/correct_counts`, what a comparison's intervals resample)."""
+        ev, counts = evaluation.evaluate(
             sampler, params, tokenizer, task.eval, task.verify, k=config.eval.k,
             temperature=config.eval.temperature, top_p=config.eval.top_p,
-            greedy=config.eval.greedy, seed=seed + 7)
+            greedy=config.eval.greedy, seed=seed + 7, per_prompt=True)
+        eval_counts[:] = counts.tolist()
+        return ev
+
+    eval_counts: list[int] = []
 
     # ======================================================================= selector
     selector = selection.make(config.selector.name, config.selector, len(task.train), seed)
@@ -285,8 +332,12 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         task_metrics = {"task/train_prompts": len(task.train), "task/eval_prompts": len(task.eval),
                         **{f"task/{k}": v for k, v in task.stats.items()
                            if isinstance(v, (int, float))}}
-        writer.write(0, {**last_eval, **task_metrics, "perf/eval_time": time.perf_counter() - t0,
-                         "rollout/total": 0})
+        ws_metrics = {f"warmstart/{k}": ws_info[k] for k in ("steps", "loss", "check_acc")
+                      if k in ws_info}
+        writer.write(0, {**last_eval, **task_metrics, **ws_metrics,
+                         "evalset/correct_counts": list(eval_counts),
+                         "evalset/prompt_buckets": [p.bucket for p in task.eval],
+                         "perf/eval_time": time.perf_counter() - t0, "rollout/total": 0})
         say(_eval_line(0, last_eval, task.buckets, config.eval.k))
 
     # ======================================================================= loop
@@ -374,12 +425,16 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         step_metrics.update(ctx.rolled.metrics())
         step_metrics.update(accountant.metrics())
         step_metrics.update({f"select/{k}": v for k, v in selector.metrics().items()})
+        # Cumulative evidence that the method's mechanism ran (selection/base.py).
+        step_metrics.update({f"mech/{k}": v
+                             for k, v in getattr(selector, "mechanisms", dict)().items()})
         crossed = every_r and (ctx.counters["rollouts"] // every_r > rollouts_before // every_r)
         if (config.eval.every and step % config.eval.every == 0) or crossed or last:
             t0 = time.perf_counter()
             last_eval = evaluate(params, step)
             clock["eval"] += time.perf_counter() - t0
             step_metrics.update(last_eval)
+            step_metrics["evalset/correct_counts"] = list(eval_counts)
             step_metrics["perf/eval_time"] = time.perf_counter() - t0
             step_metrics["perf/cum_eval_time"] = clock["eval"]
         writer.write(step, step_metrics)

@@ -67,8 +67,9 @@ def test_resume_equals_uninterrupted(full_run, tmp_path):
     resumed = metrics.read(os.path.join(workdir, "metrics.jsonl"))
     uninterrupted = metrics.read(os.path.join(full_run[0], "metrics.jsonl"))
     # The first run's final eval at step 2 is an extra record; drop eval keys to compare.
-    strip = [{k: v for k, v in r.items() if not k.startswith("eval/")} for r in resumed]
-    ref = [{k: v for k, v in r.items() if not k.startswith("eval/")} for r in uninterrupted]
+    evals = ("eval/", "evalset/")
+    strip = [{k: v for k, v in r.items() if not k.startswith(evals)} for r in resumed]
+    ref = [{k: v for k, v in r.items() if not k.startswith(evals)} for r in uninterrupted]
     assert _comparable(strip) == _comparable(ref)
     assert _comparable(resumed)[-1] == _comparable(uninterrupted)[-1]
 

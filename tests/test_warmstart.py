@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from frontier_rl import config_lib, tasks, train, warmstart
+from frontier_rl import config_lib, train, warmstart
 
 
 def _pairs(n=400):
@@ -85,21 +85,26 @@ def test_unreached_target_is_a_clear_error_and_caches_nothing(tmp_path):
     assert not os.path.exists(tmp_path / "warmstart")
 
 
-def test_reached_target_is_recorded_with_the_cache(tmp_path):
-    # a target the untrained policy already meets on a task where the answer is always "0"
-    cfg = _smoke(**{"warmstart.target_acc": 0.01, "warmstart.steps": 40,
-                    "warmstart.check_every": 20, "warmstart.check_size": 16,
-                    "warmstart.learning_rate": 1e-2})
-    cfg.task.min_digits = cfg.task.max_digits = 1
-    try:
-        train.run(cfg, str(tmp_path))
-    except train.RunError as e:  # the tiny policy may not learn any exact answer in 40 steps
-        assert "warmstart.target_acc" in str(e)
-        pytest.skip("policy did not reach 1% exact match in 40 steps")
+def test_reached_target_is_recorded_with_the_cache(tmp_path, monkeypatch):
+    # the check itself is tested above; here a policy that "reaches" 0.9 at the second check
+    calls = []
+
+    def fake_exact_match(sampler, params, tokenizer, pairs):
+        calls.append(len(pairs))
+        return 0.5 if len(calls) == 1 else 0.9
+
+    monkeypatch.setattr(warmstart, "exact_match", fake_exact_match)
+    cfg = _smoke(**{"warmstart.target_acc": 0.8, "warmstart.steps": 100,
+                    "warmstart.check_every": 10, "warmstart.check_size": 16})
+    train.run(cfg, str(tmp_path))
     info = json.load(open(tmp_path / "warmstart" / train.WARMSTART_RESULT))
-    assert info["steps"] in (20, 40) and info["check_acc"] >= 0.01 and info["check_prompts"] == 16
+    assert calls == [16, 16]
+    assert info["steps"] == 20 and info["check_acc"] == 0.9 and info["check_prompts"] == 16
+    assert [c[0] for c in info["checks"]] == [10, 20]
     first = json.loads(open(tmp_path / "metrics.jsonl").readline())
-    assert first["warmstart/steps"] == info["steps"]
-    assert first["warmstart/check_acc"] == pytest.approx(info["check_acc"])
+    assert first["warmstart/steps"] == 20 and first["warmstart/check_acc"] == 0.9
     assert len(first["evalset/correct_counts"]) == first["task/eval_prompts"]
-    assert tasks is not None
+    assert len(first["evalset/prompt_buckets"]) == first["task/eval_prompts"]
+    # a rerun loads the cache and still records where the warm start stopped
+    train.run(cfg, str(tmp_path))
+    assert calls == [16, 16]
