@@ -241,6 +241,14 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
         tasks.check_config(cfg.task.name, cfg.task)
     except (ValueError, ImportError) as e:
         raise ConfigError(f"task.name={cfg.task.name!r}: {e}") from None
+    if cfg.task.name.startswith("gym:") and not cfg.model.path:
+        # Char-level policy: every character of the answer format is a generated token, so a
+        # cap below the format's own length makes every rollout unfinished (-1).
+        template = cfg.task.get("response_template", tasks.gym.DEFAULTS["response_template"])
+        need = len(str(template).replace("{answer}", "")) + 2  # one answer character, EOS
+        _check(cfg, "rollout.max_new_tokens", lambda x: x >= need,
+               f"an integer >= {need} for the task's response format {template!r} (each "
+               "character is a token; leave room for the answer)")
     _check(cfg, "model.family", _in("qwen3", "qwen2", "llama"), "'qwen3', 'qwen2' or 'llama'")
     for f in ("hidden_size", "intermediate_size", "num_layers", "num_heads", "num_kv_heads",
               "head_dim"):

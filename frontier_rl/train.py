@@ -110,6 +110,9 @@ def _warmstart_pairs(task, buckets: list[str], cfg, seed: int) -> list[tuple[str
         log.warning("task %s: the verifier rejects the reference answer of %d of %d sampled "
                     "warm-start prompts, e.g. %r", task.name, len(rejected), len(sample),
                     rejected[0].answer)
+    if len(pairs) < cfg.batch_size:
+        raise RunError(f"warm start: {len(pairs)} examples in {buckets}, fewer than "
+                       f"warmstart.batch_size={cfg.batch_size}; lower it or raise task.train_size")
     return pairs
 
 

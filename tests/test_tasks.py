@@ -441,7 +441,7 @@ def test_warmstart_responses_are_scored_correct_by_each_task(tmp_path):
     from frontier_rl import config_lib, train
 
     ws = config_lib.default_config().warmstart
-    ws.steps = 4
+    ws.steps, ws.batch_size = 4, 8
     kinds = _kinds(tmp_path)
     assert set(kinds) >= {"arith", "corpus_math_verify", "corpus_numeric"}
     for kind, task in kinds.items():
@@ -466,7 +466,7 @@ def test_warmstart_buckets_default_and_errors(arith_task, tmp_path):
     from frontier_rl import config_lib, train
 
     ws = config_lib.default_config().warmstart
-    ws.steps = 4
+    ws.steps, ws.batch_size = 4, 8
     assert arith_task.easy_buckets == ["2op", "3op"]
     pairs = train._warmstart_pairs(arith_task, [], ws, seed=0)
     assert {q.count("+") + 1 for q, _ in pairs} == {2, 3}
@@ -479,4 +479,7 @@ def test_warmstart_buckets_default_and_errors(arith_task, tmp_path):
                                      "response_template": "{answer}"}, seed=0)
     with pytest.raises(train.RunError, match="not scored correct"):
         train._warmstart_pairs(bad, [], ws, seed=0)
+    ws.batch_size = 128  # more than the slice holds: an error, not an endless batch loop
+    with pytest.raises(train.RunError, match="fewer than warmstart.batch_size=128"):
+        train._warmstart_pairs(_corpus_task(tmp_path, "numeric"), [], ws, seed=0)
 
