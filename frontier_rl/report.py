@@ -82,10 +82,16 @@ def _k_of(rs: list[dict]) -> int:
     return int(rs[0]["k"])
 
 
+def _strata(rs: list[dict], bucket: str) -> np.ndarray | None:
+    """The eval prompts' buckets (resampled within) for the "all" metric; one stratum else."""
+    b = rs[0].get("eval_buckets")
+    return np.asarray(b) if bucket == "all" and b else None
+
+
 def accuracy(rs: list[dict], bucket: str = "all") -> stats.Interval | None:
     """Mean final accuracy of a method's runs with its 95% interval (seeds x eval prompts)."""
     m = _matrix(rs, sorted(r["seed"] for r in rs), -1, bucket)
-    return None if m is None else stats.interval(m)
+    return None if m is None else stats.interval(m, strata=_strata(rs, bucket))
 
 
 def paired(a: list[dict], b: list[dict], bucket: str = "all", point_a: int = -1,
@@ -95,7 +101,7 @@ def paired(a: list[dict], b: list[dict], bucket: str = "all", point_a: int = -1,
     ma, mb = _matrix(a, seeds, point_a, bucket), _matrix(b, seeds, point_b, bucket)
     if ma is None or mb is None or ma.shape != mb.shape:
         return None
-    return stats.paired(ma, mb)
+    return stats.paired(ma, mb, strata=_strata(a, bucket))
 
 
 def main_table(results: dict) -> str:
@@ -530,7 +536,8 @@ def write(results: dict, workdir: str) -> dict:
         "",
         "## Accuracy at equal rollout budget",
         "",
-        "Mean over seeds with a 95% interval from a bootstrap over seeds and eval prompts; the "
+        "Mean over seeds with a 95% interval from a bootstrap over seeds and eval prompts "
+        "(prompts resampled within their bucket); the "
         f"difference to `{results['target_method']}` is paired on the same seeds and prompts "
         "and called better/worse only when its interval excludes 0. Bucket columns are means.",
         "",

@@ -59,3 +59,17 @@ def test_first_reaching():
     curve = {"rollouts": [0, 10, 20], "metric": [1.0, 5.0, 4.0]}
     assert stats.first_reaching(curve, 4.5, "rollouts") == 10
     assert stats.first_reaching(curve, 6.0, "rollouts") is None
+
+
+def test_stratified_resampling_keeps_the_bucket_mix():
+    # two buckets, one always solved and one never: the mean over all prompts is fixed by the
+    # design (half and half), so resampling within buckets gives a point interval, across
+    # buckets a wide one.
+    cells = np.concatenate([np.full((2, 100), 100.0), np.zeros((2, 100))], axis=1)
+    strata = np.array(["easy"] * 100 + ["hard"] * 100)
+    iv = stats.interval(cells, strata=strata)
+    assert (iv.lo, iv.mean, iv.hi) == (50.0, 50.0, 50.0)
+    wide = stats.interval(cells)
+    assert wide.hi - wide.lo > 10
+    with pytest.raises(ValueError, match="strata has shape"):
+        stats.interval(cells, strata=strata[:10])
