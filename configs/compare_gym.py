@@ -1,0 +1,125 @@
+"""Matched-budget comparison on a reasoning-gym dataset: uniform GRPO, DAPO dynamic sampling
+(DS) and HIVE, each to the same rollout budget from one shared warm start, over two seeds.
+
+  frontier-rl compare --config=configs/compare_gym.py --workdir=runs/compare_gym
+  frontier-rl compare --config=configs/compare_gym.py:basic_arithmetic,smoke --workdir=/tmp/x
+  frontier-rl compare --config=configs/compare_gym.py --workdir=runs/compare_gym \
+      --config.compare.run=uniform,greso,heap_only --config.compare.seeds=0,1,2
+
+Args (comma-separated): a dataset from PRESETS (default basic_arithmetic), and `smoke` (the
+same code paths in seconds, used by tests/test_compare_gym.py). Another reasoning-gym dataset
+needs a preset: its difficulty knobs (create_dataset kwargs), the metadata field that names its
+buckets and the buckets the warm start teaches. HeaPA's augmentation parses and solves arith
+prompts only, so the HeaPA family runs here as its heaps alone (`heap_only`, `ps`).
+
+The task (basic_arithmetic): reasoning-gym's `basic_arithmetic` with 3-6 one-digit terms (0-10)
+joined by + and -, no parentheses, e.g. "Calculate 9 - 2 + 6 + 6 + 4." -> 23, bucketed by the
+item's `num_terms` ("num_terms=3" .. "num_terms=6"). The policy is the embedded 2-layer d=64
+char-level model (125k parameters, vocab 32); the warm start teaches num_terms=3,4 in the
+format the gym verifier scores correct ("<answer>23</answer>", then EOS); RL's frontier bucket
+is num_terms=5.
+
+Experiment settings, and why (no method's algorithm is changed):
+- One-digit terms with + and -: the answer has at most two digits, so the tiny model can write
+  it most-significant digit first, and difficulty grows smoothly with the number of terms. No
+  two-term bucket: there are only 242 two-term sums, all of them in the training pool, so the
+  eval set (disjoint from training by text) would hold none.
+- prompt_template="{question}": reasoning-gym's 60-character instruction about the answer tags
+  is dropped (every character is a token here); the warm start teaches the tags instead.
+- 4,000 training items (3,902 after removing repeats) against 38,400 rollouts: uniform passes
+  its pool 1.2 times, so the history-based mechanisms (HIVE's Stage 1) act; at 25,600 rollouts
+  uniform never finished a pass and the report flagged `pool_passes` as never exercised.
+  800 eval items (769 after removing those also in training, 194 of them in num_terms=5):
+  8 samples each give the frontier bucket a 95% interval of about +-6 points on a change.
+- Warm start on the training items of num_terms=3,4 until 80% greedy exact match on 256
+  held-out ones (config_lib's target), shared by every method and seed (`warmstart.seed=0`).
+- rollout.max_new_tokens=24: the longest response, "<answer>-40</answer>", is 20 characters.
+- Evaluation: 4 evaluations per run plus step 0, Avg@8 at T=0.7, top-p 0.7, no greedy pass.
+
+Hardware: 2 CPU cores (shared with other work while measured). Measured, seeds 0 and 1: the
+warm start reached 83.2% held-out exact match after 1,600 steps in 683 s (made once, by an
+earlier run with the same task, model and warm-start settings; every run loads it), then the
+6 runs took 1,211 s (uniform 290-296 s each, DS 136-141 s, HIVE 169-176 s).
+Held-out Avg@8 on the frontier bucket num_terms=5, step 0 -> budget, and the paired change over
+its 194 eval prompts with a 95% bootstrap interval, seed 0 | seed 1:
+  uniform  22.1 -> 46.9, +24.8 [+17.8, +32.0] | 22.4 -> 50.0, +27.6 [+20.4, +34.6]
+  DS       22.1 -> 39.4, +17.3 [+11.0, +23.7] | 22.4 -> 40.9, +18.5 [+12.6, +24.2]
+  HIVE     22.1 -> 41.2, +19.1 [+13.0, +25.1] | 22.4 -> 42.7, +20.3 [+14.4, +26.2]
+The report's change from step 0 over both seeds: uniform +26.2 [+19.6, +33.5] on num_terms=5,
++13.2 [+10.2, +16.4] on all; Avg@8 all at budget uniform 57.8, DS 53.4 (-4.3 [-7.1, -2.0] vs
+uniform), HIVE 54.6 (-3.2 [-5.9, -0.9]); every method's mechanism counters are non-zero.
+"""
+
+import ml_collections
+
+from frontier_rl import config_lib
+
+# dataset -> (create_dataset kwargs, bucket metadata field, warm-start buckets)
+PRESETS = {
+    "basic_arithmetic": dict(
+        dataset_kwargs=dict(min_terms=3, max_terms=6, min_digits=1, max_digits=1,
+                            operators=("+", "-"), allow_parentheses=False),
+        bucket_key="num_terms",
+        warm="num_terms=3,num_terms=4",
+    ),
+}
+
+
+def _methods() -> ml_collections.ConfigDict:
+    # HeaPA's augmentation parses and solves arith prompts only; its heaps alone run anywhere.
+    return ml_collections.ConfigDict({
+        "uniform": {"selector": {"name": "uniform"}},
+        "ds": {"selector": {"name": "ds"}},
+        "greso": {"selector": {"name": "greso"}},
+        "hive": {"selector": {"name": "hive"}},
+        "heap_only": {"selector": {"name": "heapa", "heapa": {"augment": False}}},
+        "ps": {"selector": {"name": "ps"}},
+    })
+
+
+def get_config(arg: str | None = None):
+    args = [a for a in (arg or "").split(",") if a]
+    smoke = "smoke" in args
+    names = [a for a in args if a != "smoke"] or ["basic_arithmetic"]
+    if len(names) > 1 or names[0] not in PRESETS:
+        raise ValueError(f"configs/compare_gym.py: unknown arg {arg!r} (use one dataset of "
+                         f"{sorted(PRESETS)} and/or 'smoke')")
+    dataset = names[0]
+    p = PRESETS[dataset]
+    c = config_lib.default_config()
+    c.task = ml_collections.ConfigDict(dict(
+        name=f"gym:{dataset}", train_size=4000, eval_size=800, data_seed=0,
+        dataset_kwargs=p["dataset_kwargs"], bucket_key=p["bucket_key"],
+        prompt_template="{question}", response_template="<answer>{answer}</answer>"))
+    c.rl.loss = "grpo"
+    c.warmstart.buckets = p["warm"]
+    c.warmstart.seed = 0  # one warm start for every seed
+    c.rollout.max_new_tokens = 24
+    c.eval.greedy = False
+    c.log.tensorboard = False
+
+    c.compare = ml_collections.ConfigDict()
+    c.compare.methods = _methods()  # name -> delta over the base config
+    c.compare.run = "uniform,ds,hive"  # methods to run, in this order
+    c.compare.seeds = "0,1"
+    c.compare.rollout_budget = 38400  # 75 uniform steps of 64 x 8
+    c.compare.evals = 4  # held-out evaluations per run, evenly spaced in rollouts (+ step 0)
+    c.compare.metric = "all"  # or the frontier bucket, "num_terms=5"
+    c.compare.target = "uniform"
+    c.compare.rollout_reference = "ds"
+
+    if smoke:
+        c.task.train_size = 200
+        c.task.eval_size = 24
+        c.warmstart.steps = 20
+        c.warmstart.batch_size = 32
+        c.warmstart.target_acc = 0.0
+        c.rl.batch_size = 8
+        c.eval.k = 2
+        c.checkpoint.every = 2
+        c.compare.run = "uniform,hive"
+        c.compare.seeds = "0"
+        c.compare.rollout_budget = 96
+        c.compare.evals = 2
+        c.log.progress = False
+    return config_lib.validate(c)
