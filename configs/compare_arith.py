@@ -8,7 +8,7 @@ several seeds, with 95% intervals and a proof that each method's mechanism ran.
       --config.compare.run=uniform,hive --config.compare.seeds=0,1,2
 
 Args:
-  ''       uniform, ds, hive, heapa; seeds 0,1; 51,200 rollouts each (100 uniform steps)
+  ''       uniform, ds, hive, heapa; seeds 0,1; 38,400 rollouts each (75 uniform steps)
   claims   every method the report's claims table needs (adds greso, heapa_childagg, ps_aug and
            the composite heapa_hive); seeds 0,1,2
   full     every registered method; seeds 0,1,2
@@ -19,24 +19,24 @@ also carries the arith settings of HeaPA's augmentation and teacher, as configs/
 
 Experiment settings, and why (no method's algorithm is changed; tests/test_mechanisms.py fails
 if a method's mechanism counter stays at zero under these settings):
-- Pool of 2,000 training prompts (task.train_size; the default task has 20,000) against a
-  budget of 51,200 rollouts: uniform GRPO passes its pool 3.2 times. With 20,000 prompts and
+- Pool of 1,500 training prompts (task.train_size; the default task has 20,000) against a
+  budget of 38,400 rollouts: uniform GRPO passes its pool 3.2 times. With 20,000 prompts and
   76,800 rollouts no method finished its first epoch, so HIVE's Stage 1 (history) and GRESO's
   skip rule, which act on prompts seen before, never fired, and HeaPA never left its cold queue.
-- HeaPA (and PS, heapa_hive): capacity N = 2,048, about the seed pool, so the bound binds and
+- HeaPA (and PS, heapa_hive): capacity N = 1,536, about the seed pool, so the bound binds and
   records are evicted once children and recycled records arrive (N = 30,000 never evicted);
-  archive threshold A_max = 1,024 and chunk 128 (the paper's 8,192 / 512 are 32 and 2 steps of
-  B = 256; 1,024 is 16 steps of B = 64, so the archive recycles several times and lineage
+  archive threshold A_max = 768 and chunk 128 (the paper's 8,192 / 512 are 32 and 2 steps of
+  B = 256; 768 is 12 steps of B = 64, so the archive recycles several times and lineage
   refreshes run within the budget); children enter the heaps at their estimate
-  (`aug_entry="heap"`, the released code) so that once the 2,000 seeds have left the cold queue
-  (about step 31) every batch comes from the boundary sampler (PS: by priority), children
+  (`aug_entry="heap"`, the released code) so that once the 1,500 seeds have left the cold queue
+  (about step 24) every batch comes from the boundary sampler (PS: by priority), children
   included; with the paper's cold entry, children refill the cold queue every step and PS+PA
   never drew by priority. The cold queue keeps the paper's max_cold_frac = 1. PS keeps its
   records in the pool (no archive), so PS+PA augments without the released code's capacity
   check (`aug_require_capacity=False`): with it, a pool full of seeds would never admit a
   child; children then evict as HeaPA's do.
-- Pre-filter (`:full`): n = 8 offline rollouts per prompt (the paper's 16 would spend 32,000
-  of the 51,200 rollouts before the first update; 8 spends 16,000).
+- Pre-filter (`:full`): n = 8 offline rollouts per prompt (the paper's 16 would spend 24,000
+  of the 38,400 rollouts before the first update; 8 spends 12,000).
 - Evaluation: 512 held-out prompts x 8 samples, 4 evaluations per run plus step 0, no greedy
   pass (the report resamples the per-prompt counts for its intervals; fewer evaluations make
   two seeds fit the time of one before).
@@ -85,15 +85,15 @@ def get_config(arg: str | None = None):
     with c.task.unlocked():
         c.task.data_seed = 0  # one task for every seed
     c.warmstart.seed = 0  # one warm start for every seed
-    c.task.train_size = 2000
+    c.task.train_size = 1500
     c.eval.greedy = False
     config_lib.augment_on_arith(c)
     for name in ("heapa", "ps", "heapa_hive"):
         if name not in c.selector:
             continue
         s = c.selector[name]
-        s.capacity = 2048
-        s.recycle_archive_max = 1024
+        s.capacity = 1536
+        s.recycle_archive_max = 768
         s.recycle_chunk = 128
         s.aug_entry = "heap"
     # PS has no archive: its 2,000 seeds stay in the pool, so with the capacity check before
@@ -106,7 +106,7 @@ def get_config(arg: str | None = None):
     c.compare.methods = _methods()  # name -> delta over the base config
     c.compare.run = "uniform,ds,hive,heapa"  # methods to run, in this order
     c.compare.seeds = "0,1"
-    c.compare.rollout_budget = 51200  # rollouts per run (every generated response counts)
+    c.compare.rollout_budget = 38400  # rollouts per run (every generated response counts)
     c.compare.evals = 4  # held-out evaluations per run, evenly spaced in rollouts (+ step 0)
     c.compare.metric = "all"  # the Avg@k bucket compared: "all" (every eval prompt) or "4op"...
     c.compare.target = "uniform"  # target = this method's best held-out Avg@k (per seed)

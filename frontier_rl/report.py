@@ -134,6 +134,14 @@ def main_table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def _num(x, default: float = float("nan")) -> float:
+    """A number from a metrics record (non-finite values are stored as strings)."""
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return default
+
+
 def start_table(results: dict) -> str:
     """Where every run started: the shared warm start and the step-0 held-out accuracy."""
     k = results["k"]
@@ -143,10 +151,12 @@ def start_table(results: dict) -> str:
     head = "| seed | " + " | ".join(f"Avg@{k} {b} at step 0" for b in buckets) + " |"
     lines = []
     if st:
-        lines += [f"Warm start: {int(st.get('steps', 0)):,} supervised steps, held-out greedy "
-                  f"exact match {100 * st.get('check_acc', float('nan')):.1f}% on the warm-start "
-                  f"buckets (loss {st.get('loss', float('nan')):.4f}); every method and seed "
-                  "starts from it.", ""]
+        acc = _num(st.get("check_acc"))
+        check = ("no held-out check (warmstart.target_acc = 0)" if math.isnan(acc) else
+                 f"held-out greedy exact match {100 * acc:.1f}% on the warm-start buckets")
+        lines += [f"Warm start: {int(_num(st.get('steps'), 0)):,} supervised steps, {check} "
+                  f"(loss {_num(st.get('loss')):.4f}); every method and seed starts from it.",
+                  ""]
     lines += [head, "|" + "---|" * (head.count("|") - 1)]
     for seed in results["seeds"]:
         r = next((x for x in runs if x["seed"] == seed and x["curve"]["step"]

@@ -137,6 +137,11 @@ def _warm_start(config, task, graphdef, params, mcfg, tokenizer, seed: int, say)
         def check(p):
             return warmstart.exact_match(ws_sampler, p, tokenizer, check_pairs)
 
+    if len(pairs) < c.batch_size:
+        raise RunError(f"warm start: {len(pairs)} training pairs in {buckets} (after holding "
+                       f"out {len(check_pairs)} for the check) < warmstart.batch_size="
+                       f"{c.batch_size}; lower warmstart.batch_size or warmstart.check_size")
+
     t0 = time.perf_counter()
     say(f"warm start: up to {c.steps} supervised steps on {buckets} ({len(pairs)} examples), "
         f"until greedy exact match >= {c.target_acc:.2f} on {len(check_pairs)} held-out prompts")
@@ -336,7 +341,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
                         **{f"task/{k}": v for k, v in task.stats.items()
                            if isinstance(v, (int, float))}}
         ws_metrics = {f"warmstart/{k}": ws_info[k] for k in ("steps", "loss", "check_acc")
-                      if k in ws_info}
+                      if isinstance(ws_info.get(k), (int, float)) and np.isfinite(ws_info[k])}
         writer.write(0, {**last_eval, **task_metrics, **ws_metrics,
                          "evalset/correct_counts": list(eval_counts),
                          "evalset/prompt_buckets": [p.bucket for p in task.eval],

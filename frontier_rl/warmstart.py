@@ -38,6 +38,8 @@ def make_batches(tokenizer, pairs, *, batch_size: int, seed: int):
     plen = max(len(p) for p, _ in encoded)
     rlen = max(len(r) for _, r in encoded)
     n = len(encoded)
+    if n < batch_size:
+        raise ValueError(f"{n} warm-start pairs < batch_size={batch_size}: no batch can be made")
     tokens = np.full((n, plen + rlen), pad, np.int32)
     valid = np.zeros((n, plen + rlen), np.int32)
     loss_mask = np.zeros((n, plen + rlen - 1), np.float32)
