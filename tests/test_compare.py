@@ -244,6 +244,7 @@ def test_start_table_without_a_held_out_check():
     # a warm start with target_acc = 0 has no check accuracy: stored as the string "nan"
     run = _fake_run("uniform", 0, 40.0, [0, 10], [30, 40], [0.5, 0.5])
     run["start"] = {"steps": 20, "loss": 1.25, "check_acc": "nan"}
+    run["curve"]["step"] = [0, 10]
     text = report.start_table({"k": 8, "runs": [run], "seeds": [0]})
     assert "20 supervised steps, no held-out check" in text and "loss 1.2500" in text
     assert "| 0 | 30.0 |" in text
