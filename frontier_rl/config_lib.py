@@ -67,6 +67,10 @@ def default_config() -> ml_collections.ConfigDict:
     # perfectly and the next bucket falls to ~0%, which leaves RL no signal there.
     # 0.8 lands where RL has a frontier: 2op/3op mostly solved, 4op ~10%, 5op ~2% (Avg@8).
     c.warmstart.target_acc = 0.8
+    # ... and the next-harder bucket, never trained on, must be solved at least this often
+    # (greedy exact match on check_size held-out prompts); 0 disables. Without it a warm start
+    # can land with the frontier at 0%, where RL has no signal.
+    c.warmstart.frontier_min = 0.05
     c.warmstart.check_every = 100
     c.warmstart.check_size = 256
     c.warmstart.steps = 4000
@@ -262,6 +266,8 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "warmstart.target_loss", _nonneg, "a number >= 0 (0 disables early stopping)")
     _check(cfg, "warmstart.target_acc", lambda x: _nonneg(x) and x <= 1,
            "a number in [0, 1] (0 trains all warmstart.steps)")
+    _check(cfg, "warmstart.frontier_min", lambda x: _nonneg(x) and x <= 1,
+           "a number in [0, 1] (0 disables the frontier check)")
     _check(cfg, "warmstart.check_every", _pos_int, "an integer >= 1")
     _check(cfg, "warmstart.check_size", _pos_int, "an integer >= 1")
     _check(cfg, "warmstart.seed", lambda x: isinstance(x, int) and x >= -1,

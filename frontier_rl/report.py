@@ -152,8 +152,11 @@ def start_table(results: dict) -> str:
     lines = []
     if st:
         acc = _num(st.get("check_acc"))
+        front = _num(st.get("frontier_acc"))
         check = ("no held-out check (warmstart.target_acc = 0)" if math.isnan(acc) else
-                 f"held-out greedy exact match {100 * acc:.1f}% on the warm-start buckets")
+                 f"held-out greedy exact match {100 * acc:.1f}% on the warm-start buckets"
+                 + ("" if math.isnan(front) else
+                    f" and {100 * front:.1f}% on the next-harder bucket, never trained on"))
         lines += [f"Warm start: {int(_num(st.get('steps'), 0)):,} supervised steps, {check} "
                   f"(loss {_num(st.get('loss')):.4f}); every method and seed starts from it.",
                   ""]

@@ -116,26 +116,41 @@ def _warmstart_pairs(task, buckets: list[str], cfg, seed: int) -> list[tuple[str
     return pairs
 
 
+def _frontier_bucket(task, buckets: list[str]) -> str | None:
+    """The bucket just harder than the warm start's (task.buckets runs easy -> hard)."""
+    order = list(task.buckets)
+    last = max(order.index(b) for b in buckets)
+    return order[last + 1] if last + 1 < len(order) else None
+
+
 def _warm_start(config, task, graphdef, params, mcfg, tokenizer, seed: int, say) -> dict:
     """Supervised warm start until the held-out accuracy target (warmstart.py); returns the
     trained params and what to record about where it stopped. Raises RunError at the cap."""
     c = config.warmstart
     buckets = [b for b in c.buckets.split(",") if b] or list(task.easy_buckets)
     pairs = _warmstart_pairs(task, buckets, c, seed)
-    check, check_pairs = None, []
+    check, check_pairs, frontier_check, frontier = None, [], None, None
     if c.target_acc > 0:
         pairs, check_pairs = warmstart.split_check(pairs, c.check_size, seed)
         if not check_pairs:
             raise RunError(f"warm start: too few distinct prompts in {buckets} to hold out a "
                            "check set; set warmstart.target_acc=0 to train a fixed number of "
                            "steps")
-        cap = max(len(tokenizer.encode(r, add_special_tokens=False)) for _, r in check_pairs)
+        cap = 2 + max(len(tokenizer.encode(r, add_special_tokens=False)) for _, r in check_pairs)
         ws_sampler = Sampler(graphdef, mcfg, eos_id=tokenizer.eos_token_id,
                              pad_id=tokenizer.pad_token_id, prompt_buckets=PROMPT_BUCKETS,
                              max_new_tokens=cap + 1)
 
         def check(p):
             return warmstart.exact_match(ws_sampler, p, tokenizer, check_pairs)
+
+        frontier = _frontier_bucket(task, buckets) if c.frontier_min > 0 else None
+        if frontier is not None:
+            front_pairs = warmstart.split_check(
+                _warmstart_pairs(task, [frontier], c, seed), c.check_size, seed)[1]
+
+            def frontier_check(p):
+                return warmstart.exact_match(ws_sampler, p, tokenizer, front_pairs)
 
     if len(pairs) < c.batch_size:
         raise RunError(f"warm start: {len(pairs)} training pairs in {buckets} (after holding "
@@ -144,24 +159,32 @@ def _warm_start(config, task, graphdef, params, mcfg, tokenizer, seed: int, say)
 
     t0 = time.perf_counter()
     say(f"warm start: up to {c.steps} supervised steps on {buckets} ({len(pairs)} examples), "
-        f"until greedy exact match >= {c.target_acc:.2f} on {len(check_pairs)} held-out prompts")
+        f"until greedy exact match >= {c.target_acc:.2f} on {len(check_pairs)} held-out prompts"
+        + (f" and >= {c.frontier_min:.2f} on {frontier}" if frontier else ""))
     res = warmstart.train(
         graphdef, params, tokenizer, pairs, steps=c.steps, batch_size=c.batch_size,
         learning_rate=c.learning_rate, warmup_steps=c.warmup_steps, seed=seed,
         target_loss=c.target_loss, check=check, check_every=c.check_every,
-        target_acc=c.target_acc,
-        progress=lambda i, loss, acc: say(
+        target_acc=c.target_acc, frontier_check=frontier_check, frontier_min=c.frontier_min,
+        progress=lambda i, loss, acc, front: say(
             f"  warm start step {i}: loss {loss:.4f}"
-            + ("" if acc is None else f", held-out exact match {acc:.3f}"), flush=True))
+            + ("" if acc is None else f", held-out exact match {acc:.3f}")
+            + ("" if front is None or front != front else f", {frontier} {front:.3f}"),
+            flush=True))
     if not res.reached:
         raise RunError(
-            f"warm start: held-out exact match {res.check_acc:.3f} < warmstart.target_acc="
-            f"{c.target_acc} after warmstart.steps={c.steps} steps (loss {res.loss:.4f}); raise "
-            "warmstart.steps or warmstart.learning_rate, or lower warmstart.target_acc")
+            f"warm start: held-out exact match {res.check_acc:.3f} (warmstart.target_acc="
+            f"{c.target_acc})" + (f", {frontier} {res.frontier_acc:.3f} (warmstart."
+                                  f"frontier_min={c.frontier_min})" if frontier else "")
+            + f" after warmstart.steps={c.steps} steps (loss {res.loss:.4f}): not in the "
+            "intended regime; raise warmstart.steps, try another warmstart.seed, or lower the "
+            "targets")
     say(f"warm start: done in {time.perf_counter() - t0:.0f}s, {res.steps} steps "
-        f"(loss {res.loss:.4f}, held-out exact match {res.check_acc:.3f})")
+        f"(loss {res.loss:.4f}, held-out exact match {res.check_acc:.3f}"
+        + (f", {frontier} {res.frontier_acc:.3f})" if frontier else ")"))
     return {"params": res.params, "steps": res.steps, "loss": res.loss,
             "check_acc": res.check_acc, "check_prompts": len(check_pairs),
+            "frontier": frontier, "frontier_acc": res.frontier_acc,
             "target_acc": c.target_acc, "buckets": buckets,
             "checks": [list(x) for x in res.checks]}
 
@@ -340,7 +363,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         task_metrics = {"task/train_prompts": len(task.train), "task/eval_prompts": len(task.eval),
                         **{f"task/{k}": v for k, v in task.stats.items()
                            if isinstance(v, (int, float))}}
-        ws_metrics = {f"warmstart/{k}": ws_info[k] for k in ("steps", "loss", "check_acc")
+        ws_metrics = {f"warmstart/{k}": ws_info[k]
+                      for k in ("steps", "loss", "check_acc", "frontier_acc")
                       if isinstance(ws_info.get(k), (int, float)) and np.isfinite(ws_info[k])}
         writer.write(0, {**last_eval, **task_metrics, **ws_metrics,
                          "evalset/correct_counts": list(eval_counts),

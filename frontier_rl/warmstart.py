@@ -10,8 +10,10 @@ easy slice has a long loss plateau and then a sudden drop whose timing moves wit
 pool size and even the machine's float rounding, so a fixed number of steps lands the policy in
 a different regime each time. Every `check_every` steps the policy decodes greedily a held-out
 slice of the warm-start pairs (prompts never trained on) and training stops as soon as the exact-
-match accuracy reaches `target_acc`; reaching the step cap first is an error, never a silently
-different starting point.
+match accuracy reaches `target_acc` and the next-harder bucket, which it never sees, is solved
+at least `frontier_min` of the time (how far a tiny policy generalises to longer prompts also
+swings with the seed, from 0% to a third); reaching the step cap first is an error, never a
+silently different starting point.
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ class Result:
     steps: int
     check_acc: float  # held-out greedy exact-match accuracy at the last check (nan: none)
     reached: bool  # the accuracy target was reached (True when there is no target)
-    checks: tuple[tuple[int, float, float], ...] = ()  # (step, loss EMA, accuracy) per check
+    checks: tuple[tuple, ...] = ()  # (step, loss EMA, accuracy, frontier accuracy) per check
+    frontier_acc: float = float("nan")  # held-out greedy exact match on the frontier bucket
 
 
 def split_check(pairs: list[tuple[str, str]], n_check: int, seed: int
@@ -97,12 +100,16 @@ def exact_match(sampler, params, tokenizer, pairs: list[tuple[str, str]]) -> flo
 def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
           learning_rate: float, warmup_steps: int, seed: int, target_loss: float = 0.0,
           check: Callable[[object], float] | None = None, check_every: int = 100,
-          target_acc: float = 0.0, progress=None) -> Result:
+          target_acc: float = 0.0, frontier_check: Callable[[object], float] | None = None,
+          frontier_min: float = 0.0, progress=None) -> Result:
     """Trains on `pairs` for at most `steps` steps; returns a `Result`.
 
     Linear warmup then cosine decay to 5% over `steps` (the cap). With `check` (params ->
     held-out accuracy) and `target_acc` > 0, training stops at the first check (every
-    `check_every` steps) whose accuracy is >= target_acc; `Result.reached` says whether it did.
+    `check_every` steps) whose accuracy is >= target_acc and, with `frontier_check`, whose
+    accuracy on the next-harder bucket (never trained on) is >= frontier_min: the regime RL
+    needs, easy prompts solved and the frontier solved sometimes. `Result.reached` says whether
+    it did.
     Optionally it also stops once the loss EMA falls below `target_loss` (0 disables).
     """
     schedule = optax.warmup_cosine_decay_schedule(
@@ -123,7 +130,7 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
 
     batches = make_batches(tokenizer, pairs, batch_size=batch_size, seed=seed)
     ema, losses, checks = None, [], []
-    acc, reached = float("nan"), not (check is not None and target_acc > 0)
+    acc, front, reached = float("nan"), float("nan"), not (check is not None and target_acc > 0)
     i = 0
     for i in range(1, steps + 1):
         params, opt_state, loss = step(params, opt_state, *next(batches))
@@ -135,17 +142,20 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
             losses = []
         if check_due:
             acc = float(check(params))
-            checks.append((i, float(ema), acc))
+            if frontier_check is not None:
+                front = float(frontier_check(params))
+            checks.append((i, float(ema), acc, front))
             if progress is not None:
-                progress(i, ema, acc)
-            if target_acc > 0 and acc >= target_acc:
+                progress(i, ema, acc, front)
+            if target_acc > 0 and acc >= target_acc and (
+                    frontier_check is None or front >= frontier_min):
                 reached = True
                 break
         elif progress is not None and (i % 100 == 0 or i == steps):
-            progress(i, ema, None)
+            progress(i, ema, None, None)
         if target_loss > 0 and i % 10 == 0 and ema < target_loss:
             if progress is not None:
-                progress(i, ema, None)
+                progress(i, ema, None, None)
             break
     return Result(params, float(ema if ema is not None else "nan"), i, acc, reached,
-                  tuple(checks))
+                  tuple(checks), front)

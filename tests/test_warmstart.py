@@ -46,6 +46,34 @@ def test_training_stops_at_the_first_check_that_reaches_the_target(tiny_policy, 
     assert not res.reached and res.steps == 5 and [c[0] for c in res.checks] == [2, 4, 5]
 
 
+def test_the_frontier_bucket_must_be_solved_sometimes_too(tiny_policy, tokenizer):
+    _, graphdef, params = tiny_policy
+    easy = iter([0.9, 0.9, 0.9, 0.9])
+    front = iter([0.0, 0.01, 0.08, 0.2])
+    res = warmstart.train(graphdef, params, tokenizer, _pairs(), steps=20, batch_size=16,
+                          learning_rate=1e-3, warmup_steps=2, seed=0, check=lambda p: next(easy),
+                          check_every=2, target_acc=0.8, frontier_check=lambda p: next(front),
+                          frontier_min=0.05)
+    assert res.reached and res.steps == 6 and res.frontier_acc == 0.08
+    assert [c[3] for c in res.checks] == [0.0, 0.01, 0.08]
+    front = iter([0.0] * 10)
+    res = warmstart.train(graphdef, params, tokenizer, _pairs(), steps=6, batch_size=16,
+                          learning_rate=1e-3, warmup_steps=2, seed=0, check=lambda p: 0.9,
+                          check_every=2, target_acc=0.8, frontier_check=lambda p: next(front),
+                          frontier_min=0.05)
+    assert not res.reached
+
+
+def test_frontier_unreached_is_named_in_the_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(warmstart, "exact_match",
+                        lambda sampler, params, tok, pairs: 0.0 if all(
+                            p.count("+") >= 3 for p, _ in pairs) else 1.0)  # 4op: 3 plus signs
+    cfg = _smoke(**{"warmstart.target_acc": 0.8, "warmstart.steps": 20,
+                    "warmstart.check_every": 10, "warmstart.check_size": 16})
+    with pytest.raises(train.RunError, match=r"4op 0.000 \(warmstart.frontier_min=0.05\)"):
+        train.run(cfg, str(tmp_path))
+
+
 def test_exact_match_scores_the_policy_greedy_output(tiny_policy, tokenizer):
     from frontier_rl.rollout.context import decode_responses, encode_prompt
     from frontier_rl.rollout.sampler import Sampler
@@ -79,7 +107,7 @@ def _smoke(**over):
 def test_unreached_target_is_a_clear_error_and_caches_nothing(tmp_path):
     cfg = _smoke(**{"warmstart.target_acc": 0.99, "warmstart.steps": 20,
                     "warmstart.check_every": 10, "warmstart.check_size": 32})
-    with pytest.raises(train.RunError, match=r"warmstart.target_acc=0.99 after "
+    with pytest.raises(train.RunError, match=r"warmstart.target_acc=0.99\).* after "
                                              r"warmstart.steps=20 steps"):
         train.run(cfg, str(tmp_path))
     assert not os.path.exists(tmp_path / "warmstart")
@@ -95,7 +123,8 @@ def test_reached_target_is_recorded_with_the_cache(tmp_path, monkeypatch):
 
     monkeypatch.setattr(warmstart, "exact_match", fake_exact_match)
     cfg = _smoke(**{"warmstart.target_acc": 0.8, "warmstart.steps": 100,
-                    "warmstart.check_every": 10, "warmstart.check_size": 16})
+                    "warmstart.check_every": 10, "warmstart.check_size": 16,
+                    "warmstart.frontier_min": 0.0})
     train.run(cfg, str(tmp_path))
     info = json.load(open(tmp_path / "warmstart" / train.WARMSTART_RESULT))
     assert calls == [16, 16]
