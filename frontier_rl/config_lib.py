@@ -73,7 +73,8 @@ def default_config() -> ml_collections.ConfigDict:
     c.warmstart.frontier_min = 0.05
     c.warmstart.check_every = 100
     c.warmstart.check_size = 256
-    c.warmstart.steps = 4000
+    c.warmstart.steps = 2500  # cap of one attempt
+    c.warmstart.attempts = 3  # an attempt outside the regime at its cap is redone, seed + 1
     c.warmstart.target_loss = 0.0  # also stop once the loss EMA is below this; 0 disables
     c.warmstart.batch_size = 128
     c.warmstart.learning_rate = 3e-3
@@ -269,6 +270,7 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "warmstart.frontier_min", lambda x: _nonneg(x) and x <= 1,
            "a number in [0, 1] (0 disables the frontier check)")
     _check(cfg, "warmstart.check_every", _pos_int, "an integer >= 1")
+    _check(cfg, "warmstart.attempts", _pos_int, "an integer >= 1")
     _check(cfg, "warmstart.check_size", _pos_int, "an integer >= 1")
     _check(cfg, "warmstart.seed", lambda x: isinstance(x, int) and x >= -1,
            "an integer >= 0, or -1 for the run's seed")

@@ -69,9 +69,28 @@ def test_frontier_unreached_is_named_in_the_error(tmp_path, monkeypatch):
                         lambda sampler, params, tok, pairs: 0.0 if all(
                             p.count("+") >= 3 for p, _ in pairs) else 1.0)  # 4op: 3 plus signs
     cfg = _smoke(**{"warmstart.target_acc": 0.8, "warmstart.steps": 20,
-                    "warmstart.check_every": 10, "warmstart.check_size": 16})
-    with pytest.raises(train.RunError, match=r"4op 0.000 \(warmstart.frontier_min=0.05\)"):
+                    "warmstart.check_every": 10, "warmstart.check_size": 16,
+                    "warmstart.attempts": 2})
+    with pytest.raises(train.RunError, match=r"seed 0: held-out exact match 1.000, 4op 0.000 "
+                                             r"after 20 steps; seed 1: .*frontier_min=0.05"):
         train.run(cfg, str(tmp_path))
+
+
+def test_an_attempt_outside_the_regime_is_redone_with_the_next_seed(tmp_path, monkeypatch):
+    calls = []
+
+    def fake(sampler, params, tok, pairs):
+        calls.append(1)
+        return 0.0 if len(calls) <= 4 else 1.0  # attempt 1: two checks x (easy, 4op) fail
+
+    monkeypatch.setattr(warmstart, "exact_match", fake)
+    cfg = _smoke(**{"warmstart.target_acc": 0.8, "warmstart.steps": 20,
+                    "warmstart.check_every": 10, "warmstart.check_size": 16,
+                    "warmstart.attempts": 2})
+    train.run(cfg, str(tmp_path))
+    info = json.load(open(tmp_path / "warmstart" / train.WARMSTART_RESULT))
+    assert info["attempts"] == 2 and info["seed"] == 1 and info["steps"] == 10
+    assert info["failed"] == ["seed 0: held-out exact match 0.000, 4op 0.000 after 20 steps"]
 
 
 def test_exact_match_scores_the_policy_greedy_output(tiny_policy, tokenizer):
@@ -106,9 +125,11 @@ def _smoke(**over):
 
 def test_unreached_target_is_a_clear_error_and_caches_nothing(tmp_path):
     cfg = _smoke(**{"warmstart.target_acc": 0.99, "warmstart.steps": 20,
-                    "warmstart.check_every": 10, "warmstart.check_size": 32})
-    with pytest.raises(train.RunError, match=r"warmstart.target_acc=0.99\).* after "
-                                             r"warmstart.steps=20 steps"):
+                    "warmstart.check_every": 10, "warmstart.check_size": 32,
+                    "warmstart.attempts": 1})
+    with pytest.raises(train.RunError, match=r"no attempt of 1 reached the regime \(seed 0: "
+                                             r"held-out .* after 20 steps; targets "
+                                             r"warmstart.target_acc=0.99"):
         train.run(cfg, str(tmp_path))
     assert not os.path.exists(tmp_path / "warmstart")
 
