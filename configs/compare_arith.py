@@ -31,10 +31,12 @@ if a method's mechanism counter stays at zero under these settings):
   (`aug_entry="heap"`, the released code) so that once the 1,500 seeds have left the cold queue
   (about step 24) every batch comes from the boundary sampler (PS: by priority), children
   included; with the paper's cold entry, children refill the cold queue every step and PS+PA
-  never drew by priority. The cold queue keeps the paper's max_cold_frac = 1. PS keeps its
-  records in the pool (no archive), so PS+PA augments without the released code's capacity
-  check (`aug_require_capacity=False`): with it, a pool full of seeds would never admit a
-  child; children then evict as HeaPA's do.
+  never drew by priority. The cold queue keeps the paper's max_cold_frac = 1. Augmentation
+  runs without the released code's capacity check (`aug_require_capacity=False`, every
+  HeaPA-family method): with it, a pool refilled by recycling admits no child, so the bound
+  never binds (a real run at N = 1,536 trained 103 children and evicted none; PS, which has
+  no archive, would never add a child at all); without it, children arrive every step and
+  evict the hardest records, the bounded evolving pool of the paper.
 - Pre-filter (`:full`): n = 8 offline rollouts per prompt (the paper's 16 would spend 24,000
   of the 38,400 rollouts before the first update; 8 spends 12,000).
 - Evaluation: 512 held-out prompts x 8 samples, 4 evaluations per run plus step 0, no greedy
@@ -101,9 +103,10 @@ def get_config(arg: str | None = None):
         s.recycle_archive_max = 768
         s.recycle_chunk = 128
         s.aug_entry = "heap"
-    # PS has no archive: its 2,000 seeds stay in the pool, so with the capacity check before
-    # augmenting (the released code's) PS+PA would never add a child under N = 2,048.
-    c.selector.ps.aug_require_capacity = False
+    # Children are admitted to a full pool and evict (see the module docstring).
+    for name in ("heapa", "ps", "heapa_hive"):
+        if name in c.selector:
+            c.selector[name].aug_require_capacity = False
     c.selector.prefilter.n = 8
     c.log.tensorboard = False
 
