@@ -23,8 +23,10 @@ if a method's mechanism counter stays at zero under these settings):
   budget of 38,400 rollouts: uniform GRPO passes its pool 3.2 times. With 20,000 prompts and
   76,800 rollouts no method finished its first epoch, so HIVE's Stage 1 (history) and GRESO's
   skip rule, which act on prompts seen before, never fired, and HeaPA never left its cold queue.
-- HeaPA (and PS, heapa_hive): capacity N = 1,536, about the seed pool, so the bound binds and
-  records are evicted once children and recycled records arrive (N = 30,000 never evicted);
+- HeaPA (and PS, heapa_hive): capacity N = 1,400, below the 1,500 seeds, so the bound binds
+  from the start and records are evicted as seeds, children and recycled records arrive
+  (N = 30,000 never evicted; at N = 1,536 a real run trained only ~50 children a seed and
+  never filled the pool);
   archive threshold A_max = 768 and chunk 128 (the paper's 8,192 / 512 are 32 and 2 steps of
   B = 256; 768 is 12 steps of B = 64, so the archive recycles several times and lineage
   refreshes run within the budget); children enter the heaps at their estimate
@@ -99,7 +101,7 @@ def get_config(arg: str | None = None):
         if name not in c.selector:
             continue
         s = c.selector[name]
-        s.capacity = 1536
+        s.capacity = 1400
         s.recycle_archive_max = 768
         s.recycle_chunk = 128
         s.aug_entry = "heap"
