@@ -52,7 +52,23 @@ def default_config() -> ml_collections.ConfigDict:
     c.model.head_dim = 16
     c.model.rope_theta = 10000.0
     c.model.tie_word_embeddings = True
-    c.model.dtype = "float32"
+    # A named architecture (models/presets.py: "qwen2.5-math-1.5b", "qwen3-8b", ...) replaces the
+    # shape fields above, with the real vocabulary size (random init; configs/scale.py).
+    c.model.preset = ""
+    # Precision: master parameters and optimizer state in `param_dtype`; the forward pass in
+    # `dtype` ("auto" = float32 for a random model, the stored dtype of a loaded checkpoint:
+    # bfloat16 for every Qwen release). bfloat16 master weights would lose lr-1e-6 updates.
+    c.model.param_dtype = "float32"
+    c.model.dtype = "auto"
+    # Memory: attention kernel ("xla"; "cudnn" = flash attention on NVIDIA GPUs; "auto" picks
+    # cudnn on a GPU in 16-bit compute), activation rematerialisation per layer ("none",
+    # "full", "dots" = keep matmul outputs), a lax.scan over the layers (one compiled layer),
+    # and the sequence chunk in which log-probs/entropies are computed from the final hidden
+    # states (so no [rows, L, vocab] float32 array is ever built).
+    c.model.attention = "xla"
+    c.model.remat = "none"
+    c.model.scan_layers = False
+    c.model.logits_chunk = 512
 
     # Supervised warm start on the easy slice, cached in DIR/warmstart so reruns skip it.
     c.warmstart = ml_collections.ConfigDict()
@@ -89,6 +105,7 @@ def default_config() -> ml_collections.ConfigDict:
     c.rollout.temperature = 1.0
     c.rollout.top_p = 1.0
     c.rollout.max_new_tokens = 8
+    c.rollout.entropy_batch = 256  # rows per prompt-entropy forward pass (HIVE Stage 2)
 
     # The RL update. `loss` picks the objective: "grpo" (seq-mean-token-mean, optional KL) or
     # "dapo" (token-mean, overlong shaping, no KL); eps_low/eps_high are the clip range.
@@ -121,6 +138,12 @@ def default_config() -> ml_collections.ConfigDict:
     # GRPO's advantage A_i = (r_i - mean r) / std r within a group; False drops the division
     # (A_i = r_i - mean r), as Dr. GRPO and PCL's GRPO variant do.
     c.rl.adv_std_norm = True
+    # Rows per forward/backward inside one optimizer update (gradients are accumulated over
+    # the minibatch's micro-batches); 0 = the whole minibatch at once.
+    c.rl.micro_batch_size = 0
+    # A non-finite loss or gradient norm skips that update (train/skipped_updates); this many
+    # bad steps in a row stop the run.
+    c.rl.max_bad_steps = 3
 
     # The prompt selector; each registered selector's own fields live in selector.<name>.
     from frontier_rl import selection
@@ -145,12 +168,21 @@ def default_config() -> ml_collections.ConfigDict:
     c.checkpoint.max_to_keep = 3
 
     c.mesh = ml_collections.ConfigDict()
-    c.mesh.data = -1
-    c.mesh.model = 1
+    c.mesh.data = -1  # data parallel; -1 = every device not used by fsdp x model
+    c.mesh.fsdp = 1  # parameters, gradients and optimizer state sharded; rows split too
+    c.mesh.model = 1  # tensor parallel (Megatron-style column/row splits)
+
+    # Hugging Face export of the policy every `every` steps (0 = only on `frontier-rl export`)
+    # into `dir` (default WORKDIR/export/step_N).
+    c.export = ml_collections.ConfigDict()
+    c.export.every = 0
+    c.export.dir = ""
 
     c.log = ml_collections.ConfigDict()
     c.log.tensorboard = True
     c.log.progress = True
+    # Steps (comma-separated, e.g. "5,6") traced with jax.profiler into WORKDIR/profile.
+    c.log.profile_steps = ""
     return c
 
 
@@ -260,7 +292,18 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
         _check(cfg, f"model.{f}", _pos_int, "an integer >= 1")
     _check(cfg, "model.num_heads", lambda x: x % cfg.model.num_kv_heads == 0,
            f"a multiple of model.num_kv_heads={cfg.model.num_kv_heads}")
-    _check(cfg, "model.dtype", _in("float32", "bfloat16"), "'float32' or 'bfloat16'")
+    _check(cfg, "model.dtype", _in("auto", "float32", "bfloat16"),
+           "'auto', 'float32' or 'bfloat16'")
+    _check(cfg, "model.param_dtype", _in("float32", "bfloat16"), "'float32' or 'bfloat16'")
+    from frontier_rl.models import presets
+
+    _check(cfg, "model.preset", lambda x: x == "" or x in presets.PRESETS,
+           f"'' or one of {sorted(presets.PRESETS)}")
+    _check(cfg, "model.attention", _in("auto", "xla", "cudnn"), "'auto', 'xla' or 'cudnn'")
+    _check(cfg, "model.remat", _in("none", "full", "dots"), "'none', 'full' or 'dots'")
+    _check(cfg, "model.scan_layers", lambda x: isinstance(x, bool), "True or False")
+    _check(cfg, "model.logits_chunk", lambda x: isinstance(x, int) and x >= 0,
+           "an integer >= 0 (0 = the whole sequence at once)")
     _check(cfg, "warmstart.steps", lambda x: isinstance(x, int) and x >= 0, "an integer >= 0")
     _check(cfg, "warmstart.batch_size", _pos_int, "an integer >= 1")
     _check(cfg, "warmstart.learning_rate", _pos, "a number > 0")
@@ -277,6 +320,7 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "rollout.temperature", _pos, "a number > 0")
     _check(cfg, "rollout.top_p", lambda x: _pos(x) and x <= 1, "a number in (0, 1]")
     _check(cfg, "rollout.max_new_tokens", _pos_int, "an integer >= 1")
+    _check(cfg, "rollout.entropy_batch", _pos_int, "an integer >= 1")
     _check(cfg, "rl.loss", _in("grpo", "dapo"), "'grpo' or 'dapo'")
     _check(cfg, "rl.group_size", lambda x: _pos_int(x) and x >= 2, "an integer >= 2 (G)")
     _check(cfg, "rl.batch_size", _pos_int, "an integer >= 1 (B)")
@@ -297,6 +341,12 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "rl.clip_ratio_c", lambda x: x > 1, "a number > 1")
     _check(cfg, "rl.kl_coef", _nonneg, "a number >= 0")
     _check(cfg, "rl.adv_std_norm", lambda x: isinstance(x, bool), "True or False")
+    mb_rows = rows // cfg.rl.minibatches
+    _check(cfg, "rl.micro_batch_size", lambda x: isinstance(x, int) and x >= 0
+           and (x == 0 or mb_rows % x == 0),
+           f"0 or a divisor of the minibatch's {mb_rows} rows (rl.batch_size * "
+           "rl.group_size / rl.minibatches)")
+    _check(cfg, "rl.max_bad_steps", _pos_int, "an integer >= 1")
     if cfg.rl.loss == "dapo":
         _check(cfg, "rl.kl_coef", lambda x: x == 0, "0 with rl.loss='dapo' (DAPO has no KL)")
     _check(cfg, "rl.overlong_buffer",
@@ -317,5 +367,11 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "checkpoint.max_to_keep", lambda x: _pos_int(x) and x >= 2,
            "an integer >= 2 (a damaged latest checkpoint falls back to the previous one)")
     _check(cfg, "mesh.data", lambda x: x == -1 or _pos_int(x), "-1 (all devices) or >= 1")
+    _check(cfg, "mesh.fsdp", _pos_int, "an integer >= 1")
     _check(cfg, "mesh.model", _pos_int, "an integer >= 1")
+    _check(cfg, "export.every", lambda x: isinstance(x, int) and x >= 0,
+           "an integer >= 0 (0 disables)")
+    _check(cfg, "log.profile_steps", lambda x: isinstance(x, str) and all(
+        p.strip().isdigit() for p in x.split(",") if p.strip()),
+        "comma-separated step numbers, e.g. '5,6' ('' disables)")
     return cfg
