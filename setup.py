@@ -30,6 +30,11 @@ setup(
         # torch is a test dependency only (parity against transformers' PyTorch models).
         # Pin the CPU wheel so a resolve never pulls a CUDA build.
         "test": ["pytest", "pytest-xdist", "hypothesis", "ruff", "torch==2.13.0"],
+        # Accelerators: JAX's CUDA 12 or CUDA 13 wheels (NVIDIA driver >= 525 / >= 580) or
+        # TPU (libtpu). launch/env.sh picks one when it finds the device.
+        "gpu": ["jax[cuda12]"],
+        "gpu-cuda13": ["jax[cuda13]"],
+        "tpu": ["jax[tpu]"],
         "serve": ["sglang"],
     },
     entry_points={"console_scripts": ["frontier-rl=frontier_rl.cli:main"]},

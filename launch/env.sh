@@ -1,9 +1,28 @@
 # Sourced by the launch scripts: creates (once) and activates the project's virtualenv.
 # Usage: source launch/env.sh [extras]   e.g. extras="tasks,test"
+# The accelerator is detected (an NVIDIA GPU via nvidia-smi, a TPU via /dev/accel* or
+# /dev/vfio) and its JAX wheels added to the extras; FRONTIER_RL_ACCEL=cpu|gpu|gpu-cuda13|tpu
+# overrides the detection. Without an accelerator everything runs on the CPU.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${FRONTIER_RL_VENV:-$ROOT/.venv}"
 EXTRAS="${1:-tasks}"
+ACCEL="${FRONTIER_RL_ACCEL:-}"
+if [ -z "$ACCEL" ]; then
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    DRIVER="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1 | cut -d. -f1)"
+    if [ "${DRIVER:-0}" -ge 580 ]; then ACCEL=gpu-cuda13; else ACCEL=gpu; fi
+  elif compgen -G "/dev/accel*" >/dev/null || compgen -G "/dev/vfio/[0-9]*" >/dev/null; then
+    ACCEL=tpu
+  else
+    ACCEL=cpu
+  fi
+fi
+case "$ACCEL" in
+  cpu) ;;
+  gpu|gpu-cuda13|tpu) EXTRAS="$EXTRAS,$ACCEL" ;;
+  *) echo "[env] FRONTIER_RL_ACCEL=$ACCEL is not one of cpu, gpu, gpu-cuda13, tpu" >&2; return 1 ;;
+esac
 STAMP="$VENV/.frontier_rl-$(echo "$EXTRAS" | tr ',' '-')-$(cksum < "$ROOT/setup.py" | cut -d' ' -f1)"
 if [ ! -x "$VENV/bin/python" ]; then
   echo "[env] creating virtualenv in $VENV"
@@ -20,7 +39,11 @@ if [ ! -f "$STAMP" ]; then
   touch "$STAMP"
 fi
 export PATH="$VENV/bin:$PATH"
-export JAX_PLATFORMS="${JAX_PLATFORMS:-cpu}"
+if [ "$ACCEL" = cpu ]; then
+  export JAX_PLATFORMS="${JAX_PLATFORMS:-cpu}"
+else
+  echo "[env] accelerator: $ACCEL"
+fi
 export TF_CPP_MIN_LOG_LEVEL=2
 export TRANSFORMERS_VERBOSITY=error  # torch is a test-only dependency; no "PyTorch was not found"
 cd "$ROOT"
