@@ -12,6 +12,17 @@ vocab 64, float32).
   prompt-entropy pass, an old-logprob pass, the update): XLA's FLOPs beside the formula's, per
   kind, with the padding ratios that bound their quotient (accounting.py). Not timed.
 Each timed figure is the median of `repeats` timed runs after one warm-up (compile) run.
+
+Paper-size work (`--bench_config=<preset>`, the architectures of models/presets.py with the
+run settings of configs/scale.py: float32 master weights, bfloat16 compute, full remat, a scan
+over layers, chunked log-probs):
+- `qwen2.5-0.5b` is small enough for a CPU: the sampler decodes 32 tokens for 8 prompts of 8
+  tokens *per device* on a mesh of every device along `data` (so tokens/s across 1, 2, 4, 8
+  fake devices shows how generation scales), the train step runs 8 rows x 256 tokens.
+- `qwen2.5-0.5b-full` is the accelerator figure: the train step on 64 rows x 4,096 tokens in
+  micro-batches of 8 (what the MFU target is stated for), the sampler 256 rows x (1,024 + 512).
+The train step reports `mfu`: model FLOPs by the formula (6N per token plus causal attention,
+accounting.py) / median step time / the devices' bf16 peak (perf.py); NaN on a CPU.
 """
 
 from __future__ import annotations
@@ -24,7 +35,8 @@ import jax
 import numpy as np
 from flax import nnx
 
-from frontier_rl.models import ModelConfig, Transformer
+from frontier_rl import perf
+from frontier_rl.models import ModelConfig, Transformer, presets
 from frontier_rl.rl import sharding
 from frontier_rl.rl.losses import LOSSES
 from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
@@ -37,10 +49,23 @@ WORK = {
                           family="qwen3"),
         prompts=256, prompt_len=8, new_tokens=32, train_prompts=32, group_size=8),
 }
+_SCALE = dict(dtype="bfloat16", remat="full", scan_layers=True, attention="auto")
+for _name in presets.PRESETS:
+    WORK[_name] = dict(model=presets.preset_config(_name, **_SCALE), per_device=True,
+                       prompts=8, prompt_len=8, new_tokens=32, train_prompts=1, group_size=8,
+                       train_len=256, micro_batch=0)
+    WORK[f"{_name}-full"] = dict(model=presets.preset_config(_name, **_SCALE), per_device=False,
+                                 prompts=256, prompt_len=1024, new_tokens=512, train_prompts=8,
+                                 group_size=8, train_len=4096, micro_batch=8)
 
 
-def _model(cfg: ModelConfig):
-    return nnx.split(Transformer(cfg, rngs=nnx.Rngs(0)), nnx.Param)
+def _model(cfg: ModelConfig, mesh=None):
+    """(graphdef, params) of a random model; with a mesh, initialised into its shardings."""
+    if mesh is None:
+        return nnx.split(Transformer(cfg, rngs=nnx.Rngs(0)), nnx.Param)
+    from frontier_rl.train import _random_params
+
+    return _random_params(cfg, 0, mesh)
 
 
 def _timed(fn, repeats: int) -> list[float]:
@@ -55,19 +80,21 @@ def _timed(fn, repeats: int) -> list[float]:
 
 def bench_sampler(work: dict, repeats: int) -> dict:
     cfg = work["model"]
-    graphdef, params = _model(cfg)
+    mesh = sharding.make_mesh() if work.get("per_device") is not None else None
+    graphdef, params = _model(cfg, mesh)
+    n_prompts = work["prompts"] * (jax.device_count() if work.get("per_device") else 1)
     sampler = Sampler(graphdef, cfg, eos_id=-1, pad_id=0, prompt_buckets=(work["prompt_len"],),
-                      batch_buckets=(work["prompts"],), max_new_tokens=work["new_tokens"])
+                      batch_buckets=(n_prompts,), max_new_tokens=work["new_tokens"], mesh=mesh)
     rng = np.random.default_rng(0)
-    prompts = rng.integers(1, cfg.vocab_size, (work["prompts"], work["prompt_len"])).tolist()
+    prompts = rng.integers(1, cfg.vocab_size, (n_prompts, work["prompt_len"])).tolist()
     seed = iter(range(10**6))
 
     def go():
         res = sampler.sample(params, prompts, 1, seed=next(seed), temperature=1.0)
-        assert int(res.lengths.sum()) == work["prompts"] * work["new_tokens"]
+        assert int(res.lengths.sum()) == n_prompts * work["new_tokens"]
 
     times = _timed(go, repeats)
-    tokens = work["prompts"] * work["new_tokens"]
+    tokens = n_prompts * work["new_tokens"]
     med = statistics.median(times)
     return {"bench": "sampler", "generated_tokens": tokens, "median_s": med,
             "tokens_per_s": tokens / med, "min_s": min(times), "repeats": repeats,
@@ -75,13 +102,17 @@ def bench_sampler(work: dict, repeats: int) -> dict:
 
 
 def bench_train_step(work: dict, repeats: int) -> dict:
+    from frontier_rl.accounting import analytic_flops
+
     cfg = work["model"]
-    graphdef, params = _model(cfg)
     mesh = sharding.make_mesh()
-    trainer = Trainer(graphdef, LOSSES["grpo"], make_optimizer(OptimConfig()), mesh)
+    graphdef, params = _model(cfg, mesh if "train_len" in work else None)
+    trainer = Trainer(graphdef, LOSSES["grpo"], make_optimizer(OptimConfig()), mesh,
+                      micro_batch_size=work.get("micro_batch", 0))
     params, opt_state = trainer.init(params)
     rows = work["train_prompts"] * work["group_size"]
-    length = work["prompt_len"] + work["new_tokens"]
+    rows = -(-rows // trainer.row_multiple) * trainer.row_multiple
+    length = work.get("train_len", work["prompt_len"] + work["new_tokens"])
     rng = np.random.default_rng(0)
     loss_mask = np.zeros((rows, length - 1), np.float32)
     loss_mask[:, work["prompt_len"] - 1:] = 1.0
@@ -101,9 +132,12 @@ def bench_train_step(work: dict, repeats: int) -> dict:
     times = _timed(go, repeats)
     med = statistics.median(times)
     tokens = rows * length
+    model_flops = analytic_flops(cfg, "train", np.full(rows, length), epochs=1)
     return {"bench": "train_step", "sequences": rows, "tokens": tokens, "median_s": med,
             "tokens_per_s": tokens / med, "min_s": min(times), "repeats": repeats,
-            "compiles": trainer.compile_count}
+            "compiles": trainer.compile_count, "model_tflops_per_step": model_flops / 1e12,
+            "mfu": perf.mfu(model_flops, med),
+            "device_kind": jax.devices()[0].device_kind}
 
 
 def _embedded():
@@ -205,6 +239,9 @@ def main(name: str, *, config_name: str = "default", repeats: int = 10,
         raise ValueError(f"--bench_config={config_name!r} is not one of {sorted(WORK)}")
     out = BENCHES[name](WORK[config_name], repeats)
     out.update(config=config_name, backend=jax.default_backend(), devices=jax.device_count())
+    stats = jax.devices()[0].memory_stats()  # None on a CPU
+    if stats and "peak_bytes_in_use" in stats:
+        out["peak_bytes_in_use"] = int(stats["peak_bytes_in_use"])
     for k, v in out.items():
         print(f"{k:>18}: {v:,.4g}" if isinstance(v, float) else f"{k:>18}: {v}")
     if as_json:

@@ -182,6 +182,16 @@ class Checkpointer:
             f"(steps {sorted(errors)}):\n{details}"
         )
 
+    def restore_step(self, step: int, target: PyTree) -> tuple[int, PyTree, dict]:
+        """Restores checkpoint `step` (which must exist) like `restore`, without falling back
+        to an older one; errors propagate."""
+        self._manager.reload()
+        if step not in self._manager.all_steps():
+            raise ValueError(f"no checkpoint at step {step} in {self.directory} (steps: "
+                             f"{self.all_steps()})")
+        state, meta = self._restore_step(step, jax.tree.map(_abstract_leaf, target))
+        return step, jax.tree.map(_like_target, state, target), meta
+
     def _restore_step(self, step: int, abstract: PyTree) -> tuple[PyTree, dict]:
         args = ocp.args.Composite(
             state=ocp.args.StandardRestore(abstract), meta=ocp.args.JsonRestore()

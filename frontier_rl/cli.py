@@ -6,6 +6,9 @@ Commands:
   sim      --config=configs/sim_<exp>.py[:arg] [--workdir=DIR]       (the synthetic learner)
   bench    sampler | train_step | entropy | flops  [--bench_config=default] [--repeats=N] [--json]
   bench    selection --selector=NAME [--sizes=10000,100000,1000000] [--json]
+  fit      --config=configs/scale.py:<preset> [--mesh=data=D,fsdp=F,model=M]
+           [--device=h100|h200|a100|v5e|v5p|v6e] [--json]   (memory per device, no device needed)
+  export   --workdir=DIR [--step=N] --out=HF_DIR   (a Hugging Face checkpoint of the policy)
 
 Any config leaf can be overridden on the command line, e.g. `--config.rl.learning_rate=3e-4`.
 """
@@ -20,7 +23,7 @@ from absl import app, flags
 from absl import logging as absl_logging
 from ml_collections import config_flags
 
-COMMANDS = ("train", "compare", "sim", "bench")
+COMMANDS = ("train", "compare", "sim", "bench", "fit", "export")
 
 FLAGS = flags.FLAGS
 config_flags.DEFINE_config_file("config", None, "Experiment config file (configs/<exp>.py[:arg]).",
@@ -31,6 +34,10 @@ flags.DEFINE_integer("repeats", 10, "bench: timed repetitions after warm-up.")
 flags.DEFINE_string("bench_config", "default", "bench: the named work to time.")
 flags.DEFINE_string("selector", "uniform", "bench selection: the registered selector to time.")
 flags.DEFINE_list("sizes", ["10000", "100000", "1000000"], "bench selection: pool sizes.")
+flags.DEFINE_string("mesh", "", "fit: the mesh, e.g. data=1,fsdp=8 (default: the config's).")
+flags.DEFINE_string("device", "h100", "fit: the device whose memory to compare with.")
+flags.DEFINE_integer("step", None, "export: the checkpoint step (default: the newest).")
+flags.DEFINE_string("out", None, "export: the output directory.")
 
 
 def _main(argv: list[str]) -> int:
@@ -71,13 +78,42 @@ def _main(argv: list[str]) -> int:
             else:
                 bench.main(argv[2], config_name=FLAGS.bench_config, repeats=FLAGS.repeats,
                            as_json=FLAGS.json)
+        elif command == "fit":
+            from frontier_rl import fit
+
+            if FLAGS.config is None:
+                raise train.RunError("--config is required (e.g. --config=configs/scale.py:"
+                                     "qwen2.5-math-1.5b)")
+            fit.main(FLAGS.config, FLAGS.mesh, FLAGS.device, FLAGS.json)
+        elif command == "export":
+            from frontier_rl import export
+
+            if not FLAGS.workdir:
+                raise train.RunError("--workdir is required (the run directory to export)")
+            out = export.export_run(FLAGS.workdir, FLAGS.out, FLAGS.step)
+            print(f"exported {FLAGS.workdir} to {out}")
     except (config_lib.ConfigError, train.RunError, FileNotFoundError, ValueError) as e:
         print(f"frontier-rl {command}: error: {e}", file=sys.stderr)
         return 1
     return 0
 
 
+def _fake_devices_for_fit(argv: list[str]) -> None:
+    """`fit` sizes a mesh of fake CPU devices: create them before JAX starts."""
+    if len(argv) < 2 or argv[1] != "fit":
+        return
+    from frontier_rl.fit import devices_needed  # imports nothing that starts JAX
+
+    n = devices_needed(argv) or 8
+    flags_env = os.environ.get("XLA_FLAGS", "")
+    if "xla_force_host_platform_device_count" not in flags_env:
+        os.environ["XLA_FLAGS"] = (f"{flags_env} "
+                                   f"--xla_force_host_platform_device_count={n}").strip()
+    os.environ["JAX_PLATFORMS"] = "cpu"
+
+
 def main() -> None:
+    _fake_devices_for_fit(sys.argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

@@ -7,6 +7,7 @@ components together.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -20,10 +21,11 @@ import ml_collections
 import numpy as np
 from flax import nnx
 
-from frontier_rl import checkpoint, config_lib, evaluation, metrics, selection, tasks, warmstart
+from frontier_rl import (checkpoint, config_lib, eval_suite, export, metrics, perf, selection,
+                         tasks, warmstart)
 from frontier_rl.accounting import Accountant
 from frontier_rl.entropy import PromptEntropy
-from frontier_rl.models import ModelConfig, Transformer, hf
+from frontier_rl.models import ModelConfig, Transformer, hf, presets
 from frontier_rl.rl import batch as batch_lib
 from frontier_rl.rl import losses, sharding
 from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
@@ -213,6 +215,73 @@ def _warm_start(config, task, graphdef, params, mcfg, tokenizer, seed: int, say)
         f"{c.frontier_min}); raise warmstart.steps or warmstart.attempts, or lower the targets")
 
 
+# ============================================================================ policy builders
+
+def _runtime_fields(config) -> dict:
+    """ModelConfig fields that change how the policy runs, not what it computes."""
+    m = config.model
+    return dict(param_dtype=m.param_dtype, attention=m.attention, remat=m.remat,
+                scan_layers=m.scan_layers)
+
+
+def _random_policy_config(config, tokenizer) -> ModelConfig:
+    """The ModelConfig of a random policy: `model.preset`'s architecture or the shape fields,
+    with the tokenizer's special ids (compute dtype "auto" = float32)."""
+    m = config.model
+    ids = dict(bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+               eos_token_ids=(tokenizer.eos_token_id,), pad_token_id=tokenizer.pad_token_id)
+    dtype = "float32" if m.dtype == "auto" else m.dtype
+    if m.preset:
+        mcfg = presets.preset_config(m.preset, dtype=dtype, **_runtime_fields(config), **ids)
+        if len(tokenizer) > mcfg.vocab_size:
+            raise RunError(f"the tokenizer has {len(tokenizer)} tokens, more than model.preset="
+                           f"{m.preset!r}'s vocabulary of {mcfg.vocab_size}")
+        return mcfg
+    return ModelConfig(
+        vocab_size=len(tokenizer), hidden_size=m.hidden_size,
+        intermediate_size=m.intermediate_size, num_layers=m.num_layers, num_heads=m.num_heads,
+        num_kv_heads=m.num_kv_heads, head_dim=m.head_dim, rope_theta=m.rope_theta,
+        family=m.family, qk_norm=m.family == "qwen3", qkv_bias=m.family == "qwen2",
+        tie_word_embeddings=m.tie_word_embeddings, dtype=dtype, **_runtime_fields(config), **ids)
+
+
+def _random_params(mcfg: ModelConfig, seed: int, mesh):
+    """(graphdef, params) of a random policy, initialised straight into the mesh's shardings
+    (a 7B model never sits whole on one device)."""
+    abstract = nnx.eval_shape(lambda: Transformer(mcfg, rngs=nnx.Rngs(seed)))
+    graphdef, abstract_params = nnx.split(abstract, nnx.Param)
+    shardings = sharding.param_shardings(abstract_params, mesh)
+
+    @jax.jit
+    def init():
+        params = nnx.split(Transformer(mcfg, rngs=nnx.Rngs(seed)), nnx.Param)[1]
+        return jax.lax.with_sharding_constraint(params, shardings)
+
+    return graphdef, init()
+
+
+def _load_policy(path: str, config, mesh):
+    """(graphdef, params, ModelConfig) of the checkpoint in `path`: parameters in
+    `model.param_dtype` placed in their shardings tensor by tensor, compute in `model.dtype`
+    ("auto" = the stored dtype) and the run's attention/remat/scan settings."""
+    dtype = None if config.model.dtype == "auto" else config.model.dtype
+    model, mcfg = hf.load_pretrained(
+        path, dtype=dtype, param_dtype=config.model.param_dtype,
+        shardings=lambda abstract: sharding.param_shardings(abstract, mesh))
+    mcfg = dataclasses.replace(mcfg, **_runtime_fields(config))
+    _, params = nnx.split(model, nnx.Param)
+    graphdef = nnx.split(nnx.eval_shape(lambda: Transformer(mcfg, rngs=nnx.Rngs(0))),
+                         nnx.Param)[0]
+    return graphdef, params, mcfg
+
+
+def _stop_ids(mcfg: ModelConfig, tokenizer) -> tuple[int, ...]:
+    """Every id that ends a response: the tokenizer's EOS first, then the checkpoint's
+    generation_config EOS ids (e.g. Qwen's <|im_end|> and <|endoftext|>)."""
+    ids = [tokenizer.eos_token_id, *getattr(mcfg, "eos_token_ids", ())]
+    return tuple(dict.fromkeys(int(i) for i in ids if i is not None))
+
+
 def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     """Trains per `config` in `workdir`; returns the last evaluation's metrics."""
     # ======================================================================= setup
@@ -236,6 +305,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         f"buckets {task.buckets}")
 
     # ======================================================================= policy
+    # The mesh comes first: a loaded checkpoint's tensors go straight into their shardings.
+    mesh = sharding.make_mesh(config.mesh.data, config.mesh.fsdp, config.mesh.model)
     ws_dir = config.warmstart.cache_dir or os.path.join(workdir, "warmstart")
     ws_seed = seed if config.warmstart.seed < 0 else config.warmstart.seed
     # What the warm start depends on (not where it is cached, nor how its seed was given).
@@ -244,7 +315,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         {"seed": ws_seed, "task": config.task, "model": config.model, "warmstart": ws_fields}
     ).to_json_best_effort())
     if os.path.exists(os.path.join(ws_dir, "model.safetensors")):
-        model, mcfg = hf.load_pretrained(ws_dir)
+        graphdef, params, mcfg = _load_policy(ws_dir, config, mesh)
         tokenizer = hf.load_tokenizer(ws_dir)
         say(f"warm start: loaded cached policy from {ws_dir}")
         key_path = os.path.join(ws_dir, WARMSTART_KEY)
@@ -253,25 +324,17 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
                         "warmstart config; delete that directory to redo it", ws_dir)
         warm = False
     elif config.model.path:
-        model, mcfg = hf.load_pretrained(config.model.path)
+        graphdef, params, mcfg = _load_policy(config.model.path, config, mesh)
         tokenizer = hf.load_tokenizer(config.model.path)
         warm = config.warmstart.enabled and config.warmstart.steps > 0
     else:
         tokenizer = tasks.build_char_tokenizer(_alphabet(task))
-        mcfg = ModelConfig(
-            vocab_size=len(tokenizer), hidden_size=config.model.hidden_size,
-            intermediate_size=config.model.intermediate_size,
-            num_layers=config.model.num_layers, num_heads=config.model.num_heads,
-            num_kv_heads=config.model.num_kv_heads, head_dim=config.model.head_dim,
-            rope_theta=config.model.rope_theta, family=config.model.family,
-            qk_norm=config.model.family == "qwen3", qkv_bias=config.model.family == "qwen2",
-            tie_word_embeddings=config.model.tie_word_embeddings, dtype=config.model.dtype,
-            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-            pad_token_id=tokenizer.pad_token_id)
-        model = Transformer(mcfg, rngs=nnx.Rngs(ws_seed))
+        mcfg = _random_policy_config(config, tokenizer)
+        graphdef, params = _random_params(mcfg, ws_seed, mesh)
         warm = config.warmstart.enabled and config.warmstart.steps > 0
-    graphdef, params = nnx.split(model, nnx.Param)
-    say(f"policy: {mcfg.family}, {mcfg.num_params():,} parameters, vocab {mcfg.vocab_size}")
+    say(f"policy: {mcfg.family}, {mcfg.num_params():,} parameters, vocab {mcfg.vocab_size}, "
+        f"params {mcfg.param_dtype}, compute {mcfg.dtype}, mesh {dict(mesh.shape)}")
+    export.write_policy_spec(workdir, mcfg, tokenizer)
 
     # ======================================================================= warm start
     if warm:
@@ -295,7 +358,6 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         ws_info = {}
 
     # ======================================================================= device functions
-    mesh = sharding.make_mesh(config.mesh.data, config.mesh.model)
     loss_cfg = losses.LossConfig(
         aggregation=losses.LOSSES[config.rl.loss].aggregation, eps_low=config.rl.eps_low,
         eps_high=config.rl.eps_high, clip_ratio_c=config.rl.clip_ratio_c,
@@ -306,13 +368,15 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         warmup_steps=config.rl.warmup_steps))
     trainer = Trainer(graphdef, loss_cfg, tx, mesh, epochs=config.rl.epochs,
                       minibatches=config.rl.minibatches,
-                      temperature=config.rollout.temperature)
+                      temperature=config.rollout.temperature,
+                      micro_batch_size=config.rl.micro_batch_size,
+                      logits_chunk=config.model.logits_chunk)
     params, opt_state = trainer.init(params)
     # A copy: the update donates `params`' buffers, which may be the ones init returned.
     ref_params = jax.tree.map(jnp.copy, params) if config.rl.kl_coef > 0 else None
-    sampler = Sampler(graphdef, mcfg, eos_id=tokenizer.eos_token_id,
+    sampler = Sampler(graphdef, mcfg, eos_id=_stop_ids(mcfg, tokenizer),
                       pad_id=tokenizer.pad_token_id, prompt_buckets=PROMPT_BUCKETS,
-                      max_new_tokens=config.rollout.max_new_tokens)
+                      max_new_tokens=config.rollout.max_new_tokens, mesh=mesh)
     # The sampler returns log-probs of softmax(logits / T) before top-p truncation, what the
     # trainer computes at the same T, so they serve as the old policy's at any temperature.
     # Under top-p the trainer still recomputes them with a full forward, as verl's actor always
@@ -326,13 +390,16 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
                 config.rl.overlong_penalty)
         return outcomes
 
+    # With eval.sets the benchmark files replace the task's held-out split (eval_suite.py).
+    if config.eval.get("sets"):
+        task.eval = eval_suite.suite_task(config.task.name, task_cfg, config.eval.sets).eval
+
     def evaluate(params, step: int) -> dict[str, float]:
-        """The eval metrics; the per-prompt correct counts go to the next metrics record only
-        (`evalset/correct_counts`, what a comparison's intervals resample)."""
-        ev, counts = evaluation.evaluate(
-            sampler, params, tokenizer, task.eval, task.verify, k=config.eval.k,
-            temperature=config.eval.temperature, top_p=config.eval.top_p,
-            greedy=config.eval.greedy, seed=seed + 7, per_prompt=True)
+        """The eval metrics (the code `frontier-rl eval` runs); the per-prompt correct counts go
+        to the next metrics record only (`evalset/correct_counts`, what a comparison's
+        intervals resample)."""
+        ev, counts = eval_suite.evaluate(sampler, params, tokenizer, task, config.eval,
+                                         seed=seed + 7)
         eval_counts[:] = counts.tolist()
         return ev
 
@@ -341,7 +408,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     # ======================================================================= selector
     selector = selection.make(config.selector.name, config.selector, len(task.train), seed)
     entropy_fn = PromptEntropy(graphdef, pad_id=tokenizer.pad_token_id,
-                               prompt_buckets=PROMPT_BUCKETS)
+                               prompt_buckets=PROMPT_BUCKETS, mesh=mesh,
+                               micro_batch=config.rollout.entropy_batch,
+                               chunk=config.model.logits_chunk)
     # FLOPs of every rollout, entropy pass, old-logprob pass and update: XLA's cost analysis of
     # each compiled function x its calls, beside the 2N/6N formula (accounting.py).
     accountant = Accountant(mcfg, params, sampler=sampler, entropy=entropy_fn, trainer=trainer)
@@ -351,7 +420,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         batch_size=config.rl.batch_size, temperature=config.rollout.temperature,
         top_p=config.rollout.top_p, seed=seed,
         prompt_entropy_fn=entropy_fn, flops_per_token=2.0 * mcfg.num_params(),
-        accountant=accountant)
+        accountant=accountant, verify_many=task.verify_many)
 
     # ======================================================================= restore
     ckpt = checkpoint.Checkpointer(os.path.join(workdir, "checkpoints"),
@@ -402,9 +471,13 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     every_r = config.eval.every_rollouts
     bar = _progress(config.log.progress, start_step, num_steps, budget,
                     ctx.counters["rollouts"])
+    profile = _Profiler(config.log.profile_steps, os.path.join(workdir, "profile"))
+    flops_seen = accountant.metrics()  # cumulative; per-step deltas give MFU and tokens/s
+    bad_steps = 0
     step = start_step
     while not done and step < num_steps:
         step += 1
+        profile.begin(step)
         t_step = time.perf_counter()
         ctx.begin_step(step, params)
         rollouts_before = ctx.counters["rollouts"]
@@ -435,6 +508,15 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
                                                .generate_state(1)[0]))
         accountant.charge_train(batch)
         t_updated = time.perf_counter()
+        # NaN guard: the trainer skipped every update whose loss or gradient norm was not
+        # finite (params unchanged); a run of such steps means the run has diverged (checked
+        # after this step's metrics are written).
+        if train_metrics.get("skipped_updates", 0) > 0:
+            bad_steps += 1
+            log.warning("step %d: %d update(s) skipped on a non-finite loss or gradient norm",
+                        step, int(train_metrics["skipped_updates"]))
+        else:
+            bad_steps = 0
         ctx.params = params
         selector.after_update(ctx, groups)
         t_after = time.perf_counter()
@@ -464,6 +546,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
             "rollout/total": ctx.counters["rollouts"],
             "rollout/step": used,
             "rollout/effective_total": ctx.counters["effective_rollouts"],
+            # responses whose answer check timed out or crashed (scored wrong), cumulative
+            "rollout/verify_timeouts": ctx.counters["verify_timeouts"],
             "rollout/tokens": ctx.counters["response_tokens"],
             "perf/rollout_pflops": ctx.counters["rollout_flops"] / 1e15,
             "perf/entropy_pflops": ctx.counters["entropy_flops"] / 1e15,
@@ -480,7 +564,15 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
             "perf/peak_rss_gib": _peak_rss_gib(),
         })
         step_metrics.update(ctx.rolled.metrics())
-        step_metrics.update(accountant.metrics())
+        flops_now = accountant.metrics()
+        step_metrics.update(flops_now)
+        step_seconds = t_after - t_step
+        step_model_flops = (flops_now["perf/pflops_formula"]
+                            - flops_seen["perf/pflops_formula"]) * 1e15
+        step_tokens = flops_now["perf/tokens"] - flops_seen["perf/tokens"]
+        flops_seen = flops_now
+        step_metrics["perf/tokens_per_s"] = step_tokens / max(step_seconds, 1e-9)
+        step_metrics["perf/mfu"] = perf.mfu(step_model_flops, step_seconds)
         step_metrics.update({f"select/{k}": v for k, v in selector.metrics().items()})
         # Cumulative evidence that the method's mechanism ran (selection/base.py).
         step_metrics.update({f"mech/{k}": v
@@ -495,10 +587,24 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
             step_metrics["perf/eval_time"] = time.perf_counter() - t0
             step_metrics["perf/cum_eval_time"] = clock["eval"]
         writer.write(step, step_metrics)
+        if bad_steps >= config.rl.max_bad_steps:
+            writer.close()
+            raise RunError(f"step {step}: non-finite loss or gradient norm in {bad_steps} "
+                           f"steps in a row (rl.max_bad_steps={config.rl.max_bad_steps}); the "
+                           "parameters were left at their last finite values, which the newest "
+                           "checkpoint holds. Lower rl.learning_rate or check the rewards")
         bar.update(step, ctx.counters["rollouts"], float(rewards.mean()), last_eval, task.buckets,
                    config.eval.k)
         if step % config.checkpoint.every == 0 or last:
             save(step)
+        if config.export.every and step % config.export.every == 0:
+            out = export.export_params(
+                graphdef, params, mcfg, tokenizer,
+                os.path.join(config.export.dir or os.path.join(workdir, "export"),
+                             f"step_{step}"))
+            say(f"exported the policy at step {step} to {out}")
+        profile.end(step)
+    profile.close()
     bar.close()
     if step > start_step:
         say(_eval_line(step, last_eval, task.buckets, config.eval.k))
@@ -513,6 +619,32 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
 def _eval_line(step: int, ev: dict, buckets, k: int) -> str:
     parts = [f"{b} {ev.get(f'eval/avg@{k}/{b}', float('nan')):.1f}" for b in buckets]
     return f"eval step {step}: avg@{k} " + " | ".join(parts)
+
+
+class _Profiler:
+    """jax.profiler traces of the steps listed in `log.profile_steps` (one trace per run of
+    consecutive steps), written under WORKDIR/profile for TensorBoard / Perfetto."""
+
+    def __init__(self, steps: str, logdir: str):
+        self.steps = {int(p) for p in steps.split(",") if p.strip()}
+        self.logdir = logdir
+        self.active = False
+
+    def begin(self, step: int) -> None:
+        if step in self.steps and not self.active:
+            jax.profiler.start_trace(self.logdir)
+            self.active = True
+
+    def end(self, step: int) -> None:
+        if self.active and step + 1 not in self.steps:
+            self.close()
+
+    def close(self) -> None:
+        if self.active:
+            jax.effects_barrier()
+            jax.profiler.stop_trace()
+            self.active = False
+            log.info("profile trace written under %s", self.logdir)
 
 
 class _progress:
