@@ -1,10 +1,15 @@
-"""Held-out evaluation: Avg@k and greedy accuracy per difficulty bucket.
+"""Held-out evaluation: Avg@k, pass@k, invalid rate, response length and greedy accuracy per
+bucket (a difficulty bucket, or a benchmark's name for an eval suite, frontier_rl/eval_suite.py).
 
 Avg@k (HeaPA's metric, Avg@16 there; k = `config.eval.k`, 8 by default) is the mean correctness
 of k samples per prompt at `config.eval.temperature` and `config.eval.top_p` (0.7 / 0.7,
-HeaPA's protocol), averaged over the prompts of a bucket.
+HeaPA's protocol), averaged over the prompts of a bucket; pass@k is the share of prompts with at
+least one correct sample among the k; invalid@k the share of samples with no gradable answer
+(or cut at the token cap); response_len the mean generated tokens (EOS included).
 Greedy accuracy is one argmax decode per prompt. Evaluation samples are not charged to the
 rollout budget. Seeds are fixed per call site, so the same parameters give the same figures.
+Responses are checked by `verify_many` when given (a task's process pool, whose timeouts are
+counted under `eval/verify_timeouts`), else one by one by `verify`.
 """
 
 from __future__ import annotations
@@ -20,19 +25,31 @@ from frontier_rl.rollout.sampler import Sampler
 CHUNK_ROWS = 1024
 
 
-def _outcomes(sampler, params, tokenizer, prompts, verify, n, *, seed, temperature, top_p,
-              greedy):
+def _outcomes(sampler, params, tokenizer, prompts, verify, verify_many, n, *, seed, temperature,
+              top_p, greedy, max_new_tokens):
+    """(outcomes int8 [P, n], lengths int32 [P, n], checks that timed out)."""
     ids = [encode_prompt(tokenizer, p.text) for p in prompts]
     per_chunk = max(1, CHUNK_ROWS // n)
     out = np.zeros((len(prompts), n), np.int8)
+    lengths = np.zeros((len(prompts), n), np.int32)
+    timeouts = 0
     for c in range(0, len(prompts), per_chunk):
         res = sampler.sample(params, ids[c:c + per_chunk], n, seed=seed + c,
-                             temperature=temperature, top_p=top_p, greedy=greedy)
+                             temperature=temperature, top_p=top_p, greedy=greedy,
+                             max_new_tokens=max_new_tokens)
         texts = decode_responses(tokenizer, res)
-        for r, text in enumerate(texts):
-            i = c + r // n
-            out[i, r % n] = verify(prompts[i], text, bool(res.finished[r]))
-    return out
+        rows = [prompts[c + r // n] for r in range(len(texts))]
+        finished = [bool(f) for f in res.finished]
+        if verify_many is not None:
+            rewards, t = verify_many(rows, texts, finished)
+            timeouts += t
+        else:
+            rewards = [verify(p, text, f) for p, text, f in zip(rows, texts, finished,
+                                                                strict=True)]
+        block = slice(c, c + len(texts) // n)
+        out[block] = np.asarray(rewards, np.int8).reshape(-1, n)
+        lengths[block] = np.asarray(res.lengths, np.int32).reshape(-1, n)
+    return out, lengths, timeouts
 
 
 def evaluate(
@@ -40,7 +57,7 @@ def evaluate(
     params,
     tokenizer,
     prompts: Sequence,
-    verify: Callable[[object, str, bool], int],
+    verify: Callable[[object, str, bool], int] | None,
     *,
     k: int = 8,
     temperature: float = 0.7,
@@ -48,17 +65,25 @@ def evaluate(
     greedy: bool = True,
     seed: int = 0,
     per_prompt: bool = False,
+    verify_many: Callable | None = None,
+    max_new_tokens: int | None = None,
 ) -> dict[str, float] | tuple[dict[str, float], np.ndarray]:
-    """`eval/avg@k/<bucket>`, `eval/greedy/<bucket>`, `eval/invalid@k/<bucket>` and `/all`.
+    """`eval/avg@k/<bucket>`, `eval/pass@k/<bucket>`, `eval/invalid@k/<bucket>`,
+    `eval/response_len/<bucket>`, `eval/greedy/<bucket>` and the same for `all`.
 
     With per_prompt, also the number of correct samples (of k) of each prompt, int [P]: what a
     comparison resamples for its intervals (stats.py)."""
-    sampled = _outcomes(sampler, params, tokenizer, prompts, verify, k, seed=seed,
-                        temperature=temperature, top_p=top_p, greedy=False)
+    if verify is None and verify_many is None:
+        raise ValueError("evaluate needs verify or verify_many")
+    kw = dict(verify=verify, verify_many=verify_many, max_new_tokens=max_new_tokens)
+    sampled, lengths, timeouts = _outcomes(sampler, params, tokenizer, prompts, n=k, seed=seed,
+                                           temperature=temperature, top_p=top_p, greedy=False,
+                                           **kw)
     greedy_out = None
     if greedy:
-        greedy_out = _outcomes(sampler, params, tokenizer, prompts, verify, 1, seed=seed,
-                               temperature=1.0, top_p=1.0, greedy=True)
+        greedy_out, _, t = _outcomes(sampler, params, tokenizer, prompts, n=1, seed=seed,
+                                     temperature=1.0, top_p=1.0, greedy=True, **kw)
+        timeouts += t
     by_bucket: dict[str, list[int]] = defaultdict(list)
     for i, p in enumerate(prompts):
         by_bucket[p.bucket].append(i)
@@ -69,8 +94,10 @@ def evaluate(
         metrics[f"eval/avg@{k}/{b}"] = 100.0 * float(np.mean(s == 1))
         metrics[f"eval/pass@{k}/{b}"] = 100.0 * float(np.mean(np.any(s == 1, axis=1)))
         metrics[f"eval/invalid@{k}/{b}"] = 100.0 * float(np.mean(s == -1))
+        metrics[f"eval/response_len/{b}"] = float(np.mean(lengths[idx]))
         if greedy_out is not None:
             metrics[f"eval/greedy/{b}"] = 100.0 * float(np.mean(greedy_out[idx] == 1))
+    metrics["eval/verify_timeouts"] = float(timeouts)
     if per_prompt:
         return metrics, np.sum(sampled == 1, axis=1).astype(np.int32)
     return metrics

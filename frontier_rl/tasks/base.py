@@ -17,7 +17,7 @@ is an error naming it and its value.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -63,15 +63,40 @@ class Task:
     stats: dict = dataclasses.field(default_factory=dict)
     config: dict = dataclasses.field(default_factory=dict)
     alphabet: str | None = None
-    response_template: str = "{answer}"
+    response_template: str | None = "{answer}"
+    # A picklable (response, reference answer, finished) -> reward that scores like `verifier`:
+    # with it, `verify_many` checks responses in `verify_workers` processes, each response
+    # bounded by `verify_timeout_s` (tasks/verify_pool.py). None: checked here, in order.
+    scorer: Callable[[str, str, bool], int] | None = None
+    verify_workers: int = 0
+    verify_timeout_s: float = 10.0
 
     def verify(self, prompt: Prompt, response: str, finished: bool = True) -> int:
         """Returns 1 (correct), 0 (well-formed but wrong) or -1 (unfinished / unparsable)."""
         return self.verifier(prompt, response, finished)
 
+    def verify_many(self, prompts: Sequence[Prompt], responses: Sequence[str],
+                    finished: Sequence[bool]) -> tuple[np.ndarray, int]:
+        """(int8 rewards, responses whose check timed out or crashed) for parallel lists. A
+        check that times out or crashes scores REWARD_WRONG; it never raises or hangs."""
+        if self.scorer is None or not self.verify_workers:
+            return np.array([self.verify(p, r, bool(f)) for p, r, f
+                             in zip(prompts, responses, finished, strict=True)], np.int8), 0
+        from frontier_rl.tasks.verify_pool import shared_pool
+
+        pool = shared_pool(self.scorer, self.verify_workers, self.verify_timeout_s)
+        res = pool.map([(r, p.answer, bool(f))
+                        for p, r, f in zip(prompts, responses, finished, strict=True)])
+        return res.rewards, res.timeouts + res.crashes
+
     def format_response(self, answer: str) -> str:
         """A response (EOS excluded) that the verifier scores correct for reference `answer`,
-        e.g. "458" (arith) or "<answer>458</answer>" (reasoning-gym)."""
+        e.g. "458" (arith), "<answer>458</answer>" (reasoning-gym) or "\\boxed{458}" (math
+        corpora). A task whose verifier no fixed format satisfies has response_template None,
+        and a warm start on it is refused."""
+        if self.response_template is None:
+            raise ValueError(f"task {self.name} has no response format a warm start could "
+                             "teach (response_template is None)")
         return self.response_template.format(answer=answer)
 
     @property

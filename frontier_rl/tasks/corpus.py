@@ -1,14 +1,31 @@
 """Real question/answer corpora as a task: make_task("corpus", cfg, seed).
 
-`cfg.path` is a local .jsonl or .parquet file, or "tfds:<name>" for a prepared TensorFlow
-Datasets dataset. TFDS is read only through its data-source (array_record) API, which works
-without tensorflow; `as_dataset()` would need tensorflow and is never used.
+`cfg.path` is a local .jsonl or .parquet file, or "tfds:<name>" for a corpus prepared with
+`frontier-rl data prepare` (TensorFlow Datasets, array_record, read through `tfds.data_source`,
+which needs no tensorflow; `as_dataset()` is never used). Two row formats (`format="auto"`
+tells them apart by the first row):
+
+- verl: `prompt` is a list of chat messages ({"role", "content"}), the reference answer is
+  `reward_model.ground_truth`, with `data_source` and `extra_info` beside them (DAPO-Math-17k,
+  verl's MATH and DeepScaleR preprocessings);
+- plain: `prompt` is the question text and `answer` the reference ({"prompt", "answer"}).
+
+Each row becomes chat messages and then the prompt text (tasks/chat.py): `prompt_template` and
+`instruction` wrap the question, `system_prompt` sets the system message, and with
+`chat_template` (a local model or tokenizer directory: usually the policy's, `model.path`)
+transformers' `apply_chat_template` renders them, ending with the assistant's turn.
 
 Rows without an answer (missing / None / empty) are skipped and counted in
 task.stats["skipped_no_answer"]; rows without a prompt likewise in "skipped_no_prompt". Repeated
 prompt texts are kept once. Eval is a seeded random `eval_fraction` of the rows (or, for TFDS,
-`eval_split` if given), disjoint from train by text. GSM8K-style answers ("rationale #### 72")
-are reduced to the part after the last "####".
+`eval_split` if given), disjoint from train by text; `eval.sets` in the run config replaces it
+with benchmark files (frontier_rl/eval_suite.py). GSM8K-style answers ("rationale #### 72") are
+reduced to the part after the last "####".
+
+The verifier: "math_verify" (the papers' reward: the last \\boxed{} of the response against the
+reference, LaTeX-aware; no box = invalid) or "numeric". Both are picklable scorers, so the
+trainer checks responses in `verify_workers` processes with a `verify_timeout_s` bound per
+response (tasks/verify_pool.py).
 """
 
 from __future__ import annotations
@@ -18,34 +35,66 @@ import json
 import os
 from collections.abc import Mapping
 
-from frontier_rl.tasks import base
+from frontier_rl.tasks import base, chat
 from frontier_rl.tasks.verify import math_verify_reward, numeric_reward
 
 DEFAULTS = dict(
     path=None,  # .jsonl / .parquet file, or "tfds:<name>"
+    format="auto",  # "verl" (chat-message prompts), "plain" ({prompt, answer}) or "auto"
     prompt_key="prompt",  # dotted keys reach into nested rows ("question.text")
-    answer_key="answer",
+    answer_key=None,  # None = the format's: "reward_model.ground_truth" (verl) / "answer"
     eval_fraction=0.1,
     verifier="math_verify",  # or "numeric"
     require_boxed=True,  # math_verify: a response without \boxed{} is invalid (-1)
-    prompt_template="{prompt}",  # e.g. "{prompt}\nPut the final answer in \\boxed{{}}."
+    prompt_template="{prompt}",  # wraps the question, e.g. "Problem: {prompt}"
+    instruction="",  # appended after the question, e.g. chat.BOXED_STEP_BY_STEP
+    system_prompt=None,  # None keeps the row's system message (or the template's default)
+    chat_template="",  # directory whose tokenizer's chat template renders the prompt
     # The response a warm start teaches for an answer ("{answer}" is replaced); None = what the
     # verifier needs: \boxed{<answer>} for math_verify, "Answer: <answer>" for numeric.
     response_template=None,
-    bucket_key=None,  # column giving a difficulty bucket (e.g. "level"); None = "all"
+    bucket_key=None,  # field giving a difficulty bucket ("level", "data_source"); None = "all"
     id_prefix=None,  # ids are "<id_prefix>/<row>"; None = file stem or TFDS name
     max_rows=None,  # read at most this many rows per split (quick experiments)
     split="train",  # TFDS only
     eval_split=None,  # TFDS only: take eval from this split instead of eval_fraction
-    data_dir=None,  # TFDS only
+    data_dir=None,  # TFDS only (default: ~/tensorflow_datasets)
     download=False,  # TFDS only: never reach the network unless asked to
+    verify_workers=2,  # processes checking answers (0 = in the trainer, no timeout)
+    verify_timeout_s=10.0,  # a check running longer scores wrong (rollout/verify_timeouts)
     seed_offset=0,
     data_seed=None,
 )
 
-
+FORMATS = ("auto", "verl", "plain")
+VERIFIERS = ("math_verify", "numeric")
 # What each verifier scores correct for a reference answer (format_response).
 RESPONSE_TEMPLATES = {"math_verify": "\\boxed{{{answer}}}", "numeric": "Answer: {answer}"}
+ANSWER_KEYS = {"verl": "reward_model.ground_truth", "plain": "answer"}
+
+
+def _check(cfg: dict) -> None:
+    if cfg["format"] not in FORMATS:
+        raise ValueError(f"task.format={cfg['format']!r} is not one of {FORMATS}")
+    if cfg["verifier"] not in VERIFIERS:
+        raise ValueError(f"task.verifier={cfg['verifier']!r} is not one of {VERIFIERS}")
+    w = cfg["verify_workers"]
+    if not (isinstance(w, int) and not isinstance(w, bool) and 0 <= w <= 256):
+        raise ValueError(f"task.verify_workers={w!r} is not allowed: an integer in [0, 256]")
+    t = cfg["verify_timeout_s"]
+    if not (isinstance(t, int | float) and not isinstance(t, bool) and t > 0):
+        raise ValueError(f"task.verify_timeout_s={t!r} is not allowed: a number > 0 (seconds)")
+    template = cfg["response_template"]
+    if template is not None and "{answer}" not in str(template):
+        raise ValueError(f"task.response_template={template!r} has no '{{answer}}'")
+    if "{prompt}" not in str(cfg["prompt_template"]):
+        raise ValueError(f"task.prompt_template={cfg['prompt_template']!r} has no '{{prompt}}'")
+    if not isinstance(cfg["chat_template"], str):
+        raise ValueError(f"task.chat_template={cfg['chat_template']!r} is not allowed: a "
+                         "directory path ('' = no chat template)")
+
+
+# ----------------------------------------------------------------------------- reading
 
 
 def _read_jsonl(path: str) -> list[dict]:
@@ -61,27 +110,22 @@ def _read_jsonl(path: str) -> list[dict]:
     return rows
 
 
-def _read_tfds(name: str, split: str, cfg: dict) -> list[dict]:
+def _read_tfds(name: str, split: str, cfg: Mapping) -> list[dict]:
     import tensorflow_datasets as tfds
 
     try:
-        source = tfds.data_source(name, split=split, data_dir=cfg["data_dir"],
-                                  download=cfg["download"])
+        source = tfds.data_source(name, split=split, data_dir=cfg.get("data_dir"),
+                                  download=cfg.get("download", False))
     except Exception as e:  # tfds raises many types; the caller needs name, split and cause
         first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ValueError(f"Could not open TFDS dataset {name!r} split {split!r} "
-                         f"(data_dir={cfg['data_dir']}): {first_line}") from e
-    n = len(source) if cfg["max_rows"] is None else min(len(source), cfg["max_rows"])
+                         f"(data_dir={cfg.get('data_dir')}): {first_line}") from e
+    n = len(source) if cfg.get("max_rows") is None else min(len(source), cfg["max_rows"])
     return [source[i] for i in range(n)]
 
 
-def load_rows(cfg: Mapping, split: str | None = None) -> list[dict]:
-    """Raw rows of `cfg["path"]` (for TFDS, of `split`, default cfg["split"])."""
-    path = cfg["path"]
-    if not path:
-        raise ValueError("corpus task needs cfg.path (.jsonl, .parquet or tfds:<name>).")
-    if path.startswith("tfds:"):
-        return _read_tfds(path[len("tfds:"):], split or cfg["split"], dict(cfg))
+def read_file(path: str, max_rows: int | None = None) -> list[dict]:
+    """Raw rows of a local .jsonl or .parquet file."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"Corpus file not found: {path}")
     if path.endswith(".jsonl"):
@@ -92,13 +136,28 @@ def load_rows(cfg: Mapping, split: str | None = None) -> list[dict]:
         rows = pq.read_table(path).to_pylist()
     else:
         raise ValueError(f"Unsupported corpus file {path} (expected .jsonl or .parquet).")
-    return rows if cfg["max_rows"] is None else rows[: cfg["max_rows"]]
+    return rows if max_rows is None else rows[:max_rows]
+
+
+def load_rows(cfg: Mapping, split: str | None = None) -> list[dict]:
+    """Raw rows of `cfg["path"]` (for TFDS, of `split`, default cfg["split"])."""
+    path = cfg["path"]
+    if not path:
+        raise ValueError("corpus task needs cfg.path (.jsonl, .parquet or tfds:<name>).")
+    if path.startswith("tfds:"):
+        return _read_tfds(path[len("tfds:"):], split or cfg["split"], cfg)
+    return read_file(path, cfg.get("max_rows"))
 
 
 def _get(row: Mapping, key: str):
     """row["a.b"] -> row["a"]["b"]; None if any part is missing. TFDS bytes become str."""
     value = row
     for part in key.split("."):
+        if isinstance(value, str) and value.startswith("{"):  # a JSON object stored as text
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                return None
         if not isinstance(value, Mapping) or part not in value:
             return None
         value = value[part]
@@ -119,13 +178,129 @@ def _canonical_answer(value) -> str | None:
     return text or None
 
 
-def _make_verifier(cfg: dict) -> base.Verifier:
+def detect_format(rows: list[dict], prompt_key: str = "prompt") -> str:
+    """"verl" if the first row's prompt is a list of chat messages (or a prepared corpus's
+    `messages`), else "plain"."""
+    if not rows:
+        return "plain"
+    row = rows[0]
+    if "messages" in row and prompt_key not in row:
+        return "verl"
+    return "verl" if chat.is_messages(_get(row, prompt_key)) else "plain"
+
+
+def normalize(row: Mapping, cfg: Mapping, fmt: str) -> dict:
+    """One row as {messages, answer, data_source, extra_info}: the schema every reader returns
+    and `data prepare` stores. messages is None when the row has no usable prompt."""
+    if "messages" in row and cfg.get("prompt_key", "prompt") not in row:  # a prepared corpus
+        raw = _get(row, "messages")
+        messages = chat.to_messages(json.loads(raw)) if raw else None
+        extra = _get(row, "extra_info")
+        return {"messages": messages, "answer": _canonical_answer(_get(row, "answer")),
+                "data_source": _get(row, "data_source") or "",
+                "extra_info": json.loads(extra) if isinstance(extra, str) and extra else {}}
+    prompt = _get(row, cfg.get("prompt_key") or "prompt")
+    answer_key = cfg.get("answer_key") or ANSWER_KEYS[fmt]
+    try:
+        messages = (chat.to_messages(prompt) if prompt is not None and str(prompt).strip()
+                    else None)
+    except ValueError:
+        messages = None
+    extra = row.get("extra_info") if isinstance(row, Mapping) else None
+    return {"messages": messages, "answer": _canonical_answer(_get(row, answer_key)),
+            "data_source": str(_get(row, "data_source") or ""),
+            "extra_info": extra if isinstance(extra, Mapping) else {}}
+
+
+def read_records(cfg: Mapping, path: str | None = None, split: str | None = None) -> list[dict]:
+    """Normalized records of a file (`path`, default cfg["path"]), each with its `row`."""
+    c = dict(cfg)
+    if path is not None:
+        c["path"] = path
+    rows = load_rows(c, split)
+    fmt = cfg.get("format", "auto")
+    if fmt == "auto":
+        fmt = detect_format(rows, cfg.get("prompt_key") or "prompt")
+    out = []
+    for i, row in enumerate(rows):
+        rec = normalize(row, c, fmt)
+        rec["row"] = i
+        rec["raw"] = row
+        out.append(rec)
+    return out
+
+
+# ----------------------------------------------------------------------------- prompts
+
+
+def prompt_renderer(cfg: Mapping):
+    """messages -> prompt text, with the config's template, instruction, system prompt and
+    chat template."""
+    tok = chat.load_chat_tokenizer(str(cfg["chat_template"])) if cfg.get("chat_template") else None
+
+    def render(messages: chat.Messages) -> str:
+        shaped = chat.shape_messages(messages, prompt_template=cfg.get("prompt_template",
+                                                                       "{prompt}"),
+                                     instruction=cfg.get("instruction", ""),
+                                     system_prompt=cfg.get("system_prompt"))
+        return chat.render(shaped, tok)
+
+    return render
+
+
+def to_prompts(records: list[dict], cfg: Mapping, prefix: str, stats: dict, seen: set[str],
+               render=None, bucket: str | None = None) -> list[tuple[base.Prompt, object]]:
+    """Valid, new records as (prompt, raw bucket value); updates `stats` and `seen`. `bucket`
+    fixes every prompt's bucket (an eval suite's benchmark name)."""
+    render = render or prompt_renderer(cfg)
+    out = []
+    for rec in records:
+        if rec["messages"] is None:
+            stats["skipped_no_prompt"] += 1
+            continue
+        if rec["answer"] is None:
+            stats["skipped_no_answer"] += 1
+            continue
+        text = render(rec["messages"])
+        if text in seen:
+            stats["duplicates"] += 1
+            continue
+        seen.add(text)
+        if bucket is not None:
+            value = bucket
+        elif cfg.get("bucket_key") is None:
+            value = "all"
+        elif cfg["bucket_key"] == "data_source":
+            value = rec["data_source"]
+        else:
+            value = _get(rec["raw"], cfg["bucket_key"])
+        i = rec["row"]
+        p = base.Prompt(id=f"{prefix}/{i:06d}", text=text, answer=rec["answer"],
+                        bucket=str(value),
+                        meta={"row": i, "data_source": rec["data_source"],
+                              "question": chat.question(rec["messages"])})
+        out.append((p, value))
+    return out
+
+
+def new_stats() -> dict:
+    return {"rows": 0, "skipped_no_answer": 0, "skipped_no_prompt": 0, "duplicates": 0}
+
+
+# ----------------------------------------------------------------------------- verifiers
+
+
+def make_scorer(cfg: Mapping):
+    """The picklable (response, answer, finished) -> reward of cfg["verifier"]."""
     if cfg["verifier"] == "math_verify":
-        reward = functools.partial(math_verify_reward, require_boxed=cfg["require_boxed"])
-    elif cfg["verifier"] == "numeric":
-        reward = numeric_reward
-    else:
-        raise ValueError(f"Unknown verifier {cfg['verifier']!r}; use 'math_verify' or 'numeric'.")
+        return functools.partial(math_verify_reward, require_boxed=cfg["require_boxed"])
+    if cfg["verifier"] == "numeric":
+        return numeric_reward
+    raise ValueError(f"Unknown verifier {cfg['verifier']!r}; use 'math_verify' or 'numeric'.")
+
+
+def _make_verifier(cfg: Mapping) -> base.Verifier:
+    reward = make_scorer(cfg)
 
     def verifier(prompt: base.Prompt, response: str, finished: bool = True) -> int:
         return reward(response, prompt.answer, finished=finished)
@@ -133,52 +308,34 @@ def _make_verifier(cfg: dict) -> base.Verifier:
     return verifier
 
 
-def _to_prompts(rows: list[dict], cfg: dict, prefix: str, stats: dict,
-                seen: set[str]) -> list[tuple[base.Prompt, object]]:
-    """Valid, new rows as (prompt, raw bucket value); updates `stats` and `seen`."""
-    out = []
-    for i, row in enumerate(rows):
-        prompt = _get(row, cfg["prompt_key"])
-        answer = _canonical_answer(_get(row, cfg["answer_key"]))
-        if prompt is None or not str(prompt).strip():
-            stats["skipped_no_prompt"] += 1
-            continue
-        if answer is None:
-            stats["skipped_no_answer"] += 1
-            continue
-        text = cfg["prompt_template"].format(prompt=prompt)
-        if text in seen:
-            stats["duplicates"] += 1
-            continue
-        seen.add(text)
-        value = "all" if cfg["bucket_key"] is None else _get(row, cfg["bucket_key"])
-        p = base.Prompt(id=f"{prefix}/{i:06d}", text=text, answer=answer, bucket=str(value),
-                        meta={"row": i})
-        out.append((p, value))
-    return out
+def resolve(cfg: Mapping) -> dict:
+    """The corpus fields with defaults filled in and checked."""
+    cfg = base.resolve_config(cfg, DEFAULTS, "corpus")
+    _check(cfg)
+    return cfg
 
 
-@base.register_task("corpus", DEFAULTS)
+@base.register_task("corpus", DEFAULTS, check=_check)
 def make_corpus_task(cfg: dict, seed: int) -> base.Task:
     """Builds a task from a local corpus; see DEFAULTS for the knobs."""
-    cfg = base.resolve_config(cfg, DEFAULTS, "corpus")
+    cfg = resolve(cfg)
     cfg["data_seed"] = dseed = base.data_seed(cfg, seed)
-    verifier = _make_verifier(cfg)
     path = str(cfg["path"] or "")
     is_tfds = path.startswith("tfds:")
     name = cfg["id_prefix"] or (path[len("tfds:"):] if is_tfds
                                 else os.path.splitext(os.path.basename(path))[0])
-    stats = {"rows": 0, "skipped_no_answer": 0, "skipped_no_prompt": 0, "duplicates": 0}
+    stats = new_stats()
     seen: set[str] = set()
+    render = prompt_renderer(cfg)
 
-    rows = load_rows(cfg)
-    stats["rows"] = len(rows)
+    records = read_records(cfg)
+    stats["rows"] = len(records)
     prefix = f"{name}/{cfg['split']}" if is_tfds else name
-    train = _to_prompts(rows, cfg, prefix, stats, seen)
+    train = to_prompts(records, cfg, prefix, stats, seen, render)
     if is_tfds and cfg["eval_split"]:
-        eval_rows = load_rows(cfg, cfg["eval_split"])
-        stats["rows"] += len(eval_rows)
-        evals = _to_prompts(eval_rows, cfg, f"{name}/{cfg['eval_split']}", stats, seen)
+        eval_records = read_records(cfg, split=cfg["eval_split"])
+        stats["rows"] += len(eval_records)
+        evals = to_prompts(eval_records, cfg, f"{name}/{cfg['eval_split']}", stats, seen, render)
     else:
         if not 0.0 <= cfg["eval_fraction"] < 1.0:
             raise ValueError(f"eval_fraction must be in [0, 1), got {cfg['eval_fraction']}.")
@@ -194,5 +351,7 @@ def make_corpus_task(cfg: dict, seed: int) -> base.Task:
     buckets = sorted(values, key=lambda b: values[b] if numeric else b)
     template = cfg["response_template"] or RESPONSE_TEMPLATES[cfg["verifier"]]
     return base.Task(name=f"corpus:{name}", train=[p for p, _ in train],
-                     eval=[p for p, _ in evals], buckets=buckets, verifier=verifier,
-                     stats=stats, config=cfg, response_template=template)
+                     eval=[p for p, _ in evals], buckets=buckets, verifier=_make_verifier(cfg),
+                     stats=stats, config=cfg, response_template=template,
+                     scorer=make_scorer(cfg), verify_workers=cfg["verify_workers"],
+                     verify_timeout_s=float(cfg["verify_timeout_s"]))

@@ -11,6 +11,7 @@ callers that need a bound on pathological sympy inputs must enforce it themselve
 from __future__ import annotations
 
 import functools
+import logging
 import re
 from fractions import Fraction
 
@@ -104,6 +105,11 @@ def numeric_reward(response: str, answer: str, finished: bool = True) -> int:
     return REWARD_CORRECT if numbers_equal(got, ref) else REWARD_WRONG
 
 
+def _quiet_math_verify() -> None:
+    # math-verify warns on every call that its timeouts are off; here that is by design.
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+
+
 @functools.lru_cache(maxsize=65536)
 def _parse_gold(answer: str) -> tuple:
     from math_verify import parse
@@ -123,6 +129,7 @@ def math_verify_reward(response: str, answer: str, finished: bool = True,
     """
     from math_verify import parse, verify
 
+    _quiet_math_verify()
     if not finished:
         return REWARD_INVALID
     if require_boxed and last_boxed(response) is None:

@@ -1,0 +1,208 @@
+"""Benchmark suites: held-out evaluation on named benchmark files, as a per-benchmark table.
+
+`config.eval.sets` maps a benchmark name to a local file (.jsonl or .parquet, the plain
+{prompt, answer} or the verl format; `launch/prepare_benchmarks.py` writes them from downloaded
+copies). Its questions are rendered exactly like the training corpus's (the task's chat template,
+system prompt and instruction) and checked by the task's verifier. With `eval.sets` set, the
+training run's periodic evaluation uses this suite instead of the task's own held-out split
+(metrics `eval/avg@k/<benchmark>`, ..., and `eval/avg@k/bench_mean`, the unweighted mean over
+benchmarks that both papers report), and so does
+
+  frontier-rl eval --config=configs/<exp>.py[:arg] --workdir=DIR [--step=N]   (a run's checkpoint)
+  frontier-rl eval --config=configs/<exp>.py[:arg] --workdir=DIR --model=HF_DIR (any checkpoint)
+
+which writes DIR/eval/<step_N | model name>/eval.md and eval.json: per benchmark the questions,
+Avg@k, pass@k, mean response length (tokens) and invalid rate, then the unweighted mean row.
+Protocols: HeaPA reports Avg@16 at T = 0.7, top-p = 0.7 over the seven HEAPA_BENCHMARKS; HIVE
+the best checkpoint's six-benchmark average (HIVE_BENCHMARKS; samples per question unstated).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+
+import numpy as np
+
+from frontier_rl.tasks import base, corpus
+
+HEAPA_BENCHMARKS = ("aime24", "aime25", "amc23", "math500", "minerva_math", "olympiadbench",
+                    "gpqa_diamond")
+HIVE_BENCHMARKS = ("math500", "aime24", "amc23", "minerva_math", "gaokao2023en", "olympiadbench")
+
+
+def _sets(sets) -> dict[str, str]:
+    if sets is None:
+        return {}
+    if hasattr(sets, "to_dict"):
+        sets = sets.to_dict()
+    return {str(k): str(v) for k, v in dict(sets).items()}
+
+
+def suite_task(task_name: str, task_cfg: Mapping, sets: Mapping[str, str]) -> base.Task:
+    """A task whose eval set is the suite (bucket = benchmark name, in `sets` order) and whose
+    verifier, scorer and prompt rendering are the corpus task's."""
+    sets = _sets(sets)
+    if task_name != "corpus":
+        raise ValueError(f"eval.sets needs a corpus task (questions rendered and checked like "
+                         f"the training corpus), not task.name={task_name!r}")
+    cfg = corpus.resolve({k: v for k, v in dict(task_cfg).items() if k != "name"})
+    render = corpus.prompt_renderer(cfg)
+    prompts: list[base.Prompt] = []
+    stats = corpus.new_stats()
+    for name, path in sets.items():
+        # benchmark files carry their own format (plain rows from prepare_benchmarks.py)
+        records = corpus.read_records({**cfg, "max_rows": None, "format": "auto",
+                                       "prompt_key": "prompt", "answer_key": None}, path=path)
+        stats["rows"] += len(records)
+        got = corpus.to_prompts(records, cfg, f"eval/{name}", stats, set(), render, bucket=name)
+        if not got:
+            raise ValueError(f"eval.sets.{name}={path}: no row with a prompt and an answer")
+        prompts += [p for p, _ in got]
+    scorer = corpus.make_scorer(cfg)
+    return base.Task(name="eval_suite", train=[], eval=prompts, buckets=list(sets),
+                     verifier=corpus._make_verifier(cfg), stats=stats, config=cfg,
+                     scorer=scorer, verify_workers=cfg["verify_workers"],
+                     verify_timeout_s=float(cfg["verify_timeout_s"]))
+
+
+def evaluate(sampler, params, tokenizer, task: base.Task, eval_cfg, *, seed: int,
+             max_new_tokens: int | None = None) -> tuple[dict[str, float], np.ndarray]:
+    """(metrics, per-prompt correct counts) of `task.eval` under the `config.eval` protocol;
+    with more than one bucket, also the unweighted mean over them (`.../bench_mean`)."""
+    from frontier_rl import evaluation
+
+    cap = int(eval_cfg.get("max_new_tokens", 0) or 0) or max_new_tokens
+    metrics, counts = evaluation.evaluate(
+        sampler, params, tokenizer, task.eval, task.verify, k=eval_cfg.k,
+        temperature=eval_cfg.temperature, top_p=eval_cfg.top_p, greedy=eval_cfg.greedy,
+        seed=seed, per_prompt=True, verify_many=task.verify_many, max_new_tokens=cap)
+    buckets = list(dict.fromkeys(p.bucket for p in task.eval))
+    if len(buckets) > 1:
+        for m in (f"avg@{eval_cfg.k}", f"pass@{eval_cfg.k}", f"invalid@{eval_cfg.k}",
+                  "response_len"):
+            metrics[f"eval/{m}/bench_mean"] = float(np.mean([metrics[f"eval/{m}/{b}"]
+                                                             for b in buckets]))
+    return metrics, counts
+
+
+def table(metrics: Mapping[str, float], task: base.Task, k: int) -> list[dict]:
+    """One row per benchmark (in suite order), then the unweighted mean and the pooled row."""
+    sizes: dict[str, int] = {}
+    for p in task.eval:
+        sizes[p.bucket] = sizes.get(p.bucket, 0) + 1
+    rows = []
+    names = list(sizes)
+    for b in [*names, "bench_mean", "all"]:
+        if f"eval/avg@{k}/{b}" not in metrics:
+            continue
+        rows.append({
+            "benchmark": {"bench_mean": "mean (unweighted)", "all": "all (pooled)"}.get(b, b),
+            "questions": sizes.get(b, len(task.eval) if b in ("all", "bench_mean") else 0),
+            f"avg@{k}": metrics[f"eval/avg@{k}/{b}"],
+            f"pass@{k}": metrics[f"eval/pass@{k}/{b}"],
+            "response_len": metrics[f"eval/response_len/{b}"],
+            "invalid": metrics[f"eval/invalid@{k}/{b}"],
+        })
+    return rows
+
+
+def markdown(rows: list[dict], k: int, title: str) -> str:
+    lines = [f"# {title}", "",
+             f"| benchmark | questions | Avg@{k} | pass@{k} | mean response length (tokens) "
+             "| invalid % |", "|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['benchmark']} | {r['questions']} | {r[f'avg@{k}']:.1f} | "
+                     f"{r[f'pass@{k}']:.1f} | {r['response_len']:.1f} | {r['invalid']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def write(rows: list[dict], out_dir: str, k: int, title: str, extra: dict) -> tuple[str, str]:
+    """DIR/eval.md and DIR/eval.json."""
+    os.makedirs(out_dir, exist_ok=True)
+    md, js = os.path.join(out_dir, "eval.md"), os.path.join(out_dir, "eval.json")
+    with open(md, "w", encoding="utf-8") as f:
+        f.write(markdown(rows, k, title))
+    with open(js, "w", encoding="utf-8") as f:
+        json.dump({"k": k, "rows": rows, **extra}, f, indent=2)
+    return md, js
+
+
+# ----------------------------------------------------------------------------- the command
+
+
+def _policy_from_run(workdir: str, step: int | None, config):
+    """(graphdef, params, ModelConfig, tokenizer, step) of a run's checkpoint."""
+    import jax
+    from flax import nnx
+
+    from frontier_rl import checkpoint, export, train
+    from frontier_rl.models import Transformer
+    from frontier_rl.rl.train_step import OptimConfig, make_optimizer
+
+    mcfg, tokenizer = export.read_policy_spec(workdir)
+    graphdef, params = nnx.split(
+        nnx.eval_shape(lambda: Transformer(mcfg, rngs=nnx.Rngs(0))), nnx.Param)
+    tx = make_optimizer(OptimConfig(learning_rate=config.rl.learning_rate,
+                                    warmup_steps=config.rl.warmup_steps))
+    opt_state = jax.eval_shape(tx.init, params)
+    ckpt = checkpoint.Checkpointer(os.path.join(workdir, "checkpoints"))
+    steps = ckpt.all_steps()
+    if not steps:
+        ckpt.close()
+        raise FileNotFoundError(f"no checkpoints in {workdir}/checkpoints")
+    if step is not None and step not in steps:
+        ckpt.close()
+        raise ValueError(f"--step={step}: {workdir} has checkpoints at steps {steps}")
+    target = {"params": train._flat(params), "opt_state": train._flat(opt_state)}
+    step, state, _ = ckpt.restore_step(step if step is not None else steps[-1], target)
+    ckpt.close()
+    return graphdef, train._unflat(params, state["params"]), mcfg, tokenizer, step
+
+
+def run(config, workdir: str, *, step: int | None = None, model: str | None = None) -> dict:
+    """`frontier-rl eval`: evaluates a run's checkpoint (or the HF checkpoint `model`) on the
+    config's eval suite (or its task's held-out split) and writes the table."""
+    from frontier_rl import config_lib, tasks, train
+    from frontier_rl.rl import sharding
+    from frontier_rl.rollout.sampler import Sampler
+
+    if not workdir:
+        raise train.RunError("--workdir is required (the run to evaluate, or with --model the "
+                             "directory to write the table to)")
+    workdir = os.path.abspath(workdir)
+    if model:
+        with config.unlocked():
+            config.model.path = os.path.abspath(model)  # linked fields (chat_template) follow
+    config_lib.validate(config)
+    mesh = sharding.make_mesh(config.mesh.data, config.mesh.fsdp, config.mesh.model)
+    if model:
+        graphdef, params, mcfg = train._load_policy(config.model.path, config, mesh)
+        from frontier_rl.models import hf
+
+        tokenizer = hf.load_tokenizer(config.model.path)
+        label = os.path.basename(os.path.normpath(model))
+    else:
+        graphdef, params, mcfg, tokenizer, step = _policy_from_run(workdir, step, config)
+        label = f"step_{step}"
+    task_cfg = {k: v for k, v in config.task.items() if k != "name"}
+    if config.eval.get("sets"):
+        task = suite_task(config.task.name, task_cfg, config.eval.sets)
+    else:
+        task = tasks.make_task(config.task.name, task_cfg, config.seed)
+    sampler = Sampler(graphdef, mcfg, eos_id=train._stop_ids(mcfg, tokenizer),
+                      pad_id=tokenizer.pad_token_id, prompt_buckets=train.PROMPT_BUCKETS,
+                      max_new_tokens=config.rollout.max_new_tokens, mesh=mesh)
+    metrics, _ = evaluate(sampler, params, tokenizer, task, config.eval, seed=config.seed + 7,
+                          max_new_tokens=config.rollout.max_new_tokens)
+    k = config.eval.k
+    rows = table(metrics, task, k)
+    title = (f"Evaluation of {model or workdir} ({label}): Avg@{k} at T={config.eval.temperature}"
+             f", top-p={config.eval.top_p}")
+    md, js = write(rows, os.path.join(workdir, "eval", label), k, title,
+                   {"label": label, "metrics": metrics, "model": model or "",
+                    "workdir": workdir, "sets": _sets(config.eval.get("sets"))})
+    print(markdown(rows, k, title))
+    print(f"wrote {md} and {js}")
+    return {"rows": rows, "metrics": metrics, "markdown": md, "json": js}

@@ -1,0 +1,240 @@
+"""The papers' math settings, shared by configs/math_{grpo,dapo,hive,heapa}.py and
+configs/compare_math.py (sources: ALGORITHMS.md §3.6, §4.2-4.3, §2 "Training recipe", §5, §6).
+
+Two protocols:
+
+- HIVE (HIVE App. B.1 and Table 4, GRESO's scripts where HIVE is silent): Qwen2.5-Math-1.5B /
+  7B on DAPO+MATH, B_t = 256 prompts x G = 8, AdamW lr 1e-6, betas (0.9, 0.999), weight decay
+  0.01, no KL, temperature 1.0, one update per step (mini-batch 512 >= B_t), 1,000 steps,
+  context 4,096 = prompt <= 1,536 + response <= 2,560 (GRESO's split), evaluated every 50 steps
+  on six benchmarks (best checkpoint reported), n = 4 samples at T = 1.0, top-p 0.7 (GRESO's
+  validation; HIVE does not state it). 8 x A100.
+- HeaPA (the released Qwen3 script, [H-sh]): Qwen3-0.6B..8B on DAPO-Math-17k, B = 512 x n = 16,
+  PPO mini-batch 64 (8 updates per step), lr 1e-6, weight decay 0.1, KL loss 1e-6 (GRPO
+  recipe), prompt <= 2,048, response <= 20,480, 500 steps, temperature 1.0, evaluated every 10
+  steps: Avg@16 at T = 0.7, top-p 0.7 on seven benchmarks, responses <= 20,480. Hardware is not
+  stated for these runs; the configs name 8 x H200.
+
+Deviations, for every config built here:
+- Reward: math-verify on the last \\boxed{} (1 correct / 0 wrong / -1 no box or cut off). HIVE
+  scores 1.0 / 0.1 / 0.0 (GRESO's latex_math) and HeaPA's code +-1 on an "Answer:" line; the
+  selectors classify groups by the same correct / wrong / invalid outcomes.
+- Prompt: the corpus rows hold the bare problem (launch/prepare_benchmarks.py strips
+  DAPO-Math-17k's own "Answer:" instruction), the instruction "Let's think step by step and
+  output the final answer within \\boxed{}." follows it (verl's MATH preprocessing, which GRESO
+  and HIVE train on), and the model's own chat template renders the conversation.
+- Memory settings (bfloat16 compute, float32 master weights and Adam, full remat, scanned
+  layers, micro-batches) do not change the update.
+"""
+
+from __future__ import annotations
+
+import os
+
+import ml_collections
+
+from frontier_rl import config_lib, eval_suite
+from frontier_rl.tasks import chat
+
+# arg -> (preset, Hugging Face name, protocol)
+MODELS = {
+    "qwen2.5-math-1.5b": ("qwen2.5-math-1.5b", "Qwen2.5-Math-1.5B", "hive"),
+    "qwen2.5-math-7b": ("qwen2.5-math-7b", "Qwen2.5-Math-7B", "hive"),
+    "qwen3-0.6b": ("qwen3-0.6b", "Qwen3-0.6B", "heapa"),
+    "qwen3-1.7b": ("qwen3-1.7b", "Qwen3-1.7B", "heapa"),
+    "qwen3-4b": ("qwen3-4b", "Qwen3-4B", "heapa"),
+    "qwen3-8b": ("qwen3-8b", "Qwen3-8B", "heapa"),
+}
+# arg -> training corpus (verl parquet, bare problems; see launch/prepare_benchmarks.py)
+DATASETS = {
+    "dapo_math": "data/train/dapo_math_17k.parquet",  # DAPO-Math-17k (HeaPA)
+    "math": "data/train/math.parquet",  # MATH train, 7,500 problems
+    "dapo_math+math": "data/train/dapo_math_plus_math.parquet",  # HIVE's DAPO+MATH
+}
+EVAL_DIR = "data/eval"  # launch/prepare_benchmarks.py --out_dir
+CHECKPOINTS = "checkpoints"  # model.path = checkpoints/<Hugging Face name>
+
+# Rows per forward/backward (whole mesh of 8 devices): one or two responses per device.
+MICRO_BATCH = {"qwen2.5-math-1.5b": 16, "qwen2.5-math-7b": 16, "qwen3-0.6b": 16,
+               "qwen3-1.7b": 16, "qwen3-4b": 8, "qwen3-8b": 8}
+
+
+def parse_args(arg: str | None, file: str, models: tuple[str, ...], extra: tuple[str, ...] = ()
+               ) -> tuple[str, str | None, set[str]]:
+    """(model, dataset or None, flags) from 'model,dataset,flag,...'; errors name the file."""
+    args = [a for a in (arg or "").split(",") if a]
+    allowed = set(models) | set(DATASETS) | {"smoke"} | set(extra)
+    bad = [a for a in args if a not in allowed]
+    if bad:
+        raise ValueError(f"configs/{file}: unknown arg {bad} (models {list(models)}, datasets "
+                         f"{list(DATASETS)}, flags {['smoke', *extra]})")
+    chosen = [a for a in args if a in models] or [models[0]]
+    data = [a for a in args if a in DATASETS]
+    if len(chosen) > 1 or len(data) > 1:
+        raise ValueError(f"configs/{file}: name one model and at most one dataset, got {args}")
+    return chosen[0], (data[0] if data else None), {a for a in args if a in extra or
+                                                    a == "smoke"}
+
+
+def base(model: str, dataset: str | None) -> ml_collections.ConfigDict:
+    """The protocol of `model`'s paper on `dataset` (default: the paper's) with uniform GRPO."""
+    preset, hf_name, protocol = MODELS[model]
+    dataset = dataset or ("dapo_math+math" if protocol == "hive" else "dapo_math")
+    c = config_lib.default_config()
+    c.model.path = os.path.join(CHECKPOINTS, hf_name)
+    c.model.preset = preset  # the same architecture: `fit` and random-init checks use it
+    c.model.param_dtype = "float32"
+    c.model.dtype = "bfloat16"
+    c.model.attention = "auto"
+    c.model.remat = "full"
+    c.model.scan_layers = True
+    c.model.logits_chunk = 1024
+    c.task = ml_collections.ConfigDict(dict(
+        name="corpus", path=DATASETS[dataset], format="verl", verifier="math_verify",
+        require_boxed=True, instruction=chat.BOXED_STEP_BY_STEP, eval_fraction=0.0,
+        verify_workers=8, verify_timeout_s=10.0, data_seed=0))
+    # The chat template is the policy's: it follows --config.model.path.
+    c.task.chat_template = c.model.get_ref("path")
+    c.warmstart.enabled = False  # the papers start RL from the released checkpoints
+    c.rl.loss = "grpo"
+    c.rl.learning_rate = 1e-6
+    c.rl.b1, c.rl.b2 = 0.9, 0.999
+    c.rl.grad_clip = 1.0
+    c.rl.epochs = 1
+    c.rl.eps_low, c.rl.eps_high, c.rl.clip_ratio_c = 0.2, 0.28, 10.0
+    c.rollout.temperature = 1.0
+    c.rollout.top_p = 1.0
+    c.rollout.entropy_batch = 64
+    c.mesh.data, c.mesh.fsdp, c.mesh.model = 1, 8, 1
+    c.rl.micro_batch_size = MICRO_BATCH[model]
+    c.checkpoint.max_to_keep = 3
+    c.log.tensorboard = True
+    if protocol == "hive":
+        c.rl.batch_size, c.rl.group_size = 256, 8
+        c.rl.minibatches = 1  # mini-batch 512 prompts >= B_t: one update per step
+        c.rl.weight_decay = 0.01
+        c.rl.kl_coef = 0.0
+        c.rl.num_steps = 1000
+        c.rollout.max_new_tokens = 2560
+        c.fit.prompt_len = 1536
+        c.eval.every = 50
+        c.eval.k, c.eval.temperature, c.eval.top_p = 4, 1.0, 0.7
+        names = eval_suite.HIVE_BENCHMARKS
+        c.checkpoint.every = 50
+    else:
+        c.rl.batch_size, c.rl.group_size = 512, 16
+        c.rl.minibatches = 8  # PPO mini-batch 64 prompts
+        c.rl.weight_decay = 0.1
+        c.rl.kl_coef = 1e-6
+        c.rl.num_steps = 500
+        c.rollout.max_new_tokens = 20480
+        c.fit.prompt_len = 2048
+        c.eval.every = 10
+        c.eval.k, c.eval.temperature, c.eval.top_p = 16, 0.7, 0.7
+        c.eval.max_new_tokens = 20480
+        names = eval_suite.HEAPA_BENCHMARKS
+        c.checkpoint.every = 10
+    c.eval.greedy = False
+    c.eval.sets = ml_collections.ConfigDict({n: os.path.join(EVAL_DIR, f"{n}.jsonl")
+                                             for n in names})
+    return c
+
+
+def to_dapo(c: ml_collections.ConfigDict, protocol: str) -> None:
+    """DAPO (Yu et al.): token-mean loss, clip-higher 0.2/0.28, overlong shaping, no KL, and
+    dynamic sampling (selector "ds"). HIVE's DS baseline draws generation batches of 384 for
+    B_t = 256 (1.5 B); HeaPA's recipe allows 20 generation batches. The overlong buffer is
+    HeaPA's 4,096 of 20,480 tokens (20%), scaled to 512 of HIVE's 2,560."""
+    c.rl.loss = "dapo"
+    c.rl.kl_coef = 0.0
+    c.rl.eps_low, c.rl.eps_high = 0.2, 0.28
+    c.rl.overlong_buffer = 512 if protocol == "hive" else 4096
+    c.rl.overlong_penalty = 1.0
+    c.selector.name = "ds"
+    c.selector.ds.gen_batch_size = 384 if protocol == "hive" else 512
+    c.selector.ds.max_num_gen_batches = 20
+
+
+def heapa_teacher(c: ml_collections.ConfigDict, name: str = "heapa") -> None:
+    """HeaPA's augmentation on text prompts: the policy edits a problem's numbers (the tag
+    template) and an OpenAI-compatible teacher answers, asynchronously. `teacher_url` is a
+    placeholder for a local server (e.g. SGLang or vLLM serving the teacher model)."""
+    s = c.selector[name]
+    s.augment = True
+    s.aug_format = "template"
+    s.teacher = "http"
+    s.teacher_url = "http://127.0.0.1:30000/v1"
+    s.teacher_workers = 8
+    s.prompt_template = chatml_wrapper()
+
+
+def chatml_wrapper(system: str | None = None) -> str:
+    """The prompt text of a question as the Qwen chat templates render it, "{prompt}" standing
+    for the question (HeaPA's code wraps augmented questions like this, without the template):
+    what the augmentation unwraps seed prompts with and wraps children in."""
+    sys_msg = system if system is not None else "You are a helpful assistant."
+    return ("<|im_start|>system\n" + _esc(sys_msg) + "<|im_end|>\n<|im_start|>user\n{prompt} "
+            + _esc(chat.BOXED_STEP_BY_STEP) + "<|im_end|>\n<|im_start|>assistant\n")
+
+
+def _esc(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def wrapper_from_template(task_cfg) -> str:
+    """The prompt text of "{prompt}" rendered by the task's own renderer (chat template,
+    system prompt, instruction), for augmentation on a task whose template is at hand."""
+    from frontier_rl.tasks import corpus
+
+    cfg = corpus.resolve({k: v for k, v in task_cfg.items() if k != "name"})
+    marker = "\x00QUESTION\x00"
+    text = corpus.prompt_renderer(cfg)([{"role": "user", "content": marker}])
+    return _esc(text).replace(marker, "{prompt}")
+
+
+def smoke(c: ml_collections.ConfigDict, family: str) -> ml_collections.ConfigDict:
+    """The same code paths on CPU in seconds: a tiny random model of the paper's family with a
+    locally built ChatML tokenizer, a generated verl parquet, the benchmarks' generated
+    stand-ins (frontier_rl/fixtures.py); a short warm start teaches the boxed format, so that
+    rewards vary."""
+    from frontier_rl import fixtures
+
+    f = fixtures.math_smoke(family)
+    c.model.path = f["model"]  # the chat template follows
+    c.model.preset = ""
+    c.model.dtype = "float32"
+    c.model.attention = "xla"
+    c.model.remat = "none"
+    c.model.scan_layers = False
+    c.model.logits_chunk = 0
+    c.task.path = f["train"]
+    c.task.verify_workers = 1
+    c.task.verify_timeout_s = 10.0
+    c.task.eval_fraction = 0.1
+    c.eval.sets = ml_collections.ConfigDict(dict(f["eval_sets"]))
+    c.eval.k, c.eval.every, c.eval.max_new_tokens = 2, 2, 0
+    c.warmstart.enabled = True
+    c.warmstart.steps = 30
+    c.warmstart.target_acc = 0.0
+    c.warmstart.batch_size = 16
+    c.warmstart.learning_rate = 3e-3
+    c.warmstart.warmup_steps = 5
+    c.rl.batch_size, c.rl.group_size = 4, 4
+    c.rl.minibatches, c.rl.micro_batch_size = 1, 0
+    c.rl.num_steps = 2
+    c.rl.learning_rate = 1e-4
+    c.rollout.max_new_tokens = 12
+    c.fit.prompt_len = 64
+    c.mesh.data, c.mesh.fsdp, c.mesh.model = -1, 1, 1
+    c.checkpoint.every = 2
+    c.log.tensorboard = False
+    c.log.progress = False
+    if c.rl.overlong_buffer:
+        c.rl.overlong_buffer = 4
+    if c.selector.name == "ds":
+        c.selector.ds.gen_batch_size = 0
+    for name in ("heapa", "ps"):  # the teacher is a service: the smoke runs the heaps alone
+        c.selector[name].augment = False
+        c.selector[name].recycle_archive_max = 8
+        c.selector[name].recycle_chunk = 4
+    return c
