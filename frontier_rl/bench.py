@@ -227,8 +227,15 @@ def bench_flops(work: dict, repeats: int) -> dict:
     return out
 
 
+def bench_verify(work: dict, repeats: int) -> dict:
+    """Answer checking (math-verify) in 0, 1 and 2 worker processes: bench_verify.py."""
+    from frontier_rl import bench_verify as bv
+
+    return bv.run(work, repeats)
+
+
 BENCHES = {"sampler": bench_sampler, "train_step": bench_train_step, "entropy": bench_entropy,
-           "flops": bench_flops}
+           "flops": bench_flops, "verify": bench_verify}
 
 
 def main(name: str, *, config_name: str = "default", repeats: int = 10,

@@ -162,6 +162,12 @@ def default_config() -> ml_collections.ConfigDict:
     c.eval.temperature = 0.7
     c.eval.top_p = 0.7
     c.eval.greedy = True
+    # Token cap of evaluation responses; 0 = rollout.max_new_tokens (HeaPA: 20,480 at eval).
+    c.eval.max_new_tokens = 0
+    # Benchmark name -> local file (.jsonl/.parquet, plain or verl rows; launch/
+    # prepare_benchmarks.py): evaluated instead of the task's held-out split, rendered and
+    # checked like the corpus (eval_suite.py). Empty = the task's own eval split.
+    c.eval.sets = ml_collections.ConfigDict()
 
     c.checkpoint = ml_collections.ConfigDict()
     c.checkpoint.every = 25
@@ -363,6 +369,16 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "eval.k", _pos_int, "an integer >= 1")
     _check(cfg, "eval.temperature", _pos, "a number > 0")
     _check(cfg, "eval.top_p", lambda x: _pos(x) and x <= 1, "a number in (0, 1]")
+    _check(cfg, "eval.max_new_tokens", lambda x: isinstance(x, int) and x >= 0,
+           "an integer >= 0 (0 = rollout.max_new_tokens)")
+    sets = cfg.eval.get("sets") or {}
+    for name in dict(sets):
+        _check(cfg, f"eval.sets.{name}", lambda x: isinstance(x, str) and bool(x),
+               "a path to a .jsonl or .parquet benchmark file")
+    if sets:
+        _check(cfg, "task.name", lambda x: x == "corpus",
+               "'corpus' when eval.sets is given (benchmarks are rendered and checked like "
+               "the training corpus)")
     _check(cfg, "checkpoint.every", _pos_int, "an integer >= 1")
     _check(cfg, "checkpoint.max_to_keep", lambda x: _pos_int(x) and x >= 2,
            "an integer >= 2 (a damaged latest checkpoint falls back to the previous one)")

@@ -18,7 +18,8 @@ from frontier_rl.rollout.sampler import Sampler, SampleResult
 from frontier_rl.selection.base import REWARD_CORRECT, REWARD_INVALID, REWARD_WRONG, Group
 
 COUNTERS = ("rollouts", "response_tokens", "prompt_tokens", "entropy_prompts", "entropy_tokens",
-            "generated_texts", "rollout_flops", "entropy_flops", "effective_rollouts")
+            "generated_texts", "rollout_flops", "entropy_flops", "effective_rollouts",
+            "verify_timeouts")
 
 
 class PolicyContext:
@@ -38,11 +39,16 @@ class PolicyContext:
         prompt_entropy_fn: Callable[[object, list[list[int]]], np.ndarray] | None = None,
         flops_per_token: float = 0.0,
         accountant=None,
+        verify_many: Callable | None = None,
     ):
         self.sampler = sampler
         self.tokenizer = tokenizer
         self.prompts = prompts
         self.verify = verify
+        # (prompts, texts, finished) -> (rewards, checks that timed out or crashed): a task's
+        # process pool (tasks/verify_pool.py); such a response scores wrong and is counted
+        # in counters["verify_timeouts"].
+        self.verify_many = verify_many
         self.shape_rewards = shape_rewards
         self.group_size = group_size
         self.batch_size = batch_size
@@ -110,9 +116,15 @@ class PolicyContext:
                                   temperature=self.temperature, top_p=self.top_p)
         t1 = time.perf_counter()
         texts = decode_responses(self.tokenizer, res)
-        outcomes = np.array(
-            [self.verify(self.prompts[indices[r // n]], texts[r], bool(res.finished[r]))
-             for r in range(len(texts))], np.int8)
+        rows = [self.prompts[indices[r // n]] for r in range(len(texts))]
+        finished = [bool(f) for f in res.finished]
+        if self.verify_many is not None:
+            outcomes, timeouts = self.verify_many(rows, texts, finished)
+            outcomes = np.asarray(outcomes, np.int8)
+            self.counters["verify_timeouts"] += int(timeouts)
+        else:
+            outcomes = np.array([self.verify(p, t, f) for p, t, f
+                                 in zip(rows, texts, finished, strict=True)], np.int8)
         rewards = self.shape_rewards(outcomes.astype(np.float32), res.lengths)
         self.timers["generate"] += t1 - t0
         self.timers["verify"] += time.perf_counter() - t1
