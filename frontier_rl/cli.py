@@ -9,6 +9,9 @@ Commands:
   fit      --config=configs/scale.py:<preset> [--mesh=data=D,fsdp=F,model=M]
            [--device=h100|h200|a100|v5e|v5p|v6e] [--json]   (memory per device, no device needed)
   export   --workdir=DIR [--step=N] --out=HF_DIR   (a Hugging Face checkpoint of the policy)
+  eval     --config=configs/<exp>.py[:arg] --workdir=DIR [--step=N | --model=HF_DIR]
+           (the per-benchmark table of eval.sets -> DIR/eval/<step_N|model>/eval.md, .json)
+  data     prepare --src=FILE.parquet|.jsonl --name=NAME [--data_dir=DIR]   (a TFDS corpus)
 
 Any config leaf can be overridden on the command line, e.g. `--config.rl.learning_rate=3e-4`.
 """
@@ -23,7 +26,7 @@ from absl import app, flags
 from absl import logging as absl_logging
 from ml_collections import config_flags
 
-COMMANDS = ("train", "compare", "sim", "bench", "fit", "export")
+COMMANDS = ("train", "compare", "sim", "bench", "fit", "export", "eval", "data")
 
 FLAGS = flags.FLAGS
 config_flags.DEFINE_config_file("config", None, "Experiment config file (configs/<exp>.py[:arg]).",
@@ -38,6 +41,10 @@ flags.DEFINE_string("mesh", "", "fit: the mesh, e.g. data=1,fsdp=8 (default: the
 flags.DEFINE_string("device", "h100", "fit: the device whose memory to compare with.")
 flags.DEFINE_integer("step", None, "export: the checkpoint step (default: the newest).")
 flags.DEFINE_string("out", None, "export: the output directory.")
+flags.DEFINE_string("model", None, "eval: a Hugging Face checkpoint directory to evaluate.")
+flags.DEFINE_string("src", None, "data prepare: the corpus file (.parquet or .jsonl).")
+flags.DEFINE_string("name", None, "data prepare: the TFDS dataset name to write.")
+flags.DEFINE_string("data_dir", None, "data prepare: the TFDS data dir (~/tensorflow_datasets).")
 
 
 def _main(argv: list[str]) -> int:
@@ -85,6 +92,18 @@ def _main(argv: list[str]) -> int:
                 raise train.RunError("--config is required (e.g. --config=configs/scale.py:"
                                      "qwen2.5-math-1.5b)")
             fit.main(FLAGS.config, FLAGS.mesh, FLAGS.device, FLAGS.json)
+        elif command == "eval":
+            from frontier_rl import eval_suite
+
+            if FLAGS.config is None:
+                raise train.RunError("--config is required (e.g. --config=configs/math_grpo.py)")
+            eval_suite.run(FLAGS.config, FLAGS.workdir, step=FLAGS.step, model=FLAGS.model)
+        elif command == "data":
+            from frontier_rl import data
+
+            if len(argv) < 3 or argv[2] != "prepare":
+                raise train.RunError("data needs a subcommand: data prepare --src=FILE --name=NAME")
+            data.main(FLAGS.src, FLAGS.name, FLAGS.data_dir)
         elif command == "export":
             from frontier_rl import export
 
