@@ -1,7 +1,9 @@
-"""Tests for frontier_rl.models: HF parity both ways, KV-cache decoding, config and I/O errors."""
+"""Tests for frontier_rl.models: HF parity both ways, KV-cache decoding, attention, remat and
+layer scan, sharded checkpoint I/O, config and I/O errors."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
@@ -12,6 +14,8 @@ import pytest
 import torch
 import transformers
 from flax import nnx
+from jax.sharding import NamedSharding, PartitionSpec
+from safetensors import safe_open
 
 from frontier_rl.models import (
     ModelConfig,
@@ -24,6 +28,7 @@ from frontier_rl.models import (
     load_tokenizer,
     save_pretrained,
     save_tokenizer,
+    transformer,
 )
 
 TINY = dict(vocab_size=97, hidden_size=64, intermediate_size=128, num_layers=2, num_heads=4,
@@ -66,6 +71,12 @@ def perturbed_model(cfg: ModelConfig, seed: int = 0) -> Transformer:
     nnx.replace_by_pure_dict(state, nnx.traversals.unflatten_mapping(flat))
     nnx.update(model, state)
     return model
+
+
+def same_weights(model: Transformer, cfg: ModelConfig) -> Transformer:
+    """`model`'s parameters under `cfg`, which may differ from its own in runtime fields."""
+    graphdef = nnx.graphdef(nnx.eval_shape(lambda: Transformer(cfg, rngs=nnx.Rngs(0))))
+    return nnx.merge(graphdef, nnx.state(model))
 
 
 def random_batch(batch: int = 3, length: int = 13, seed: int = 0):
@@ -132,10 +143,14 @@ def test_llama3_rope_scaling_matches_transformers(tmp_path):
                                atol=1e-4, rtol=0)
 
 
-@pytest.mark.parametrize("family", ["qwen3", "qwen2"])
-def test_kv_cache_decoding_matches_full_forward(family):
+@pytest.mark.parametrize("family,scan", [("qwen3", False), ("qwen2", False), ("qwen3", True)])
+def test_kv_cache_decoding_matches_full_forward(family, scan):
     cfg = family_preset(family, **TINY)
     model = perturbed_model(cfg, seed=2)
+    ref_model = model
+    if scan:  # The same weights, run as one lax.scan over the layers.
+        cfg = dataclasses.replace(cfg, scan_layers=True)
+        model = same_weights(model, cfg)
     batch, length, prompt_len, max_len = 3, 12, 5, 16
     rng = np.random.default_rng(3)
     tokens = jnp.asarray(rng.integers(0, cfg.vocab_size, (batch, length)), jnp.int32)
@@ -145,7 +160,7 @@ def test_kv_cache_decoding_matches_full_forward(family):
     positions = jnp.asarray(np.maximum(np.cumsum(valid, axis=1) - 1, 0), jnp.int32)
     causal = np.tril(np.ones((length, length), bool))
     full_mask = jnp.asarray(causal[None] & valid[:, None, :])
-    ref, _ = model(tokens, positions, attn_mask=full_mask)
+    ref, _ = ref_model(tokens, positions, attn_mask=full_mask)
 
     # Cache slots past `length` stay empty and are masked out like padding.
     slot_valid = jnp.asarray(np.pad(valid, ((0, 0), (0, max_len - length))))
@@ -200,16 +215,20 @@ def test_grad_is_finite_and_nonzero():
     assert all(np.isfinite(norms)) and all(n > 0 for n in norms)
 
 
-def test_bfloat16_params_and_float32_logits():
-    cfg = family_preset("qwen3", **TINY, dtype="bfloat16", tie_word_embeddings=False)
+@pytest.mark.parametrize("param_dtype", ["float32", "bfloat16"])
+def test_bfloat16_compute_and_float32_logits(param_dtype):
+    cfg = family_preset("qwen3", **TINY, dtype="bfloat16", param_dtype=param_dtype,
+                        tie_word_embeddings=False)
     _, tokens, positions = random_batch()
 
     @jax.jit  # Built inside jit: one compile instead of many eager bf16 op compiles.
     def forward(tokens, positions):
         model = Transformer(cfg, rngs=nnx.Rngs(0))
         dtypes = {p.dtype for p in jax.tree.leaves(nnx.state(model, nnx.Param))}
-        assert dtypes == {jnp.dtype(jnp.bfloat16)}, dtypes
-        return model(tokens, positions)[0]
+        assert dtypes == {jnp.dtype(param_dtype)}, dtypes
+        hidden, _ = model.embed_and_hidden(tokens, positions)
+        assert hidden.dtype == jnp.bfloat16  # activations in the compute dtype
+        return model.logits(hidden)
 
     logits = forward(tokens, positions)
     assert logits.dtype == jnp.float32 and bool(jnp.all(jnp.isfinite(logits)))
@@ -229,6 +248,13 @@ def test_num_params_matches_model(family, tie):
     (dict(hidden_size=0), r"hidden_size=0"),
     (dict(head_dim=15), r"head_dim=15"),
     (dict(dtype="float16"), r"dtype='float16'.*bfloat16"),
+    (dict(param_dtype="float16"), r"param_dtype='float16'.*bfloat16"),
+    (dict(attention="flash"), r"attention='flash'.*cudnn"),
+    (dict(remat="some"), r"remat='some'.*dots"),
+    (dict(scan_layers=1), r"scan_layers=1 must be a bool"),
+    (dict(eos_token_ids=(3, -1)), r"eos_token_ids=\(3, -1\)"),
+    (dict(eos_token_ids=[3, True]), r"eos_token_ids=\[3, True\]"),
+    (dict(eos_token_id=5, eos_token_ids=(3, 4)), r"eos_token_id=5 is not one of"),
     (dict(family="gpt2"), r"family='gpt2'"),
     (dict(rms_norm_eps=-1.0), r"rms_norm_eps=-1.0"),
     (dict(rope_scaling={"rope_type": "yarn", "factor": 2.0}), r"rope_type='yarn'"),
@@ -257,7 +283,41 @@ def test_config_hashable_and_hf_round_trip():
     got = config_from_hf(legacy)
     assert (got.head_dim, got.num_kv_heads, got.rope_theta, got.dtype, got.eos_token_id) == (
         16, 4, 5e5, "bfloat16", 7)
+    assert got.eos_token_ids == got.stop_ids == (7, 8) and got.param_dtype == "float32"
     assert got.rope_scaling == {"rope_type": "linear", "factor": 4.0}
+
+
+def test_eos_ids_and_runtime_fields_round_trip():
+    cfg = family_preset("qwen3", **TINY, eos_token_ids=[5, 6])
+    # A list becomes a tuple (hashable, equal to the tuple form); eos_token_id is its first.
+    assert cfg.eos_token_ids == cfg.stop_ids == (5, 6) and cfg.eos_token_id == 5
+    assert cfg == family_preset("qwen3", **TINY, eos_token_id=5, eos_token_ids=(5, 6))
+    assert hash(cfg) == hash(family_preset("qwen3", **TINY, eos_token_ids=(5, 6)))
+    assert family_preset("qwen3", **TINY, eos_token_id=4).stop_ids == (4,)
+    assert family_preset("qwen3", **TINY).stop_ids == ()
+    assert config_to_hf(cfg)["eos_token_id"] == [5, 6]
+    assert config_from_hf(config_to_hf(cfg)) == cfg
+    # Runtime knobs are not exported and come back at their defaults.
+    runtime = dict(param_dtype="bfloat16", attention="cudnn", remat="dots", scan_layers=True)
+    fast = dataclasses.replace(cfg, **runtime)
+    hf = config_to_hf(fast)
+    assert hf == config_to_hf(cfg) and not set(runtime) & set(hf)
+    assert config_from_hf(hf) == cfg
+
+
+def test_generation_config_eos_ids_are_merged(tmp_path):
+    cfg = family_preset("qwen3", **TINY, eos_token_id=5)
+    save_pretrained(Transformer(cfg, rngs=nnx.Rngs(0)), cfg, tmp_path)
+    assert json.loads((tmp_path / "generation_config.json").read_text())["eos_token_id"] == 5
+    assert load_pretrained(tmp_path)[1] == cfg  # nothing new: eos_token_ids stays ()
+    # Qwen3-style: config.json has <|im_end|>, generation_config.json both EOS tokens.
+    (tmp_path / "generation_config.json").write_text(json.dumps({"eos_token_id": [6, 5]}))
+    loaded = load_pretrained(tmp_path)[1]
+    assert (loaded.eos_token_id, loaded.stop_ids) == (5, (5, 6))
+    save_pretrained(Transformer(loaded, rngs=nnx.Rngs(0)), loaded, tmp_path / "again")
+    gen = json.loads((tmp_path / "again" / "generation_config.json").read_text())
+    assert gen == {"eos_token_id": [5, 6]}
+    assert load_pretrained(tmp_path / "again")[1] == loaded
 
 
 def test_load_errors_are_clear(tmp_path):
@@ -303,3 +363,190 @@ def test_tokenizer_round_trip(tmp_path):
     assert (loaded.pad_token_id, loaded.eos_token_id) == (0, 1)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_tokenizer(os.path.join(tmp_path, "missing"))
+
+
+def reference_attend(q, k, v, mask, implementation="xla"):
+    """The grouped einsum attention the model used before jax.nn.dot_product_attention."""
+    b, t, n, d = q.shape
+    kv_heads = k.shape[2]
+    q = q.reshape(b, t, kv_heads, n // kv_heads, d)
+    scores = jnp.einsum("btkgd,bskd->bkgts", q, k, preferred_element_type=jnp.float32)
+    scores = jnp.where(mask[:, None, None], scores * d**-0.5, jnp.finfo(jnp.float32).min)
+    probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
+    return jnp.einsum("bkgts,bskd->btkgd", probs, v).reshape(b, t, n * d)
+
+
+def padded_batch(cfg: ModelConfig, batch: int = 3, length: int = 10, seed: int = 4):
+    """Left-padded tokens (rows 1 and 2 by 3 and 1 slots), positions and a causal mask in
+    which the padding queries of row 1 see no key at all."""
+    rng = np.random.default_rng(seed)
+    tokens = jnp.asarray(rng.integers(0, cfg.vocab_size, (batch, length)), jnp.int32)
+    valid = np.ones((batch, length), bool)
+    valid[1, :3] = valid[2, :1] = False
+    positions = jnp.asarray(np.maximum(np.cumsum(valid, axis=1) - 1, 0), jnp.int32)
+    mask = np.tril(np.ones((length, length), bool))[None] & valid[:, None, :]
+    return tokens, positions, mask
+
+
+def test_attention_matches_einsum_reference(monkeypatch):
+    rng = np.random.default_rng(0)
+    q, k, v = (jnp.asarray(rng.standard_normal(s), jnp.float32)
+               for s in [(2, 5, 6, 8), (2, 7, 2, 8), (2, 7, 2, 8)])
+    mask = rng.random((2, 5, 7)) < 0.6
+    mask[0, 1] = False  # a fully masked query row stays finite (a uniform mix of values)
+    out = transformer.attend(q, k, v, jnp.asarray(mask))
+    assert out.shape == (2, 5, 48) and bool(jnp.all(jnp.isfinite(out)))
+    np.testing.assert_allclose(out, reference_attend(q, k, v, jnp.asarray(mask)),
+                               atol=1e-5, rtol=0)
+
+    cfg = family_preset("qwen3", **TINY)
+    model = perturbed_model(cfg, seed=3)
+    tokens, positions, mask = padded_batch(cfg)
+    max_len, prompt_len = 12, 7
+    cache_mask = np.pad(mask, ((0, 0), (0, 0), (0, max_len - mask.shape[2])))
+
+    def run():
+        full, _ = model(tokens, positions, attn_mask=jnp.asarray(mask))
+        # Prefill the first prompt_len tokens into a cache, then decode the rest one by one.
+        cache = init_cache(cfg, tokens.shape[0], max_len)
+        logits, cache = model(tokens[:, :prompt_len], positions[:, :prompt_len],
+                              attn_mask=jnp.asarray(cache_mask[:, :prompt_len]), cache=cache,
+                              cache_index=0)
+        steps = [logits]
+        for t in range(prompt_len, tokens.shape[1]):
+            logits, cache = model(tokens[:, t:t + 1], positions[:, t:t + 1],
+                                  attn_mask=jnp.asarray(cache_mask[:, t:t + 1]), cache=cache,
+                                  cache_index=t)
+            steps.append(logits)
+        return full, jnp.concatenate(steps, axis=1)
+
+    full, decoded = jax.jit(run)()
+    assert bool(jnp.all(jnp.isfinite(full))) and bool(jnp.all(jnp.isfinite(decoded)))
+    monkeypatch.setattr(transformer, "attend", reference_attend)
+    ref_full, ref_decoded = jax.jit(run)()  # a new trace, through the reference
+    np.testing.assert_allclose(full, ref_full, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(decoded, ref_decoded, atol=1e-5, rtol=0)
+
+
+def test_attention_auto_picks_xla_off_gpu():
+    assert transformer.attention_impl(family_preset("qwen3", **TINY, attention="cudnn")) == "cudnn"
+    if jax.default_backend() != "gpu":
+        cfg = family_preset("qwen3", **TINY, attention="auto", dtype="bfloat16")
+        assert transformer.attention_impl(cfg) == "xla"
+
+
+@pytest.fixture(scope="module")
+def plain_grads():
+    """A model, a padded batch, a loss builder and the plain path's gradients and logits."""
+    cfg = family_preset("qwen2", **TINY)
+    model = perturbed_model(cfg, seed=5)
+    tokens, positions, mask = padded_batch(cfg)
+
+    def grad_fn(cfg):
+        graphdef = nnx.graphdef(same_weights(model, cfg))
+
+        def loss(params):
+            logits, _ = nnx.merge(graphdef, params)(tokens, positions, attn_mask=jnp.asarray(mask))
+            logp = jax.nn.log_softmax(logits[:, :-1])
+            return -jnp.mean(jnp.take_along_axis(logp, tokens[:, 1:, None], axis=-1)), logits
+
+        return jax.jit(jax.grad(loss, has_aux=True))
+
+    params = nnx.state(model, nnx.Param)
+    return cfg, params, grad_fn, grad_fn(cfg)(params)
+
+
+@pytest.mark.parametrize("remat,scan", [(r, s) for r in ("none", "full", "dots")
+                                         for s in (False, True) if (r, s) != ("none", False)])
+def test_remat_and_scan_keep_logits_and_gradients(plain_grads, remat, scan):
+    cfg, params, grad_fn, (ref_grads, ref_logits) = plain_grads
+    grads, logits = grad_fn(dataclasses.replace(cfg, remat=remat, scan_layers=scan))(params)
+    np.testing.assert_allclose(logits, ref_logits, atol=1e-5, rtol=0)
+    jax.tree.map(lambda g, r: np.testing.assert_allclose(g, r, atol=1e-5, rtol=1e-5),
+                 grads, ref_grads)
+
+
+@pytest.mark.parametrize("scan", [False, True])
+def test_remat_shrinks_what_the_backward_pass_keeps(scan):
+    cfg = family_preset("qwen2", **{**TINY, "num_layers": 3}, scan_layers=scan)
+    params = nnx.state(Transformer(cfg, rngs=nnx.Rngs(0)), nnx.Param)
+    tokens, positions, _ = padded_batch(cfg)
+
+    def residual_bytes(remat):
+        graphdef = nnx.graphdef(nnx.eval_shape(
+            lambda: Transformer(dataclasses.replace(cfg, remat=remat), rngs=nnx.Rngs(0))))
+
+        def residuals(params):  # the vjp closure holds what the backward pass reads
+            _, vjp = jax.vjp(lambda p: nnx.merge(graphdef, p)(tokens, positions)[0], params)
+            return jax.tree.leaves(vjp)
+
+        shapes = jax.eval_shape(residuals, params)
+        return sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in shapes)
+
+    # "dots" keeps the projection outputs only, "full" only what each layer starts from.
+    assert residual_bytes("none") > residual_bytes("dots") > residual_bytes("full")
+
+
+def test_sharded_save_loads_in_transformers(tmp_path):
+    cfg = family_preset("llama", **TINY, tie_word_embeddings=False, eos_token_ids=(2, 3))
+    model = perturbed_model(cfg, seed=6)
+    # A stale single-file save must not survive beside the shards.
+    save_pretrained(model, cfg, tmp_path)
+    save_pretrained(model, cfg, tmp_path, max_shard_bytes=40_000)
+    files = sorted(os.listdir(tmp_path))
+    shards = [n for n in files if n.startswith("model-")]
+    assert len(shards) > 2 and "model.safetensors" not in files
+    assert shards[0] == f"model-00001-of-{len(shards):05d}.safetensors"
+    index = json.loads((tmp_path / "model.safetensors.index.json").read_text())
+    assert sorted(set(index["weight_map"].values())) == shards
+    assert index["metadata"]["total_size"] == 4 * cfg.num_params()
+    for name in shards:
+        with safe_open(tmp_path / name, framework="numpy") as f:
+            size = sum(np.prod(f.get_slice(k).get_shape()) * 4 for k in f.keys())
+            assert size <= 40_000 or len(list(f.keys())) == 1
+
+    np_tokens, tokens, positions = random_batch(seed=2)
+    logits, _ = model(tokens, positions)
+    ref_model = transformers.AutoModelForCausalLM.from_pretrained(
+        tmp_path, attn_implementation="eager").float().eval()
+    assert list(ref_model.generation_config.eos_token_id) == [2, 3]
+    np.testing.assert_allclose(logits, torch_logits(ref_model, np_tokens), atol=1e-4, rtol=0)
+    reloaded, cfg2 = load_pretrained(tmp_path)
+    assert cfg2 == cfg
+    np.testing.assert_array_equal(reloaded(tokens, positions)[0], logits)
+    # Saving small again replaces the shards with one file.
+    save_pretrained(model, cfg, tmp_path)
+    assert sorted(n for n in os.listdir(tmp_path) if "safetensors" in n) == [
+        "model.safetensors"]
+
+
+def test_load_into_shardings_matches_unsharded_load(tmp_path):
+    cfg = family_preset("qwen2", **{**TINY, "vocab_size": 128}, tie_word_embeddings=False)
+    save_pretrained(perturbed_model(cfg, seed=7), cfg, tmp_path)
+    mesh = jax.sharding.Mesh(np.asarray(jax.devices()), ("x",))
+    split = NamedSharding(mesh, PartitionSpec(None, "x"))
+    replicated = NamedSharding(mesh, PartitionSpec())
+    requested = {}
+
+    def shardings(abstract):
+        assert all(isinstance(x, jax.ShapeDtypeStruct) for x in jax.tree.leaves(abstract))
+        # Matrices split along their second dimension over all devices, vectors replicated.
+        out = jax.tree.map(lambda x: split if x.ndim == 2 and x.shape[1] % mesh.size == 0
+                           else replicated, abstract)
+        requested.update(nnx.traversals.flatten_mapping(nnx.to_pure_dict(out)))
+        return out
+
+    model, _ = load_pretrained(tmp_path, shardings=shardings)
+    plain, _ = load_pretrained(tmp_path)
+    got = nnx.traversals.flatten_mapping(nnx.to_pure_dict(nnx.state(model, nnx.Param)))
+    want = nnx.traversals.flatten_mapping(nnx.to_pure_dict(nnx.state(plain, nnx.Param)))
+    assert set(got) == set(requested) == set(want)
+    assert sum(s == split for s in requested.values()) == 2 * 7 + 2  # per layer, embed, head
+    for path, value in got.items():
+        assert value.sharding == requested[path], path
+        np.testing.assert_array_equal(value, want[path])
+    _, tokens, positions = random_batch()
+    np.testing.assert_allclose(model(tokens, positions)[0], plain(tokens, positions)[0],
+                               atol=1e-6, rtol=0)
+    with pytest.raises(ValueError, match="matching the parameter state"):
+        load_pretrained(tmp_path, shardings=lambda abstract: {"embed_tokens": None})

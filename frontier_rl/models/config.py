@@ -4,6 +4,11 @@ The three families differ only in two switches (`qk_norm`, `qkv_bias`) plus the 
 Face names written on export (`family`), so one frozen dataclass describes all of them.
 Validation happens eagerly in `__post_init__` so that a bad config fails at construction
 with a message naming the field, not deep inside a jitted forward pass.
+
+Besides the architecture, a few fields are runtime knobs that change how the same weights are
+stored and computed but not what the checkpoint is: `param_dtype` (master weights, hence
+optimizer state), `attention` (kernel), `remat` and `scan_layers` (memory and compile time).
+They are never exported to config.json and a loaded config leaves them at their defaults.
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ from typing import Any
 
 FAMILIES = ("qwen3", "qwen2", "llama")
 DTYPES = ("float32", "bfloat16")
+# "auto" = cuDNN flash attention on a GPU in 16-bit compute, XLA otherwise (transformer.py).
+ATTENTIONS = ("xla", "cudnn", "auto")
+REMATS = ("none", "full", "dots")
 # RoPE variants implemented in transformer.py; others (yarn, dynamic, ...) are rejected.
 ROPE_TYPES = ("default", "linear", "llama3")
 _ROPE_KEYS = {
@@ -50,9 +58,21 @@ class ModelConfig:
     family: str = "qwen3"  # "qwen3" | "qwen2" | "llama": HF model_type/architectures on export.
     max_position_embeddings: int = 4096
     rope_scaling: dict | None = None  # HF rope parameters without rope_theta; None = default.
-    dtype: str = "float32"  # Parameter and compute dtype: "float32" | "bfloat16".
+    # Compute dtype (activations; weights are cast to it inside each module's forward).
+    dtype: str = "float32"
+    # Dtype the parameters are created and stored in: the master weights, hence Adam's state.
+    # bfloat16 master weights lose updates below ~2^-8 of the weight (an lr-1e-6 step).
+    param_dtype: str = "float32"
+    attention: str = "xla"  # "xla" | "cudnn" | "auto" (jax.nn.dot_product_attention backend)
+    # Per decoder layer in the backward pass: "none" keeps all activations, "full" recomputes
+    # the layer from its input, "dots" keeps only the projection matmuls' outputs.
+    remat: str = "none"
+    scan_layers: bool = False  # one lax.scan over the layers: one compiled layer, not L
     bos_token_id: int | None = None
-    eos_token_id: int | None = None
+    eos_token_id: int | None = None  # one of eos_token_ids when those are set (the first)
+    # Every id that ends a sequence (generation_config.json's eos_token_id may be a list);
+    # () = just eos_token_id. Read them through `cfg.stop_ids`.
+    eos_token_ids: tuple[int, ...] = ()
     pad_token_id: int | None = None
 
     def __post_init__(self):
@@ -72,14 +92,31 @@ class ModelConfig:
                 raise ValueError(f"ModelConfig.{name}={value!r} must be a positive number")
         if self.family not in FAMILIES:
             raise ValueError(f"ModelConfig.family={self.family!r} is not one of {FAMILIES}")
-        if self.dtype not in DTYPES:
-            raise ValueError(f"ModelConfig.dtype={self.dtype!r} is not one of {DTYPES}")
+        for name, allowed in (("dtype", DTYPES), ("param_dtype", DTYPES),
+                              ("attention", ATTENTIONS), ("remat", REMATS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"ModelConfig.{name}={getattr(self, name)!r} is not one of "
+                                 f"{allowed}")
+        if not isinstance(self.scan_layers, bool):
+            raise ValueError(f"ModelConfig.scan_layers={self.scan_layers!r} must be a bool")
         for name in ("bos_token_id", "eos_token_id", "pad_token_id"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < 0):
-                raise ValueError(f"ModelConfig.{name}={value!r} must be None or an int >= 0")
+            if not _is_token_id(getattr(self, name), allow_none=True):
+                raise ValueError(f"ModelConfig.{name}={getattr(self, name)!r} must be None or "
+                                 "an int >= 0")
+        self._check_eos_token_ids()
         _check_rope_scaling(self.rope_scaling)
+
+    def _check_eos_token_ids(self) -> None:
+        ids = self.eos_token_ids
+        if not isinstance(ids, (tuple, list)) or not all(_is_token_id(i) for i in ids):
+            raise ValueError(f"ModelConfig.eos_token_ids={ids!r} must be a tuple of ints >= 0")
+        # A list from a JSON config becomes a tuple, so that equality and hashing agree.
+        object.__setattr__(self, "eos_token_ids", tuple(ids))
+        if ids and self.eos_token_id is None:
+            object.__setattr__(self, "eos_token_id", ids[0])
+        elif ids and self.eos_token_id not in ids:
+            raise ValueError(f"ModelConfig.eos_token_id={self.eos_token_id} is not one of "
+                             f"eos_token_ids={tuple(ids)}")
 
     def __hash__(self):
         # The generated hash would fail on the `rope_scaling` dict, and configs are handy as
@@ -90,6 +127,13 @@ class ModelConfig:
     def num_groups(self) -> int:
         """Query heads per key/value head (GQA group size)."""
         return self.num_heads // self.num_kv_heads
+
+    @property
+    def stop_ids(self) -> tuple[int, ...]:
+        """Every token id that ends a sequence: eos_token_ids, else (eos_token_id,), else ()."""
+        if self.eos_token_ids:
+            return self.eos_token_ids
+        return () if self.eos_token_id is None else (self.eos_token_id,)
 
     def num_params(self, include_embeddings: bool = True) -> int:
         """Analytic parameter count; `include_embeddings=False` drops embed_tokens and lm_head."""
@@ -135,6 +179,12 @@ def _check_rope_scaling(rope_scaling: dict | None) -> None:
     if missing:
         raise ValueError(f"ModelConfig.rope_scaling={rope_scaling!r} lacks {missing}, needed "
                          f"by rope_type={kind!r}")
+
+
+def _is_token_id(x: Any, allow_none: bool = False) -> bool:
+    if x is None:
+        return allow_none
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 
 def _freeze(x: Any) -> Any:

@@ -1,9 +1,16 @@
 """Hugging Face checkpoint and tokenizer I/O for the NNX Transformer (local paths only).
 
 A checkpoint directory is `config.json` plus `model.safetensors` (or shards listed in
-`model.safetensors.index.json`). Parameter names map one-to-one onto HF names because the
-module attributes mirror them: `layers/3/self_attn/q_proj/kernel` <->
+`model.safetensors.index.json`), and optionally `generation_config.json`, whose EOS ids are
+merged into the config's. Parameter names map one-to-one onto HF names because the module
+attributes mirror them: `layers/3/self_attn/q_proj/kernel` <->
 `model.layers.3.self_attn.q_proj.weight` (transposed: HF Linear stores [out, in]).
+
+Real sizes: loading reads one tensor at a time from the files and, given `shardings`, puts it
+straight into its sharding, so no full copy of the model lands on one device; saving gathers
+one tensor at a time and writes shards of at most `max_shard_bytes`, as transformers does.
+A loaded bfloat16 checkpoint computes in bfloat16 (`cfg.dtype`) on float32 master weights
+(`param_dtype`), the precision an RL update at lr 1e-6 needs.
 
 config.json is written for both transformers 4.x (`rope_theta`, `rope_scaling`,
 `torch_dtype`) and 5.x (`rope_parameters`, `dtype`); reading accepts either spelling.
@@ -13,9 +20,12 @@ shapes that do not match) rather than a traceback from deep inside a loader.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
+import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
@@ -25,7 +35,7 @@ from flax import nnx
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
-from frontier_rl.models.config import ModelConfig, family_preset, rope_type
+from frontier_rl.models.config import DTYPES, ModelConfig, family_preset, rope_type
 from frontier_rl.models.transformer import Transformer
 
 _ARCHITECTURES = {
@@ -37,11 +47,18 @@ _ARCHITECTURES = {
 _DEFAULT_MAX_POSITIONS = {"qwen3": 32768, "qwen2": 32768, "llama": 2048}
 _WEIGHTS_NAME = "model.safetensors"
 _INDEX_NAME = "model.safetensors.index.json"
+_SHARD_NAME = "model-{:05d}-of-{:05d}.safetensors"
+_SHARD_PATTERN = re.compile(r"model-\d{5}-of-\d{5}\.safetensors")
 _CONFIG_NAME = "config.json"
+_GENERATION_CONFIG_NAME = "generation_config.json"
 
 
 def config_to_hf(cfg: ModelConfig) -> dict[str, Any]:
-    """The HF config.json dict for `cfg` (raises if HF cannot express the architecture)."""
+    """The HF config.json dict for `cfg` (raises if HF cannot express the architecture).
+
+    Runtime fields (param_dtype, attention, remat, scan_layers) are not part of it; `dtype`
+    is written as the stored tensors' dtype. Several EOS ids are written as a list.
+    """
     expected = family_preset(cfg.family, **_sizes(cfg))
     for flag in ("qk_norm", "qkv_bias"):
         if getattr(cfg, flag) != getattr(expected, flag):
@@ -73,7 +90,7 @@ def config_to_hf(cfg: ModelConfig) -> dict[str, Any]:
         "torch_dtype": cfg.dtype,  # transformers 4.x
         "dtype": cfg.dtype,  # transformers 5.x
         "bos_token_id": cfg.bos_token_id,
-        "eos_token_id": cfg.eos_token_id,
+        "eos_token_id": _eos_json(cfg),
         "pad_token_id": cfg.pad_token_id,
         "attention_dropout": 0.0,
         "initializer_range": 0.02,
@@ -90,7 +107,11 @@ def config_to_hf(cfg: ModelConfig) -> dict[str, Any]:
 
 
 def config_from_hf(d: dict[str, Any]) -> ModelConfig:
-    """A ModelConfig from an HF config.json dict (qwen3 / qwen2 / llama)."""
+    """A ModelConfig from an HF config.json dict (qwen3 / qwen2 / llama).
+
+    `dtype` is the stored dtype (the compute dtype of a loaded model); runtime fields keep
+    their defaults. A list of EOS ids sets eos_token_ids, its first eos_token_id.
+    """
     family = d.get("model_type")
     archs = d.get("architectures") or []
     if family is None:
@@ -152,6 +173,8 @@ def config_from_hf(d: dict[str, Any]) -> ModelConfig:
             dtype=dtype,
             bos_token_id=_token_id(d.get("bos_token_id")),
             eos_token_id=_token_id(d.get("eos_token_id")),
+            eos_token_ids=(_token_ids(d.get("eos_token_id"))
+                           if isinstance(d.get("eos_token_id"), (list, tuple)) else ()),
             pad_token_id=_token_id(d.get("pad_token_id")),
         )
     except KeyError as e:
@@ -159,19 +182,25 @@ def config_from_hf(d: dict[str, Any]) -> ModelConfig:
 
 
 def load_pretrained(path: str | os.PathLike, dtype: str | None = None,
+                    param_dtype: str = "float32",
+                    shardings: Callable[[nnx.State], Any] | None = None,
                     ) -> tuple[Transformer, ModelConfig]:
-    """Load an HF qwen3/qwen2/llama checkpoint directory; `dtype` overrides the stored one."""
+    """Load an HF qwen3/qwen2/llama checkpoint directory.
+
+    The compute dtype is the stored one ("bfloat16" for bf16 checkpoints, else "float32")
+    unless `dtype` overrides it; parameters are created in `param_dtype`. `shardings` maps
+    the abstract parameter state (an nnx.State of ShapeDtypeStructs) to a matching pytree of
+    jax.sharding.Sharding, e.g. `lambda p: sharding.param_shardings(p, mesh)`; each tensor is
+    then read on its own and placed straight into its sharding. Without it, parameters go to
+    the default device.
+    """
     path = os.fspath(path)
     if not os.path.isdir(path):
         raise FileNotFoundError(f"checkpoint directory {path} does not exist")
     config_path = os.path.join(path, _CONFIG_NAME)
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"no {_CONFIG_NAME} in {path} (found: {_listing(path)})")
-    try:
-        with open(config_path, encoding="utf-8") as f:
-            hf_config = json.load(f)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"cannot parse {config_path}: {e}") from None
+    hf_config = _read_json(config_path)
     missing_field = None
     try:
         cfg = config_from_hf(hf_config)
@@ -182,43 +211,62 @@ def load_pretrained(path: str | os.PathLike, dtype: str | None = None,
         raise FileNotFoundError(f"no *.safetensors weights in {path} (found: {_listing(path)})")
     if missing_field is not None:
         raise ValueError(f"{config_path} lacks the required field {missing_field!r}")
-    if dtype is not None:
-        cfg = dataclasses.replace(cfg, dtype=dtype)
+    cfg = dataclasses.replace(cfg, dtype=cfg.dtype if dtype is None else dtype,
+                              param_dtype=param_dtype)
+    cfg = _merge_generation_eos(cfg, path)
 
-    tensors = _read_safetensors(path)
+    graphdef, abstract = nnx.split(
+        nnx.eval_shape(lambda: Transformer(cfg, rngs=nnx.Rngs(0))), nnx.Param)
+    placement = {} if shardings is None else _sharding_by_path(shardings(abstract), abstract)
     wanted = _hf_layout(cfg)
-    names = set(tensors)
-    # Stale rotary buffers from old exports, and a redundant lm_head copy when the embeddings
-    # are tied, are ignored, as transformers itself does.
-    ignored = {n for n in names if n.endswith("rotary_emb.inv_freq")}
-    if cfg.tie_word_embeddings:
-        ignored.add("lm_head.weight")
-    missing = sorted(set(wanted) - names)
-    unexpected = sorted(names - set(wanted) - ignored)
-    if missing or unexpected:
-        raise ValueError(f"tensor names in {path} do not match {cfg.family} "
-                         f"(tie_word_embeddings={cfg.tie_word_embeddings}): "
-                         f"missing {_few(missing)}; unexpected {_few(unexpected)}")
+    with _open_safetensors(path) as files:
+        names = set(files)
+        # Stale rotary buffers from old exports, and a redundant lm_head copy when the
+        # embeddings are tied, are ignored, as transformers itself does.
+        ignored = {n for n in names if n.endswith("rotary_emb.inv_freq")}
+        if cfg.tie_word_embeddings:
+            ignored.add("lm_head.weight")
+        missing = sorted(set(wanted) - names)
+        unexpected = sorted(names - set(wanted) - ignored)
+        if missing or unexpected:
+            raise ValueError(f"tensor names in {path} do not match {cfg.family} "
+                             f"(tie_word_embeddings={cfg.tie_word_embeddings}): "
+                             f"missing {_few(missing)}; unexpected {_few(unexpected)}")
+        # Every shape is checked from the file headers before any tensor is read.
+        for name, (_, transpose, shape) in wanted.items():
+            stored = tuple(files[name].get_slice(name).get_shape())
+            if stored != (shape[::-1] if transpose else shape):
+                raise ValueError(f"tensor {name} in {path} has shape {stored}, expected "
+                                 f"{shape[::-1] if transpose else shape} for {cfg.family}")
+        params = {}
+        for name, (param_path, transpose, _) in wanted.items():
+            array = files[name].get_tensor(name)
+            array = (array.T if transpose else array).astype(jnp.dtype(param_dtype))
+            if param_path in placement:
+                params[param_path] = jax.device_put(array, placement[param_path])
+            else:
+                params[param_path] = jnp.asarray(array)
+    nnx.replace_by_pure_dict(abstract, nnx.traversals.unflatten_mapping(params))
+    return nnx.merge(graphdef, abstract), cfg
 
-    graphdef, abstract_state = nnx.split(
-        nnx.eval_shape(lambda: Transformer(cfg, rngs=nnx.Rngs(0))))
-    params = {}
-    for name, (param_path, transpose, shape) in wanted.items():
-        array = tensors.pop(name)
-        hf_shape = shape[::-1] if transpose else shape
-        if array.shape != hf_shape:
-            raise ValueError(f"tensor {name} in {path} has shape {array.shape}, expected "
-                             f"{hf_shape} for {cfg.family}")
-        params[param_path] = jnp.asarray(array.T if transpose else array,
-                                         dtype=jnp.dtype(cfg.dtype))
-    nnx.replace_by_pure_dict(abstract_state, nnx.traversals.unflatten_mapping(params))
-    return nnx.merge(graphdef, abstract_state), cfg
 
+def save_pretrained(model: Transformer, cfg: ModelConfig, path: str | os.PathLike, *,
+                    dtype: str | None = None, max_shard_bytes: int = 4 * 2**30) -> None:
+    """Write a checkpoint directory loadable by transformers' from_pretrained.
 
-def save_pretrained(model: Transformer, cfg: ModelConfig, path: str | os.PathLike) -> None:
-    """Write `config.json` and `model.safetensors` loadable by transformers' from_pretrained."""
+    Tensors are written in `dtype` (default cfg.dtype, the compute dtype: a bfloat16 run
+    exports bfloat16). Up to `max_shard_bytes` they go into one `model.safetensors`; beyond
+    it into `model-0000k-of-0000N.safetensors` shards listed in `model.safetensors.index.json`.
+    Sharded arrays are gathered to the host one tensor at a time, so the host holds at most
+    one shard's tensors. Weights of an earlier save in `path` are removed first.
+    """
     path = os.fspath(path)
-    hf_config = config_to_hf(cfg)
+    dtype = cfg.dtype if dtype is None else dtype
+    if dtype not in DTYPES:
+        raise ValueError(f"save_pretrained: dtype={dtype!r} is not one of {DTYPES}")
+    if max_shard_bytes <= 0:
+        raise ValueError(f"save_pretrained: max_shard_bytes={max_shard_bytes} must be > 0")
+    hf_config = {**config_to_hf(cfg), "torch_dtype": dtype, "dtype": dtype}
     wanted = _hf_layout(cfg)
     by_path = {p: (name, transpose, shape) for name, (p, transpose, shape) in wanted.items()}
     params = nnx.traversals.flatten_mapping(nnx.to_pure_dict(nnx.state(model, nnx.Param)))
@@ -226,21 +274,47 @@ def save_pretrained(model: Transformer, cfg: ModelConfig, path: str | os.PathLik
         raise ValueError(f"model parameters do not match cfg: missing "
                          f"{_few(sorted(map(str, set(by_path) - set(params))))}, unexpected "
                          f"{_few(sorted(map(str, set(params) - set(by_path))))}")
-    tensors = {}
     for param_path, value in params.items():
-        name, transpose, shape = by_path[param_path]
-        if value.shape != shape:
+        if value.shape != by_path[param_path][2]:
             raise ValueError(f"parameter {'/'.join(map(str, param_path))} has shape "
-                             f"{value.shape}, cfg implies {shape}")
-        array = np.asarray(jax.device_get(value)).astype(jnp.dtype(cfg.dtype))
-        tensors[name] = np.ascontiguousarray(array.T if transpose else array)
+                             f"{value.shape}, cfg implies {by_path[param_path][2]}")
+
+    itemsize = jnp.dtype(dtype).itemsize
+    shards, size = [[]], 0
+    for param_path, value in params.items():
+        nbytes = value.size * itemsize
+        if shards[-1] and size + nbytes > max_shard_bytes:
+            shards.append([])
+            size = 0
+        shards[-1].append(param_path)
+        size += nbytes
+
+    def host_tensors(paths: list[tuple]) -> dict[str, np.ndarray]:
+        tensors = {}
+        for param_path in paths:
+            name, transpose, _ = by_path[param_path]
+            array = np.asarray(jax.device_get(params[param_path])).astype(jnp.dtype(dtype))
+            tensors[name] = np.ascontiguousarray(array.T if transpose else array)
+        return tensors
 
     os.makedirs(path, exist_ok=True)
     _remove_stale_shards(path)
-    with open(os.path.join(path, _CONFIG_NAME), "w", encoding="utf-8") as f:
-        json.dump(hf_config, f, indent=2, sort_keys=True)
-        f.write("\n")
-    save_file(tensors, os.path.join(path, _WEIGHTS_NAME), metadata={"format": "pt"})
+    _write_json(os.path.join(path, _CONFIG_NAME), hf_config)
+    _write_json(os.path.join(path, _GENERATION_CONFIG_NAME), {
+        k: v for k, v in (("bos_token_id", cfg.bos_token_id), ("eos_token_id", _eos_json(cfg)),
+                          ("pad_token_id", cfg.pad_token_id)) if v is not None})
+    if len(shards) == 1:
+        save_file(host_tensors(shards[0]), os.path.join(path, _WEIGHTS_NAME),
+                  metadata={"format": "pt"})
+        return
+    weight_map = {}
+    for k, paths in enumerate(shards):
+        file_name = _SHARD_NAME.format(k + 1, len(shards))
+        save_file(host_tensors(paths), os.path.join(path, file_name), metadata={"format": "pt"})
+        weight_map.update({by_path[p][0]: file_name for p in paths})
+    total = sum(value.size for value in params.values()) * itemsize
+    _write_json(os.path.join(path, _INDEX_NAME),
+                {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))})
 
 
 def load_tokenizer(path: str | os.PathLike):
@@ -274,38 +348,80 @@ def _hf_layout(cfg: ModelConfig) -> dict[str, tuple[tuple, bool, tuple[int, ...]
     return layout
 
 
-def _read_safetensors(path: str) -> dict[str, np.ndarray]:
+@contextlib.contextmanager
+def _open_safetensors(path: str) -> Iterator[dict[str, Any]]:
+    """Tensor name -> the open safetensors file holding it (headers only; nothing read)."""
     index_path = os.path.join(path, _INDEX_NAME)
     if os.path.isfile(index_path):
-        with open(index_path, encoding="utf-8") as f:
-            files = sorted(set(json.load(f)["weight_map"].values()))
+        files = sorted(set(_read_json(index_path)["weight_map"].values()))
     else:
         files = sorted(n for n in os.listdir(path) if n.endswith(".safetensors"))
     if not files:
         raise FileNotFoundError(f"no *.safetensors weights in {path} (found: {_listing(path)})")
-    tensors = {}
-    for name in files:
-        file_path = os.path.join(path, name)
-        if not os.path.isfile(file_path):
-            raise FileNotFoundError(f"{_INDEX_NAME} in {path} lists missing shard {name}")
-        with safe_open(file_path, framework="numpy") as f:
-            for key in f.keys():
-                tensors[key] = f.get_tensor(key)
-    return tensors
+    with contextlib.ExitStack() as stack:
+        handles = {}
+        for name in files:
+            file_path = os.path.join(path, name)
+            if not os.path.isfile(file_path):
+                raise FileNotFoundError(f"{_INDEX_NAME} in {path} lists missing shard {name}")
+            f = stack.enter_context(safe_open(file_path, framework="numpy"))
+            handles.update(dict.fromkeys(f.keys(), f))
+        yield handles
+
+
+def _sharding_by_path(tree: Any, abstract: nnx.State) -> dict[tuple, Any]:
+    """Our parameter path -> Sharding, from a pytree shaped like the abstract state."""
+    treedef = jax.tree.structure(abstract)
+    try:
+        leaves = treedef.flatten_up_to(tree)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"load_pretrained: shardings(...) must return a pytree matching the "
+                         f"parameter state: {e}") from None
+    bad = [x for x in leaves if not isinstance(x, jax.sharding.Sharding)]
+    if bad:
+        raise ValueError(f"load_pretrained: shardings(...) returned {type(bad[0]).__name__} "
+                         "leaves, not jax.sharding.Sharding")
+    return nnx.traversals.flatten_mapping(nnx.to_pure_dict(jax.tree.unflatten(treedef, leaves)))
+
+
+def _merge_generation_eos(cfg: ModelConfig, path: str) -> ModelConfig:
+    """Adds generation_config.json's EOS ids (often a list, e.g. Qwen3's <|im_end|> and
+    <|endoftext|>) to the config's, which stay first."""
+    gen_path = os.path.join(path, _GENERATION_CONFIG_NAME)
+    if not os.path.isfile(gen_path):
+        return cfg
+    extra = _token_ids(_read_json(gen_path).get("eos_token_id"))
+    if set(extra) <= set(cfg.stop_ids):
+        return cfg
+    return dataclasses.replace(cfg, eos_token_ids=tuple(dict.fromkeys(cfg.stop_ids + extra)))
 
 
 def _remove_stale_shards(path: str) -> None:
-    # A leftover shard index would make loaders ignore the model.safetensors we write.
+    # A leftover shard index would make loaders ignore the model.safetensors we write, and a
+    # leftover model.safetensors would be read beside new shards by a glob-based loader.
     index_path = os.path.join(path, _INDEX_NAME)
-    if not os.path.isfile(index_path):
-        return
-    with open(index_path, encoding="utf-8") as f:
-        shards = set(json.load(f).get("weight_map", {}).values())
-    for name in shards:
-        shard_path = os.path.join(path, os.path.basename(name))
-        if os.path.isfile(shard_path):
-            os.remove(shard_path)
-    os.remove(index_path)
+    stale = {_WEIGHTS_NAME} | {n for n in os.listdir(path) if _SHARD_PATTERN.fullmatch(n)}
+    if os.path.isfile(index_path):
+        stale |= {os.path.basename(n)
+                  for n in _read_json(index_path).get("weight_map", {}).values()}
+        os.remove(index_path)
+    for name in stale:
+        if os.path.isfile(os.path.join(path, name)):
+            os.remove(os.path.join(path, name))
+
+
+def _read_json(file_path: str) -> dict[str, Any]:
+    try:
+        with open(file_path, encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"cannot parse {file_path}: {e}") from None
+
+
+def _write_json(file_path: str, d: dict[str, Any]) -> None:
+    with open(file_path, "w", encoding="utf-8") as f:
+        json.dump(d, f, indent=2, sort_keys=True)
+        f.write("\n")
 
 
 def _sizes(cfg: ModelConfig) -> dict[str, Any]:
@@ -314,10 +430,22 @@ def _sizes(cfg: ModelConfig) -> dict[str, Any]:
 
 
 def _token_id(x: Any) -> int | None:
-    # Some configs list several EOS ids (e.g. Llama 3.1); ModelConfig keeps the first.
+    # Some configs list several EOS ids (e.g. Llama 3.1); the single id is the first.
     if isinstance(x, (list, tuple)):
         return int(x[0]) if x else None
     return None if x is None else int(x)
+
+
+def _token_ids(x: Any) -> tuple[int, ...]:
+    """All ids of an HF token field (an int, a list of ints or null)."""
+    if isinstance(x, (list, tuple)):
+        return tuple(int(i) for i in x)
+    return () if x is None else (int(x),)
+
+
+def _eos_json(cfg: ModelConfig) -> int | list[int] | None:
+    # A list exactly when eos_token_ids is set, so that config_from_hf restores the config.
+    return list(cfg.eos_token_ids) if cfg.eos_token_ids else cfg.eos_token_id
 
 
 def _listing(path: str, limit: int = 8) -> str:

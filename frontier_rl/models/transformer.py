@@ -4,8 +4,16 @@ The maths follows Hugging Face's PyTorch modelling code line by line (RMSNorm in
 with the weight applied after casting back, rotate-half RoPE with float32 frequencies,
 float32 softmax) so that converted checkpoints reproduce HF logits to ~1e-5 in float32.
 Attribute names mirror HF (`layers[i].self_attn.q_proj`, ...) so that hf.py can map
-parameters by name. Grouped-query attention is computed with a grouped einsum rather than
-by materialising repeated key/value heads.
+parameters by name. Attention is `jax.nn.dot_product_attention` (grouped-query attention
+without materialising repeated key/value heads; `cfg.attention` picks XLA or cuDNN).
+
+Precision: parameters are stored in `cfg.param_dtype` (the float32 master weights an optimizer
+updates) and cast to the compute dtype `cfg.dtype` inside each module's forward, so a bfloat16
+run computes in bfloat16 while its lr-1e-6 updates still land. Logits are always float32.
+
+Memory: `cfg.remat` rematerialises each decoder layer in the backward pass and
+`cfg.scan_layers` runs the layers as one `lax.scan` over parameters stacked at call time (they
+stay stored as `layers[i]`, so checkpoints, HF names and sharding rules do not change).
 
 Two ways to run it:
   * full sequence: `model(tokens, positions, attn_mask=[B, T, T] or None)`;
@@ -26,10 +34,15 @@ from flax import nnx
 
 from frontier_rl.models.config import ModelConfig, rope_type
 
-# Masked logits are *replaced* by this (never added to), so it cannot overflow to -inf and a
-# fully masked row (e.g. a padding query) yields a uniform softmax instead of NaN.
-_MASK_VALUE = float(jnp.finfo(jnp.float32).min)
 _init = nnx.initializers.normal(stddev=0.02)
+# "dots" keeps the outputs of matmuls without batch dimensions: the q/k/v/o and MLP projections
+# (x [B, T, H] @ W). The attention scores and mix carry batch dimensions (batch, heads), so they
+# are recomputed: they are the O(T^2) part, and keeping them (checkpoint_dots) would store the
+# [B, N, T, S] score tensor that remat is meant to drop.
+_REMAT_POLICIES = {
+    "full": jax.checkpoint_policies.nothing_saveable,
+    "dots": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
+}
 
 
 class KVCache(NamedTuple):
@@ -37,6 +50,19 @@ class KVCache(NamedTuple):
 
     k: jax.Array  # [num_layers, batch, max_len, num_kv_heads, head_dim]
     v: jax.Array  # same
+
+
+def attention_impl(cfg: ModelConfig) -> str:
+    """The backend `cfg.attention` resolves to: "xla" or "cudnn" (flash attention).
+
+    "auto" takes cuDNN only on a GPU in 16-bit compute, the one case where it runs (cuDNN's
+    fused attention has no float32 kernel) and pays off.
+    """
+    if cfg.attention != "auto":
+        return cfg.attention
+    if jax.default_backend() == "gpu" and jnp.dtype(cfg.dtype).itemsize == 2:
+        return "cudnn"
+    return "xla"
 
 
 def init_cache(cfg: ModelConfig, batch: int, max_len: int, dtype=None) -> KVCache:
@@ -85,69 +111,75 @@ def apply_rope(x: jax.Array, cos: jax.Array, sin: jax.Array) -> jax.Array:
 class Linear(nnx.Module):
     """y = x @ kernel + bias, kernel stored [in, out] (HF stores the transpose)."""
 
-    def __init__(self, in_features: int, out_features: int, *, bias: bool, dtype,
+    def __init__(self, in_features: int, out_features: int, *, bias: bool, cfg: ModelConfig,
                  rngs: nnx.Rngs):
-        self.kernel = nnx.Param(_init(rngs.params(), (in_features, out_features), dtype))
-        self.bias = nnx.Param(jnp.zeros((out_features,), dtype)) if bias else nnx.data(None)
+        pdt = jnp.dtype(cfg.param_dtype)
+        self.kernel = nnx.Param(_init(rngs.params(), (in_features, out_features), pdt))
+        self.bias = nnx.Param(jnp.zeros((out_features,), pdt)) if bias else nnx.data(None)
+        self.dtype = jnp.dtype(cfg.dtype)
 
     def __call__(self, x: jax.Array) -> jax.Array:
-        y = x @ self.kernel[...]
+        y = x @ self.kernel[...].astype(self.dtype)
         if self.bias is not None:
-            y = y + self.bias[...]
+            y = y + self.bias[...].astype(self.dtype)
         return y
 
 
 class Embed(nnx.Module):
     """Token embedding table [vocab, hidden]."""
 
-    def __init__(self, vocab_size: int, hidden_size: int, *, dtype, rngs: nnx.Rngs):
-        self.embedding = nnx.Param(_init(rngs.params(), (vocab_size, hidden_size), dtype))
+    def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
+        shape = (cfg.vocab_size, cfg.hidden_size)
+        self.embedding = nnx.Param(_init(rngs.params(), shape, jnp.dtype(cfg.param_dtype)))
+        self.dtype = jnp.dtype(cfg.dtype)
 
     def __call__(self, tokens: jax.Array) -> jax.Array:
         # Clip rather than jnp.take's default NaN fill: a pad id outside the vocab must not
         # put NaNs into masked-out keys/values (0 * NaN would still poison the softmax mix).
-        return jnp.take(self.embedding[...], tokens, axis=0, mode="clip")
+        # Gather, then cast: only the looked-up rows are converted, not the whole table.
+        return jnp.take(self.embedding[...], tokens, axis=0, mode="clip").astype(self.dtype)
 
 
 class RMSNorm(nnx.Module):
-    """HF RMSNorm: normalise in float32, cast back to the input dtype, then scale."""
+    """HF RMSNorm: normalise in float32, cast back to the compute dtype, then scale."""
 
-    def __init__(self, size: int, *, eps: float, dtype):
-        self.weight = nnx.Param(jnp.ones((size,), dtype))
-        self.eps = eps
+    def __init__(self, size: int, *, cfg: ModelConfig):
+        self.weight = nnx.Param(jnp.ones((size,), jnp.dtype(cfg.param_dtype)))
+        self.eps = cfg.rms_norm_eps
+        self.dtype = jnp.dtype(cfg.dtype)
 
     def __call__(self, x: jax.Array) -> jax.Array:
         x32 = x.astype(jnp.float32)
         x32 = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + self.eps)
-        return self.weight[...] * x32.astype(x.dtype)
+        return self.weight[...].astype(self.dtype) * x32.astype(self.dtype)
 
 
 class MLP(nnx.Module):
     """SwiGLU feed-forward: down(silu(gate(x)) * up(x))."""
 
     def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
-        h, i, dt = cfg.hidden_size, cfg.intermediate_size, jnp.dtype(cfg.dtype)
-        self.gate_proj = Linear(h, i, bias=False, dtype=dt, rngs=rngs)
-        self.up_proj = Linear(h, i, bias=False, dtype=dt, rngs=rngs)
-        self.down_proj = Linear(i, h, bias=False, dtype=dt, rngs=rngs)
+        h, i = cfg.hidden_size, cfg.intermediate_size
+        self.gate_proj = Linear(h, i, bias=False, cfg=cfg, rngs=rngs)
+        self.up_proj = Linear(h, i, bias=False, cfg=cfg, rngs=rngs)
+        self.down_proj = Linear(i, h, bias=False, cfg=cfg, rngs=rngs)
 
     def __call__(self, x: jax.Array) -> jax.Array:
         return self.down_proj(jax.nn.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
-def attend(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array) -> jax.Array:
+def attend(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array,
+           implementation: str = "xla") -> jax.Array:
     """Grouped-query attention.
 
     q: [B, T, N, D]; k, v: [B, S, K, D] with N a multiple of K (query head n reads kv head
     n // (N // K), as HF's repeat_kv); mask: bool [B, T, S]. Returns [B, T, N * D].
+    Scores and softmax are float32 for 16-bit inputs too. Masked scores are replaced by a
+    large finite negative, so a fully masked row (a padding query) averages the values
+    uniformly instead of producing NaN.
     """
     b, t, n, d = q.shape
-    kv_heads = k.shape[2]
-    q = q.reshape(b, t, kv_heads, n // kv_heads, d)
-    scores = jnp.einsum("btkgd,bskd->bkgts", q, k, preferred_element_type=jnp.float32)
-    scores = jnp.where(mask[:, None, None], scores * d**-0.5, _MASK_VALUE)
-    probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
-    out = jnp.einsum("bkgts,bskd->btkgd", probs, v)
+    out = jax.nn.dot_product_attention(q, k, v, mask=mask[:, None], scale=d**-0.5,
+                                       implementation=implementation)
     return out.reshape(b, t, n * d)
 
 
@@ -155,20 +187,21 @@ class Attention(nnx.Module):
     """Multi-head self-attention with GQA, optional q/k RMSNorm (Qwen3) and qkv bias (Qwen2)."""
 
     def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
-        h, dt = cfg.hidden_size, jnp.dtype(cfg.dtype)
+        h = cfg.hidden_size
         q_dim, kv_dim = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim
-        self.q_proj = Linear(h, q_dim, bias=cfg.qkv_bias, dtype=dt, rngs=rngs)
-        self.k_proj = Linear(h, kv_dim, bias=cfg.qkv_bias, dtype=dt, rngs=rngs)
-        self.v_proj = Linear(h, kv_dim, bias=cfg.qkv_bias, dtype=dt, rngs=rngs)
-        self.o_proj = Linear(q_dim, h, bias=False, dtype=dt, rngs=rngs)
+        self.q_proj = Linear(h, q_dim, bias=cfg.qkv_bias, cfg=cfg, rngs=rngs)
+        self.k_proj = Linear(h, kv_dim, bias=cfg.qkv_bias, cfg=cfg, rngs=rngs)
+        self.v_proj = Linear(h, kv_dim, bias=cfg.qkv_bias, cfg=cfg, rngs=rngs)
+        self.o_proj = Linear(q_dim, h, bias=False, cfg=cfg, rngs=rngs)
         if cfg.qk_norm:
-            self.q_norm = RMSNorm(cfg.head_dim, eps=cfg.rms_norm_eps, dtype=dt)
-            self.k_norm = RMSNorm(cfg.head_dim, eps=cfg.rms_norm_eps, dtype=dt)
+            self.q_norm = RMSNorm(cfg.head_dim, cfg=cfg)
+            self.k_norm = RMSNorm(cfg.head_dim, cfg=cfg)
         else:
             self.q_norm = nnx.data(None)
             self.k_norm = nnx.data(None)
         self.num_heads, self.num_kv_heads, self.head_dim = (
             cfg.num_heads, cfg.num_kv_heads, cfg.head_dim)
+        self.implementation = attention_impl(cfg)
 
     def __call__(self, x: jax.Array, cos: jax.Array, sin: jax.Array, mask: jax.Array,
                  cache: KVCache | None = None, layer: int = 0,
@@ -194,17 +227,16 @@ class Attention(nnx.Module):
                 k=jax.lax.dynamic_update_slice(cache.k, k[None].astype(cache.k.dtype), start),
                 v=jax.lax.dynamic_update_slice(cache.v, v[None].astype(cache.v.dtype), start))
             k, v = cache.k[layer].astype(q.dtype), cache.v[layer].astype(q.dtype)
-        return self.o_proj(attend(q, k, v, mask)), cache
+        return self.o_proj(attend(q, k, v, mask, self.implementation)), cache
 
 
 class DecoderLayer(nnx.Module):
     """Pre-norm block: x + attn(norm(x)), then x + mlp(norm(x))."""
 
     def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
-        dt = jnp.dtype(cfg.dtype)
-        self.input_layernorm = RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps, dtype=dt)
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg=cfg)
         self.self_attn = Attention(cfg, rngs=rngs)
-        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps, dtype=dt)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg=cfg)
         self.mlp = MLP(cfg, rngs=rngs)
 
     def __call__(self, x: jax.Array, cos: jax.Array, sin: jax.Array, mask: jax.Array,
@@ -221,15 +253,14 @@ class Transformer(nnx.Module):
     """Decoder-only causal LM (embed -> layers -> norm -> lm_head)."""
 
     def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
-        dt = jnp.dtype(cfg.dtype)
         self.cfg = cfg
-        self.embed_tokens = Embed(cfg.vocab_size, cfg.hidden_size, dtype=dt, rngs=rngs)
+        self.embed_tokens = Embed(cfg, rngs=rngs)
         self.layers = nnx.List([DecoderLayer(cfg, rngs=rngs) for _ in range(cfg.num_layers)])
-        self.norm = RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps, dtype=dt)
+        self.norm = RMSNorm(cfg.hidden_size, cfg=cfg)
         if cfg.tie_word_embeddings:
             self.lm_head = nnx.data(None)
         else:
-            self.lm_head = Linear(cfg.hidden_size, cfg.vocab_size, bias=False, dtype=dt,
+            self.lm_head = Linear(cfg.hidden_size, cfg.vocab_size, bias=False, cfg=cfg,
                                   rngs=rngs)
 
     def __call__(self, tokens: jax.Array, positions: jax.Array, *,
@@ -264,14 +295,60 @@ class Transformer(nnx.Module):
                              "[B, T, max_len] and cache_index")
         x = self.embed_tokens(tokens)
         cos, sin = rope_cos_sin(self.cfg, positions, x.dtype)
-        for i, layer in enumerate(self.layers):
-            x, cache = layer(x, cos, sin, attn_mask, cache, i, cache_index)
+        if self.cfg.scan_layers:
+            x, cache = self._scan_layers(x, cos, sin, attn_mask, cache, cache_index)
+        elif self.cfg.remat == "none":
+            for i, layer in enumerate(self.layers):
+                x, cache = layer(x, cos, sin, attn_mask, cache, i, cache_index)
+        else:
+            for i, layer in enumerate(self.layers):
+                graphdef, state = nnx.split(layer)
+                run = self._remat(_layer_fn(graphdef), prevent_cse=True)
+                x, cache = run(state, x, cos, sin, attn_mask, cache, i, cache_index)
         return self.norm(x), cache
 
     def logits(self, hidden: jax.Array) -> jax.Array:
         """float32 logits [..., vocab] from final hidden states [..., hidden]."""
+        dt = jnp.dtype(self.cfg.dtype)
         if self.lm_head is None:
-            w = self.embed_tokens.embedding[...]
+            w = self.embed_tokens.embedding[...].astype(dt)
             return jnp.einsum("...h,vh->...v", hidden, w, preferred_element_type=jnp.float32)
-        w = self.lm_head.kernel[...]
+        w = self.lm_head.kernel[...].astype(dt)
         return jnp.einsum("...h,hv->...v", hidden, w, preferred_element_type=jnp.float32)
+
+    def _remat(self, fn, prevent_cse: bool):
+        if self.cfg.remat == "none":
+            return fn
+        return jax.checkpoint(fn, policy=_REMAT_POLICIES[self.cfg.remat],
+                              prevent_cse=prevent_cse)
+
+    def _scan_layers(self, x, cos, sin, mask, cache, cache_index):
+        """The layer stack as one lax.scan over parameters stacked here, in the compute dtype
+        (the stacked copy is the only one; stored parameters stay per layer). The whole cache
+        is carried and each step writes its layer's slot in place, as the unrolled loop does.
+        """
+        dt = jnp.dtype(self.cfg.dtype)
+        graphdef, _ = nnx.split(self.layers[0])
+        states = [nnx.split(layer)[1] for layer in self.layers]
+        stacked = jax.tree.map(lambda *ws: jnp.stack([w.astype(dt) for w in ws]), *states)
+        # Inside a scan, CSE cannot merge the recomputation into the forward, so the
+        # rematerialisation barrier is not needed (jax.checkpoint's documented advice).
+        run = self._remat(_layer_fn(graphdef), prevent_cse=False)
+
+        def body(carry, xs):
+            x, cache = carry
+            state, i = xs
+            return run(state, x, cos, sin, mask, cache, i, cache_index), None
+
+        layer_ids = jnp.arange(self.cfg.num_layers, dtype=jnp.int32)
+        (x, cache), _ = jax.lax.scan(body, (x, cache), (stacked, layer_ids))
+        return x, cache
+
+
+def _layer_fn(graphdef: nnx.GraphDef):
+    """A pure function of one decoder layer's state, for jax.checkpoint and lax.scan."""
+
+    def run(state, x, cos, sin, mask, cache, layer, cache_index):
+        return nnx.merge(graphdef, state)(x, cos, sin, mask, cache, layer, cache_index)
+
+    return run
