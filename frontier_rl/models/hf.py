@@ -243,7 +243,9 @@ def load_pretrained(path: str | os.PathLike, dtype: str | None = None,
             array = files[name].get_tensor(name)
             array = (array.T if transpose else array).astype(jnp.dtype(param_dtype))
             if param_path in placement:
-                params[param_path] = jax.device_put(array, placement[param_path])
+                # Each device receives only its own slice of the host tensor.
+                params[param_path] = jax.make_array_from_callback(
+                    array.shape, placement[param_path], lambda index, a=array: a[index])
             else:
                 params[param_path] = jnp.asarray(array)
     nnx.replace_by_pure_dict(abstract, nnx.traversals.unflatten_mapping(params))
