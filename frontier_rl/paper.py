@@ -214,10 +214,10 @@ def smoke(c: ml_collections.ConfigDict, family: str) -> ml_collections.ConfigDic
     c.eval.sets = ml_collections.ConfigDict(dict(f["eval_sets"]))
     c.eval.k, c.eval.every, c.eval.max_new_tokens = 2, 2, 0
     c.warmstart.enabled = True
-    c.warmstart.steps = 30
+    c.warmstart.steps = 150
     c.warmstart.target_acc = 0.0
     c.warmstart.batch_size = 16
-    c.warmstart.learning_rate = 3e-3
+    c.warmstart.learning_rate = 5e-3
     c.warmstart.warmup_steps = 5
     c.rl.batch_size, c.rl.group_size = 4, 4
     c.rl.minibatches, c.rl.micro_batch_size = 1, 0

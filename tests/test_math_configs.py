@@ -1,0 +1,107 @@
+"""The paper configs (configs/math_*.py, compare_math.py): full-size validation, the exact
+prompt a chat template renders, the :smoke runs on generated verl parquet + benchmark files,
+and `frontier-rl eval`'s per-benchmark table."""
+
+import importlib.util
+import json
+import os
+
+import pytest
+
+from frontier_rl import compare, config_lib, eval_suite, paper, train
+from frontier_rl.tasks import make_task
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+PROMPT = ("<|im_start|>system\nPlease reason step by step, and put your final answer within "
+          "\\boxed{}.<|im_end|>\n<|im_start|>user\nWhat is 8 added to 1? Let's think step by "
+          "step and output the final answer within \\boxed{}.<|im_end|>\n"
+          "<|im_start|>assistant\n")
+
+
+def _config(name, arg):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, f"configs/{name}"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.get_config(arg)
+
+
+@pytest.mark.parametrize("name,arg", [
+    ("math_grpo.py", ""), ("math_grpo.py", "qwen2.5-math-7b"), ("math_grpo.py", "qwen3-0.6b"),
+    ("math_grpo.py", "qwen3-8b,math"), ("math_hive.py", ""), ("math_hive.py", "qwen2.5-math-7b"),
+    ("math_dapo.py", ""), ("math_dapo.py", "qwen3-4b"), ("math_heapa.py", ""),
+    ("math_heapa.py", "qwen3-1.7b,dapo"), ("math_heapa.py", "qwen2.5-math-1.5b,childagg"),
+    ("compare_math.py", ""), ("compare_math.py", "qwen2.5-math-7b")])
+def test_full_size_configs_validate(name, arg):
+    c = _config(name, arg)
+    assert c.warmstart.enabled is False and c.model.preset and c.task.name == "corpus"
+    assert c.task.chat_template == c.model.path  # the chat template follows the checkpoint
+    protocol = paper.MODELS[arg.split(",")[0] or ("qwen3-4b" if name == "math_heapa.py"
+                                                 else "qwen2.5-math-1.5b")][2]
+    want = eval_suite.HIVE_BENCHMARKS if protocol == "hive" else eval_suite.HEAPA_BENCHMARKS
+    assert set(c.eval.sets) == set(want)
+    assert (c.rl.batch_size, c.rl.group_size) == ((256, 8) if protocol == "hive" else (512, 16))
+    if name == "compare_math.py":
+        assert [s.method for s in compare.plan(c, "/tmp/unused")] == ["grpo", "ds", "hive",
+                                                                     "heapa"]
+
+
+def test_unknown_args_are_refused():
+    with pytest.raises(ValueError, match="unknown arg"):
+        _config("math_hive.py", "qwen3-8b")
+    with pytest.raises(ValueError, match="one model"):
+        _config("math_grpo.py", "qwen3-4b,qwen3-8b")
+
+
+def test_smoke_prompt_is_the_chat_template_rendering():
+    c = _config("math_grpo.py", "smoke")
+    task = make_task("corpus", {k: v for k, v in c.task.items() if k != "name"}, 0)
+    assert task.train[0].text == PROMPT
+    assert task.train[0].answer == "9" and task.format_response("9") == "\\boxed{9}"
+    from frontier_rl.models import hf
+
+    _, mcfg = hf.load_pretrained(c.model.path)
+    tok = hf.load_tokenizer(c.model.path)
+    stops = train._stop_ids(mcfg, tok)  # every EOS of generation_config.json
+    assert set(stops) == {tok.convert_tokens_to_ids("<|im_end|>"), tok.eos_token_id}
+
+
+def _metrics(workdir):
+    with open(os.path.join(workdir, "metrics.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.mark.parametrize("name", ["math_grpo.py", "math_hive.py", "math_heapa.py"])
+def test_smoke_runs(name, tmp_path):
+    c = _config(name, "smoke")
+    out = train.run(c, str(tmp_path))
+    recs = _metrics(tmp_path)
+    assert recs[-1]["step"] == c.rl.num_steps and recs[-1]["rollout/total"] > 0
+    assert "rollout/verify_timeouts" in recs[-1]
+    for b in eval_suite.HEAPA_BENCHMARKS:
+        assert f"eval/avg@2/{b}" in out
+    assert "eval/avg@2/bench_mean" in out
+
+
+def test_smoke_comparison_and_eval_table(tmp_path):
+    config = _config("compare_math.py", "smoke")
+    specs = compare.plan(config, str(tmp_path))
+    for spec in specs:
+        train.run(spec.config, spec.dir)
+    runs = compare.collect(config, specs)["runs"]
+    assert {r["method"] for r in runs} == {"grpo", "hive"}
+    assert all(r["rollouts"] > 0 for r in runs)
+    # `frontier-rl eval` on a finished run: the table of the seven HeaPA benchmark names
+    run_dir = specs[0].dir
+    cfg = _config("math_grpo.py", "smoke")
+    res = eval_suite.run(cfg, run_dir)
+    names = [r["benchmark"] for r in res["rows"]]
+    assert names[:8] == list(cfg.eval.sets) and set(eval_suite.HEAPA_BENCHMARKS) <= set(names)
+    assert names[-2:] == ["mean (unweighted)", "all (pooled)"]
+    text = open(res["markdown"]).read()
+    assert "| aime24 | 3 |" in text and "Avg@2" in text and "invalid %" in text
+    assert json.load(open(res["json"]))["rows"][0]["questions"] == 3
+    with pytest.raises(config_lib.ConfigError, match="task.name"):
+        bad = _config("math_grpo.py", "smoke")
+        bad.task.name = "arith"
+        config_lib.validate(bad)
