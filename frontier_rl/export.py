@@ -35,7 +35,7 @@ def write_policy_spec(workdir: str, mcfg: ModelConfig, tokenizer) -> str:
         json.dump(hf.config_to_hf(mcfg), f, indent=2, sort_keys=True)
     with open(os.path.join(path, RUNTIME_NAME), "w", encoding="utf-8") as f:
         json.dump({"param_dtype": mcfg.param_dtype, "dtype": mcfg.dtype,
-                   "eos_token_ids": list(getattr(mcfg, "eos_token_ids", ()))}, f, indent=2)
+                   "eos_token_ids": list(mcfg.eos_token_ids)}, f, indent=2)
     hf.save_tokenizer(tokenizer, path)
     return path
 

@@ -179,9 +179,10 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
         "usable_bytes": int(usable),
         "fits": all(v <= usable for v in figures.values()),
     })
+    micro = config.rl.micro_batch_size or "the whole minibatch"
     hints = {
-        "train_step": f"reduce rl.micro_batch_size (now {config.rl.micro_batch_size or 'the '
-                      'whole minibatch'}), set model.remat=full, or raise mesh.fsdp",
+        "train_step": f"reduce rl.micro_batch_size (now {micro}), set model.remat=full, or "
+                      "raise mesh.fsdp",
         "sampler": "reduce rl.batch_size x rl.group_size rows or rollout.max_new_tokens, or "
                    "raise mesh.data / mesh.model (the KV cache is split over both)",
         "entropy": f"reduce rollout.entropy_batch (now {config.rollout.entropy_batch}) or "

@@ -21,8 +21,17 @@ import ml_collections
 import numpy as np
 from flax import nnx
 
-from frontier_rl import (checkpoint, config_lib, eval_suite, export, metrics, perf, selection,
-                         tasks, warmstart)
+from frontier_rl import (
+    checkpoint,
+    config_lib,
+    eval_suite,
+    export,
+    metrics,
+    perf,
+    selection,
+    tasks,
+    warmstart,
+)
 from frontier_rl.accounting import Accountant
 from frontier_rl.entropy import PromptEntropy
 from frontier_rl.models import ModelConfig, Transformer, hf, presets
@@ -278,7 +287,7 @@ def _load_policy(path: str, config, mesh):
 def _stop_ids(mcfg: ModelConfig, tokenizer) -> tuple[int, ...]:
     """Every id that ends a response: the tokenizer's EOS first, then the checkpoint's
     generation_config EOS ids (e.g. Qwen's <|im_end|> and <|endoftext|>)."""
-    ids = [tokenizer.eos_token_id, *getattr(mcfg, "eos_token_ids", ())]
+    ids = [tokenizer.eos_token_id, *mcfg.stop_ids]
     return tuple(dict.fromkeys(int(i) for i in ids if i is not None))
 
 
