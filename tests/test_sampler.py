@@ -211,3 +211,67 @@ def test_rolled_groups_count_all_invalid_apart_from_hard():
     # Groups by number correct: 0 (x5: two hard, two invalid, one wrong/invalid), 1, 2, 3.
     assert [m[f"rollout/rolled_pass_hist/{k}"] for k in range(4)] == [5 / 8, 1 / 8, 1 / 8,
                                                                       1 / 8]
+
+
+def _full_sort_sample(logits, key, temperature, top_p):
+    """The sampler's top-p draw as it was before the top-k fast path: a full sort per step."""
+    scaled = logits / temperature
+    sorted_logits = jnp.sort(scaled, axis=-1)[:, ::-1]
+    cum = jnp.cumsum(jax.nn.softmax(sorted_logits, axis=-1), axis=-1)
+    cutoff = jnp.take_along_axis(sorted_logits, jnp.sum(cum < top_p, axis=-1, keepdims=True),
+                                 axis=-1)
+    return jax.random.categorical(key, jnp.where(scaled < cutoff, -jnp.inf, scaled), axis=-1)
+
+
+@pytest.mark.parametrize("scale,fast", [(4.0, True), (0.3, False)])
+def test_top_p_from_top_k_is_the_full_sort(scale, fast):
+    """Peaked logits put every row's nucleus inside the top 64 (the fast path); flat ones do
+    not (the sorted fallback). Either way the tokens are the full sort's, key for key."""
+    from frontier_rl.rollout.sampler import TOP_K, _sample_token
+
+    vocab, top_p, t = 1000, 0.9, 0.8
+    logits = scale * jax.random.normal(jax.random.key(0), (16, vocab))
+    head = jax.lax.top_k(jax.nn.softmax(logits / t, axis=-1), TOP_K)[0].sum(-1)
+    assert bool(jnp.all(head >= top_p)) == fast
+    new = jax.jit(lambda z, k: _sample_token(z, k, t, top_p, False, True))
+    old = jax.jit(lambda z, k: _full_sort_sample(z, k, t, top_p))
+    for seed in range(20):
+        key = jax.random.key(seed)
+        np.testing.assert_array_equal(new(logits, key), old(logits, key))
+
+
+def test_stops_on_any_of_several_eos_ids(tiny_policy, tokenizer):
+    cfg, graphdef, params = tiny_policy
+    eos = tokenizer.eos_token_id
+    base = Sampler(graphdef, cfg, eos_id=eos, pad_id=tokenizer.pad_token_id,
+                   prompt_buckets=(16,), max_new_tokens=6)
+    res = base.sample(params, PROMPTS, 8, seed=0)
+    # The most common non-EOS first token becomes a second stop id.
+    first = res.tokens[:, 0][res.tokens[:, 0] != eos]
+    other = int(np.bincount(first).argmax())
+    two = Sampler(graphdef, cfg, eos_id=[eos, other], pad_id=tokenizer.pad_token_id,
+                  prompt_buckets=(16,), max_new_tokens=6)
+    assert two.eos_id == eos and two.eos_ids == (eos, other)
+    res2 = two.sample(params, PROMPTS, 8, seed=0)
+    for row, row2, n2 in zip(res.tokens, res2.tokens, res2.lengths, strict=True):
+        stop = next((i for i, x in enumerate(row) if x in (eos, other)), None)
+        want = len(row) if stop is None else stop + 1
+        assert n2 == want  # same tokens up to the first of either id, then padding
+        np.testing.assert_array_equal(row2[:n2], row[:n2])
+    with pytest.raises(ValueError, match="empty"):
+        Sampler(graphdef, cfg, eos_id=[], pad_id=0)
+
+
+def test_prompt_entropy_micro_batches_and_chunks(tiny_policy, tokenizer):
+    """Micro-batches of 8 rows and 4-position logits chunks give the one-pass entropies."""
+    from frontier_rl.entropy import PromptEntropy
+
+    _, graphdef, params = tiny_policy
+    prompts = [p[:k] for p in PROMPTS for k in range(2, 8)] * 2  # 36 prompts
+    whole = PromptEntropy(graphdef, pad_id=tokenizer.pad_token_id, prompt_buckets=(16,),
+                          batch_buckets=(64,), micro_batch=0, chunk=0)
+    parts = PromptEntropy(graphdef, pad_id=tokenizer.pad_token_id, prompt_buckets=(16,),
+                          batch_buckets=(64,), micro_batch=8, chunk=4)
+    assert parts.padded_shape([3] * 36) == (64, 16)
+    np.testing.assert_allclose(parts(params, prompts), whole(params, prompts), atol=1e-5)
+    assert parts.compile_count == 1

@@ -1,6 +1,7 @@
 """The jitted RL update: packing, learning direction, sharding, compile-once."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -110,11 +111,11 @@ def test_pack_without_std_norm(tiny_policy, tokenizer):
 
 def test_sharded_mesh_matches_single_device(tiny_policy, tokenizer):
     if jax.device_count() < 4:
-        pytest.skip("needs XLA_FLAGS=--xla_force_host_platform_device_count=4 (conftest)")
+        pytest.skip("needs XLA_FLAGS=--xla_force_host_platform_device_count=8 (conftest)")
     b = _pack(_groups(tiny_policy, tokenizer), row_multiple=4)
     out = []
     for mesh in (sharding.make_mesh(devices=jax.devices()[:1]),
-                 sharding.make_mesh(data=2, model=2)):
+                 sharding.make_mesh(data=2, model=2, devices=jax.devices()[:4])):
         tr, params, opt = _trainer(tiny_policy, mesh)
         params, opt, m = tr.step(params, opt, b, seed=0)
         out.append((jax.device_get(params), m))
@@ -124,15 +125,40 @@ def test_sharded_mesh_matches_single_device(tiny_policy, tokenizer):
         np.testing.assert_allclose(a, c, atol=1e-4)  # Adam amplifies reduction order
 
 
-def test_param_rules_shard_on_model_axis(tiny_policy):
-    if jax.device_count() < 4:
-        pytest.skip("needs 4 fake devices")
-    mesh = sharding.make_mesh(data=2, model=2)
+def test_param_rules_shard_on_fsdp_and_model_axes(tiny_policy):
+    if jax.device_count() < 8:
+        pytest.skip("needs 8 fake devices")
+    P = jax.sharding.PartitionSpec
+    mesh = sharding.make_mesh(data=2, fsdp=2, model=2)
     specs = jax.tree_util.tree_flatten_with_path(sharding.param_shardings(tiny_policy[2], mesh))[0]
     named = {sharding._path_str(p): s.spec for p, s in specs}
-    assert named["layers/0/mlp/gate_proj/kernel"] == jax.sharding.PartitionSpec(None, "model")
-    assert named["layers/0/mlp/down_proj/kernel"] == jax.sharding.PartitionSpec("model", None)
-    assert named["norm/weight"] == jax.sharding.PartitionSpec()
+    assert named["layers/0/mlp/gate_proj/kernel"] == P("fsdp", "model")
+    assert named["layers/0/self_attn/k_proj/kernel"] == P("fsdp", "model")
+    assert named["layers/0/mlp/down_proj/kernel"] == P("model", "fsdp")
+    assert named["layers/0/self_attn/o_proj/kernel"] == P("model", "fsdp")
+    assert named["embed_tokens/embedding"] == P("model", "fsdp")  # vocab on model
+    assert named["norm/weight"] == P()
+    assert named["layers/0/self_attn/q_norm/weight"] == P()
+    # An axis that does not divide its dimension is dropped (tiny models on big meshes).
+    assert sharding._fit(P("fsdp", "model"), (12, 16), sharding.make_mesh(fsdp=8)) == \
+        P(None, "model")
+    assert sharding._fit(P(("data", "fsdp")), (12,), mesh) == P(("data", "fsdp"))
+    assert sharding._fit(P(("data", "fsdp")), (6,), mesh) == P(None)
+
+
+def test_make_mesh_checks_the_device_count():
+    if jax.device_count() < 8:
+        pytest.skip("needs 8 fake devices")
+    mesh = sharding.make_mesh(fsdp=2, model=2)
+    assert dict(mesh.shape) == {"data": 2, "fsdp": 2, "model": 2}
+    assert sharding.row_multiple(mesh) == 4
+    assert sharding.batch_sharding(mesh).spec == jax.sharding.PartitionSpec(("data", "fsdp"))
+    with pytest.raises(ValueError, match=r"mesh.fsdp=3 x mesh.model=1"):
+        sharding.make_mesh(fsdp=3)
+    with pytest.raises(ValueError, match=r"mesh.data=2 x mesh.fsdp=2 x mesh.model=1 = 4 != 8"):
+        sharding.make_mesh(data=2, fsdp=2)
+    with pytest.raises(ValueError, match=r"mesh.model=0"):
+        sharding.make_mesh(model=0)
 
 
 def test_compiles_once_across_steps(tiny_policy, tokenizer):
@@ -157,3 +183,119 @@ def test_pack_uses_a_selector_baseline_when_given(tiny_policy, tokenizer):
     b = _pack(groups)
     np.testing.assert_allclose(b["advantages"][:4], [1.5, -0.5, 1.5, -0.5])  # (r - 0.25) / 0.5
     np.testing.assert_allclose(b["advantages"][4:8], [0.866025, -0.866025] * 2, atol=1e-5)
+
+
+def _noisy_batch(tiny_policy, tokenizer):
+    """A packed batch whose old log-probs are off the current policy (ratios != 1, some
+    clipped) with a reference policy beside it, so every term of the loss is exercised."""
+    b = _pack(_groups(tiny_policy, tokenizer))
+    rng = np.random.default_rng(0)
+    mask = b["loss_mask"]
+    b["old_logp"] = (b["old_logp"] + 0.3 * rng.standard_normal(mask.shape) * mask).astype(
+        np.float32)
+    b["ref_logp"] = (b["old_logp"] - 0.2 * rng.random(mask.shape) * mask).astype(np.float32)
+    return b
+
+
+@pytest.mark.parametrize("chunk", [7, 16])
+def test_chunked_logps_match_one_chunk(tiny_policy, tokenizer, chunk):
+    """Log-probs, entropies and their gradients from chunked logits (L - 1 = 21 targets: a
+    ragged last chunk) equal the one-chunk computation."""
+    from flax import nnx
+
+    from frontier_rl.rl.train_step import sequence_logps
+
+    _, graphdef, params = tiny_policy
+    b = _pack(_groups(tiny_policy, tokenizer))
+    weights = np.random.default_rng(1).standard_normal(b["loss_mask"].shape).astype(np.float32)
+
+    def run(p, c):
+        logp, ent = sequence_logps(nnx.merge(graphdef, p), b["tokens"], b["valid"], 0.7, c)
+        return jnp.sum(logp * weights) + jnp.sum(ent * weights), (logp, ent)
+
+    fn = jax.jit(jax.value_and_grad(run, has_aux=True), static_argnums=1)
+    (_, (logp0, ent0)), g0 = fn(params, 0)
+    (_, (logp1, ent1)), g1 = fn(params, chunk)
+    assert logp1.shape == logp0.shape == b["loss_mask"].shape
+    np.testing.assert_allclose(logp1, logp0, atol=1e-5)
+    np.testing.assert_allclose(ent1, ent0, atol=1e-5)
+    for a, c in zip(jax.tree.leaves(g0), jax.tree.leaves(g1), strict=True):
+        np.testing.assert_allclose(c, a, atol=1e-5 * max(1.0, float(np.abs(a).max())))
+
+
+@pytest.mark.parametrize("loss", ["grpo", "dapo"])
+def test_micro_batches_give_the_minibatch_update(tiny_policy, tokenizer, loss):
+    """Micro-batches of 4 or 2 rows accumulate the gradient and metrics of the whole 8-row
+    minibatch, for token-mean (DAPO) and seq-mean-token-mean (GRPO, with a KL term)."""
+    import dataclasses
+
+    import optax
+
+    from frontier_rl.rl.losses import LOSSES
+
+    b = _noisy_batch(tiny_policy, tokenizer)
+    mesh = sharding.make_mesh(devices=jax.devices()[:1])
+    loss_cfg = dataclasses.replace(LOSSES[loss], kl_coef=0.1 if loss == "grpo" else 0.0)
+    out = []
+    for micro in (0, 4, 2):
+        # Plain SGD, so the parameters move by exactly the accumulated gradient.
+        tr = Trainer(tiny_policy[1], loss_cfg, optax.sgd(0.1), mesh, micro_batch_size=micro)
+        params, opt = tr.init(jax.tree.map(lambda x: x.copy(), tiny_policy[2]))
+        params, _, m = tr.step(params, opt, b, seed=0)
+        out.append((jax.device_get(params), m))
+    (p0, m0) = out[0]
+    assert m0["clip_frac"] > 0 and m0["approx_kl_old"] > 0
+    for p, m in out[1:]:
+        assert m.keys() == m0.keys()
+        for k in m0:
+            assert m[k] == pytest.approx(m0[k], rel=1e-5, abs=1e-6), k
+        for a, c in zip(jax.tree.leaves(p0), jax.tree.leaves(p), strict=True):
+            np.testing.assert_allclose(c, a, atol=1e-6)
+
+
+def test_non_finite_updates_are_skipped(tiny_policy, tokenizer):
+    """NaN advantages: every update is skipped (parameters and Adam state untouched, counted
+    in skipped_updates, the other metrics finite); NaN in one row's advantage skips only the
+    update of the minibatch holding it."""
+    b = _pack(_groups(tiny_policy, tokenizer))
+    mesh = sharding.make_mesh(devices=jax.devices()[:1])
+    tr = Trainer(tiny_policy[1], LOSSES["grpo"], make_optimizer(OptimConfig(learning_rate=1e-2)),
+                 mesh, epochs=2, minibatches=2)
+    params, opt = tr.init(jax.tree.map(lambda x: x.copy(), tiny_policy[2]))
+    before = jax.device_get((params, opt))
+    bad = dict(b, advantages=np.full_like(b["advantages"], np.nan))
+    params, opt, m = tr.step(params, opt, bad, seed=0)
+    assert m["skipped_updates"] == 4  # 2 epochs x 2 minibatches
+    assert all(np.isfinite(v) for v in m.values())
+    for x, y in zip(jax.tree.leaves(before), jax.tree.leaves(jax.device_get((params, opt))),
+                    strict=True):
+        np.testing.assert_array_equal(x, y)
+    one = dict(b, advantages=b["advantages"].copy())
+    one["advantages"][0] = np.nan
+    params, opt, m = tr.step(params, opt, one, seed=0)
+    assert m["skipped_updates"] == 2  # the minibatch with row 0, once per epoch
+    assert np.isfinite(m["loss"]) and np.isfinite(m["grad_norm"]) and m["grad_norm"] > 0
+    moved = jax.device_get(params)
+    assert any(not np.array_equal(x, y) for x, y in
+               zip(jax.tree.leaves(before[0]), jax.tree.leaves(moved), strict=True))
+
+
+def test_lower_allocates_nothing(tiny_policy):
+    """lower_step / lower_logps compile for abstract parameters on a sharded mesh without
+    creating an array (what the fit check relies on)."""
+    if jax.device_count() < 8:
+        pytest.skip("needs 8 fake devices")
+    from frontier_rl.accounting import abstract
+
+    _, graphdef, params = tiny_policy
+    shapes = abstract(params)
+    tr = Trainer(graphdef, LOSSES["dapo"], make_optimizer(OptimConfig()),
+                 sharding.make_mesh(data=2, fsdp=2, model=2), minibatches=2,
+                 micro_batch_size=4, logits_chunk=8)
+    live = len(jax.live_arrays())
+    step = tr.lower_step(shapes, 16, 22).compile()
+    logps = tr.lower_logps(shapes, 16, 22).compile()
+    assert len(jax.live_arrays()) == live
+    assert step.memory_analysis() is not None and logps.memory_analysis() is not None
+    with pytest.raises(ValueError, match="multiple of 8"):
+        tr.lower_step(shapes, 12, 22)

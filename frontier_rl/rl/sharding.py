@@ -1,13 +1,23 @@
 """Device mesh and sharding rules.
 
-The mesh has two named axes: `data` (the batch is split along it) and `model` (weight matrices
-are split along their hidden/intermediate dimension, Megatron style). On one CPU both have size
-1 and every spec is a no-op, but the rules are the ones a multi-device mesh uses, so scaling out
-is a change of `config.mesh` only. Tests run them on a fake 4-device CPU mesh.
+The mesh has three named axes (`config.mesh.*`):
+  * `data`: pure data parallelism; rows (sequences) are split along it, parameters replicated.
+  * `fsdp`: rows are split along it too, and so are parameters, gradients and optimizer state
+    (ZeRO-3 / FSDP): each weight matrix is split on its non-tensor-parallel dimension and XLA
+    gathers it where a layer needs it.
+  * `model`: tensor parallelism, Megatron style. Column-parallel projections (q/k/v, gate/up,
+    the LM head) split their output dimension, row-parallel ones (o, down) their input, the
+    embedding its vocabulary; the attention heads, hence the KV cache, follow.
+
+So the batch axis of every per-row array is split over ("data", "fsdp") (`batch_sharding`) and
+row counts are padded to a multiple of data x fsdp (`row_multiple`). On one device every spec
+is a no-op, but the rules are the ones a multi-device mesh uses, so scaling out is a change of
+`config.mesh` only. Tests run them on a fake 8-device CPU mesh.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -15,28 +25,48 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+AXES = ("data", "fsdp", "model")
+BATCH_AXES = ("data", "fsdp")  # the row (batch) axis of activations, rollouts and batches
+
 # (regex over the '/'-joined parameter path, spec). First match wins; unmatched -> replicated.
+# Kernels are stored [in, out], the embedding [vocab, hidden], the LM head [hidden, vocab].
 PARAM_RULES: tuple[tuple[str, PartitionSpec], ...] = (
-    (r"embed_tokens/embedding$", PartitionSpec("model", None)),
-    (r"lm_head/kernel$", PartitionSpec(None, "model")),
-    (r"(q_proj|k_proj|v_proj|gate_proj|up_proj)/kernel$", PartitionSpec(None, "model")),
+    (r"embed_tokens/embedding$", PartitionSpec("model", "fsdp")),
+    (r"lm_head/kernel$", PartitionSpec("fsdp", "model")),
+    (r"(q_proj|k_proj|v_proj|gate_proj|up_proj)/kernel$", PartitionSpec("fsdp", "model")),
     (r"(q_proj|k_proj|v_proj)/bias$", PartitionSpec("model")),
-    (r"(o_proj|down_proj)/kernel$", PartitionSpec("model", None)),
+    (r"(o_proj|down_proj)/kernel$", PartitionSpec("model", "fsdp")),
 )
 
 
-def make_mesh(data: int = -1, model: int = 1, devices: Sequence[jax.Device] | None = None) -> Mesh:
-    """A ('data', 'model') mesh; data=-1 takes every device not used by `model`."""
+def make_mesh(data: int = -1, fsdp: int = 1, model: int = 1,
+              devices: Sequence[jax.Device] | None = None) -> Mesh:
+    """A ('data', 'fsdp', 'model') mesh over `devices` (default: all of them).
+
+    data=-1 takes every device not used by fsdp x model; otherwise data x fsdp x model must
+    equal the device count.
+    """
     devices = list(devices if devices is not None else jax.devices())
-    if model < 1 or len(devices) % model:
-        raise ValueError(f"mesh.model={model} does not divide the {len(devices)} devices")
+    n = len(devices)
+    for name, size in (("fsdp", fsdp), ("model", model)):
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"mesh.{name}={size!r} must be an integer >= 1")
+    if n % (fsdp * model):
+        raise ValueError(f"mesh.fsdp={fsdp} x mesh.model={model} = {fsdp * model} does not "
+                         f"divide the {n} available devices")
     if data == -1:
-        data = len(devices) // model
-    if data * model != len(devices):
-        raise ValueError(
-            f"mesh.data={data} x mesh.model={model} != {len(devices)} available devices"
-        )
-    return Mesh(np.asarray(devices).reshape(data, model), ("data", "model"))
+        data = n // (fsdp * model)
+    if isinstance(data, bool) or not isinstance(data, int) or data < 1:
+        raise ValueError(f"mesh.data={data!r} must be -1 (the rest) or an integer >= 1")
+    if data * fsdp * model != n:
+        raise ValueError(f"mesh.data={data} x mesh.fsdp={fsdp} x mesh.model={model} = "
+                         f"{data * fsdp * model} != {n} available devices")
+    return Mesh(np.asarray(devices).reshape(data, fsdp, model), AXES)
+
+
+def row_multiple(mesh: Mesh) -> int:
+    """Row counts must be a multiple of this: the devices the batch axis is split over."""
+    return mesh.shape["data"] * mesh.shape["fsdp"]
 
 
 def _path_str(path) -> str:
@@ -49,32 +79,53 @@ def _path_str(path) -> str:
     return "/".join(p for p in parts if p != "value")
 
 
+def _axis_size(mesh: Mesh, axis) -> int:
+    names = axis if isinstance(axis, tuple) else (axis,)
+    return math.prod(mesh.shape[a] for a in names)
+
+
 def _fit(spec: PartitionSpec, shape: tuple[int, ...], mesh: Mesh) -> PartitionSpec:
     """Drops axes that do not divide the dimension (tiny test models), keeping the rest."""
     if len(spec) > len(shape):
         return PartitionSpec()
     out = []
     for dim, axis in zip(shape, tuple(spec) + (None,) * (len(shape) - len(spec)), strict=True):
-        out.append(axis if axis is None or dim % mesh.shape[axis] == 0 else None)
+        out.append(axis if axis is None or dim % _axis_size(mesh, axis) == 0 else None)
     return PartitionSpec(*out)
 
 
+def param_spec(name: str, shape: tuple[int, ...], mesh: Mesh) -> PartitionSpec:
+    """The spec PARAM_RULES give the parameter at '/'-joined path `name`, fitted to `shape`."""
+    for pattern, spec in PARAM_RULES:
+        if re.search(pattern, name):
+            return _fit(spec, shape, mesh)
+    return PartitionSpec()
+
+
 def param_shardings(params, mesh: Mesh):
-    """NamedShardings for a parameter pytree, following PARAM_RULES."""
+    """NamedShardings for a parameter pytree (arrays or ShapeDtypeStructs), by PARAM_RULES."""
 
     def one(path, leaf):
-        name = _path_str(path)
-        for pattern, spec in PARAM_RULES:
-            if re.search(pattern, name):
-                return NamedSharding(mesh, _fit(spec, np.shape(leaf), mesh))
-        return NamedSharding(mesh, PartitionSpec())
+        return NamedSharding(mesh, param_spec(_path_str(path), np.shape(leaf), mesh))
 
     return jax.tree_util.tree_map_with_path(one, params)
 
 
 def batch_sharding(mesh: Mesh) -> NamedSharding:
-    """Leading (row) axis along `data`, the rest replicated."""
-    return NamedSharding(mesh, PartitionSpec("data"))
+    """Leading (row) axis along ('data', 'fsdp'), the rest replicated."""
+    return NamedSharding(mesh, PartitionSpec(BATCH_AXES))
+
+
+def stacked_batch_sharding(mesh: Mesh) -> NamedSharding:
+    """Rows on axis 1 of a [slices, rows, ...] stack (minibatches, micro-batches)."""
+    return NamedSharding(mesh, PartitionSpec(None, BATCH_AXES))
+
+
+def kv_cache_sharding(mesh: Mesh, num_kv_heads: int) -> NamedSharding:
+    """A KV cache [layers, rows, slots, kv_heads, head_dim]: rows on the batch axes, heads on
+    `model` when it divides them (the k/v projections' outputs are split the same way)."""
+    heads = "model" if num_kv_heads % mesh.shape["model"] == 0 else None
+    return NamedSharding(mesh, PartitionSpec(None, BATCH_AXES, None, heads, None))
 
 
 def replicated(mesh: Mesh) -> NamedSharding:

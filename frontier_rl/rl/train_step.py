@@ -3,13 +3,28 @@
 `Trainer.step` takes a packed batch of N sequences (prompt left-padded, response right-padded)
 and runs `epochs` passes over `minibatches` shuffled minibatches, one optimizer update each, as
 verl's `ppo_epochs` / `ppo_mini_batch_size` do. The whole thing is a single `jax.jit` with
-explicit in/out shardings (parameters by `sharding.PARAM_RULES`, rows along `data`), compiled
-once per padded row count.
+explicit in/out shardings (parameters by `sharding.PARAM_RULES`, optimizer moments like their
+parameters, rows along the mesh's ("data", "fsdp") axes), compiled once per padded row count.
 
 Log-probabilities and entropies are those of softmax(logits / T) at the rollout temperature T
 (`rollout.temperature`), as verl's actor computes them: the new, recomputed-old and reference
 log-probs of the loss are then all of the distribution the responses were sampled from (before
 top-p truncation), the one whose log-probs the sampler returns.
+
+Memory at real sizes (vocab 151,936, 5k-token rows):
+  * `sequence_logps` computes them from the final hidden states in chunks of `logits_chunk`
+    positions, each chunk's logits rematerialised in the backward pass, so no [rows, L, vocab]
+    array exists (verl's and MaxText's chunked/fused log-prob, for the same reason).
+  * each optimizer update may run its minibatch as micro-batches of `micro_batch_size` rows
+    (verl's `ppo_micro_batch_size`), accumulating float32 gradients in a `lax.scan`. The loss
+    of each micro-batch is weighted by its share of the minibatch's normaliser (response tokens
+    for token-mean, responses with tokens for seq-mean-token-mean), so the accumulated gradient
+    is the whole minibatch's, for either aggregation.
+  * `lower_step` / `lower_logps` lower both programs for abstract parameters without placing
+    anything, for `frontier-rl fit`'s ahead-of-time memory check.
+
+A non-finite loss or gradient norm skips that update (parameters and optimizer state kept) and
+is counted in the `skipped_updates` metric; the train loop decides when that is a divergence.
 """
 
 from __future__ import annotations
@@ -28,6 +43,10 @@ from frontier_rl.rl import sharding
 from frontier_rl.rl.losses import LossConfig, policy_loss
 
 BATCH_KEYS = ("tokens", "valid", "loss_mask", "old_logp", "advantages")
+STEP_KEYS = BATCH_KEYS + ("ref_logp",)
+# policy_loss metrics normalised like the loss (by its aggregation's denominator); the others
+# are means over response tokens.
+_AGGREGATED_METRICS = ("pg_loss", "kl_ref")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,12 +71,15 @@ def make_optimizer(cfg: OptimConfig) -> optax.GradientTransformation:
     )
 
 
-def sequence_logps(model, tokens: jax.Array, valid: jax.Array,
-                   temperature: float = 1.0) -> tuple[jax.Array, jax.Array]:
+def sequence_logps(model, tokens: jax.Array, valid: jax.Array, temperature: float = 1.0,
+                   chunk: int = 512, *, unroll: bool = False) -> tuple[jax.Array, jax.Array]:
     """Log-probability and entropy of each next token under softmax(logits / temperature):
     [B, L-1] each.
 
     Rows are left-padded: positions count valid tokens only and padding is never attended to.
+    The logits are computed from the final hidden states `chunk` target positions at a time
+    (0: all at once); `unroll` unrolls the chunk loop, for XLA's cost analysis, which counts a
+    loop body once.
     """
     valid = valid.astype(bool)
     positions = jnp.maximum(jnp.cumsum(valid, axis=-1) - 1, 0).astype(jnp.int32)
@@ -65,14 +87,72 @@ def sequence_logps(model, tokens: jax.Array, valid: jax.Array,
     causal = jnp.tril(jnp.ones((length, length), bool))
     # Padding queries attend to themselves so their softmax stays finite; their loss is masked.
     mask = (causal[None] & valid[:, None, :]) | jnp.eye(length, dtype=bool)[None]
-    logits, _ = model(tokens, positions, attn_mask=mask)
-    logits = logits[:, :-1].astype(jnp.float32)
-    if temperature != 1.0:
-        logits = logits / temperature
-    logp_all = jax.nn.log_softmax(logits, axis=-1)
-    logp = jnp.take_along_axis(logp_all, tokens[:, 1:, None], axis=-1)[..., 0]
-    entropy = -jnp.sum(jnp.exp(logp_all) * logp_all, axis=-1)
+    hidden, _ = model.embed_and_hidden(tokens, positions, attn_mask=mask)
+    return next_token_stats(model, hidden, tokens, temperature, chunk, unroll=unroll)
+
+
+def next_token_stats(model, hidden: jax.Array, tokens: jax.Array, temperature: float = 1.0,
+                     chunk: int = 512, *, unroll: bool = False) -> tuple[jax.Array, jax.Array]:
+    """(log p(tokens[:, t+1]), entropy) [B, L-1] from final hidden states [B, L, H].
+
+    One chunk (chunk = 0 or >= L - 1) is the plain computation: logits [B, L, V], then
+    log-softmax, op for op what this function computed before chunking (the embedded runs'
+    seed-sensitive warm start was validated on its rounding). Several chunks run in a
+    `lax.scan` whose body is rematerialised (`jax.checkpoint`), so the backward pass recomputes
+    a chunk's logits instead of storing them; it uses the log-sum-exp form (log p = z_y - lse,
+    H = lse - sum softmax(z) z, with z shifted by its max), which needs no [B, chunk, V] buffer
+    besides the logits. The two forms agree to float32 rounding (~1e-6).
+    """
+    b, length = tokens.shape
+    targets = tokens[:, 1:]
+    n = length - 1
+    if chunk <= 0 or chunk >= n:
+        logits = model.logits(hidden)[:, :-1].astype(jnp.float32)
+        if temperature != 1.0:
+            logits = logits / temperature
+        logp_all = jax.nn.log_softmax(logits, axis=-1)
+        logp = jnp.take_along_axis(logp_all, targets[..., None], axis=-1)[..., 0]
+        entropy = -jnp.sum(jnp.exp(logp_all) * logp_all, axis=-1)
+        return logp, entropy
+
+    chunks = -(-n // chunk)
+    pad = chunks * chunk - n
+    h = jnp.pad(hidden[:, :-1], ((0, 0), (0, pad), (0, 0)))
+    t = jnp.pad(targets, ((0, 0), (0, pad)))
+    h = h.reshape(b, chunks, chunk, h.shape[-1]).swapaxes(0, 1)  # [chunks, B, chunk, H]
+    t = t.reshape(b, chunks, chunk).swapaxes(0, 1)
+
+    @jax.checkpoint
+    def one(h, t):
+        z = model.logits(h).astype(jnp.float32)
+        if temperature != 1.0:
+            z = z / temperature
+        z = z - jax.lax.stop_gradient(jnp.max(z, axis=-1, keepdims=True))
+        e = jnp.exp(z)
+        s = jnp.sum(e, axis=-1)
+        lse = jnp.log(s)
+        logp = jnp.take_along_axis(z, t[..., None], axis=-1)[..., 0] - lse
+        entropy = lse - jnp.sum(e * z, axis=-1) / s
+        return logp, entropy
+
+    _, (logp, entropy) = jax.lax.scan(lambda c, x: (c, one(*x)), None, (h, t),
+                                      unroll=bool(unroll))
+    logp = logp.swapaxes(0, 1).reshape(b, chunks * chunk)[:, :n]
+    entropy = entropy.swapaxes(0, 1).reshape(b, chunks * chunk)[:, :n]
     return logp, entropy
+
+
+def split_rows(tree, k: int):
+    """[R, ...] -> [k, R / k, ...]: slice j holds rows j, j + k, j + 2k, ... A row-sharded
+    array splits without moving data when R / k is a multiple of the row shards, since every
+    device then holds R / (k x shards) rows of each slice."""
+    return jax.tree.map(
+        lambda x: x.reshape((x.shape[0] // k, k) + x.shape[1:]).swapaxes(0, 1), tree)
+
+
+def merge_rows(tree, k: int):
+    """The inverse of `split_rows`."""
+    return jax.tree.map(lambda x: x.swapaxes(0, 1).reshape((-1,) + x.shape[2:]), tree)
 
 
 class Trainer:
@@ -88,9 +168,23 @@ class Trainer:
         epochs: int = 1,
         minibatches: int = 1,
         temperature: float = 1.0,
+        micro_batch_size: int = 0,
+        logits_chunk: int = 512,
     ):
         if not temperature > 0:
             raise ValueError(f"temperature={temperature} must be > 0")
+        if isinstance(micro_batch_size, bool) or not isinstance(micro_batch_size, int) \
+                or micro_batch_size < 0:
+            raise ValueError(f"micro_batch_size={micro_batch_size!r} must be an int >= 0 "
+                             "(0 = the whole minibatch)")
+        shards = sharding.row_multiple(mesh)
+        if micro_batch_size % shards:
+            raise ValueError(f"micro_batch_size={micro_batch_size} is not a multiple of the "
+                             f"{shards} row shards of the mesh (mesh.data x mesh.fsdp)")
+        if isinstance(logits_chunk, bool) or not isinstance(logits_chunk, int) \
+                or logits_chunk < 0:
+            raise ValueError(f"logits_chunk={logits_chunk!r} must be an int >= 0 (0 = the "
+                             "whole sequence)")
         self.graphdef = graphdef
         self.loss_cfg = loss_cfg
         self.tx = tx
@@ -98,44 +192,104 @@ class Trainer:
         self.epochs = epochs
         self.minibatches = minibatches
         self.temperature = float(temperature)  # T of the rollouts (rollout.temperature)
+        self.micro_batch_size = micro_batch_size
+        self.logits_chunk = logits_chunk
         self.compile_count = 0
         self._row_sharding = sharding.batch_sharding(mesh)
+        self._built_for = ()  # the parameter tree structure the jitted functions are for
         self._step = None
         self._logps = None
 
     @property
     def row_multiple(self) -> int:
-        """Row counts must be a multiple of this (minibatches x data-parallel size)."""
-        return self.minibatches * self.mesh.shape["data"]
+        """Row counts must be a multiple of this: minibatches x (micro-batch rows, or the mesh's
+        data x fsdp row shards without micro-batching)."""
+        return self.minibatches * (self.micro_batch_size or sharding.row_multiple(self.mesh))
 
-    def init(self, params):
-        """Places params on the mesh and builds the optimizer state beside them."""
-        self.param_shardings = sharding.param_shardings(params, self.mesh)
-        params = jax.device_put(params, self.param_shardings)
-        opt_state = jax.jit(self.tx.init)(params)
-        rep = sharding.replicated(self.mesh)
-        # Moments inherit the parameters' shardings; scalars (step counts) are replicated.
+    def _micro_batches(self, rows: int) -> int:
+        """Micro-batches per minibatch of `rows` rows."""
+        if not self.micro_batch_size or self.micro_batch_size >= rows:
+            return 1
+        if rows % self.micro_batch_size:
+            raise ValueError(f"a minibatch of {rows} rows does not split into micro-batches "
+                             f"of {self.micro_batch_size}")
+        return rows // self.micro_batch_size
+
+    # -- building -----------------------------------------------------------------------------
+
+    def _build(self, params) -> None:
+        """Shardings and jitted functions for parameters shaped like `params` (arrays or
+        ShapeDtypeStructs); nothing is placed or compiled."""
+        struct = jax.tree.structure(params)
+        if self._built_for == (struct,):
+            return
+        mesh, rep = self.mesh, sharding.replicated(self.mesh)
+        self.param_shardings = sharding.param_shardings(params, mesh)
+        opt_state = jax.eval_shape(self.tx.init, abstract(params))
+
+        # Moments (subtrees shaped like the parameters) inherit the parameters' shardings;
+        # scalars (step counts) are replicated.
+        def is_params(x):
+            return jax.tree.structure(x) == struct
+
         self.opt_shardings = jax.tree.map(
-            lambda x: x.sharding if getattr(x.sharding, "mesh", None) == self.mesh else rep,
-            opt_state)
-        opt_state = jax.device_put(opt_state, self.opt_shardings)
+            lambda x: self.param_shardings if is_params(x) else rep, opt_state,
+            is_leaf=is_params)
+        rows = self._row_sharding
         self._step = jax.jit(
             self._step_impl,
             in_shardings=(self.param_shardings, self.opt_shardings,
-                          {k: self._row_sharding for k in BATCH_KEYS + ("ref_logp",)}, rep),
+                          {k: rows for k in STEP_KEYS}, rep),
             out_shardings=(self.param_shardings, self.opt_shardings, rep),
             donate_argnums=(0, 1),
         )
-        self._logps = jax.jit(
-            self._logps_impl,
-            in_shardings=(self.param_shardings, self._row_sharding, self._row_sharding),
-            out_shardings=self._row_sharding,
-        )
+        self._logps = jax.jit(self._logps_impl,
+                              in_shardings=(self.param_shardings, rows, rows),
+                              out_shardings=rows)
+        self._built_for = (struct,)
+
+    def init(self, params):
+        """Places params on the mesh and builds the optimizer state beside them."""
+        self._build(params)
+        params = jax.device_put(params, self.param_shardings)
+        opt_state = jax.jit(self.tx.init, out_shardings=self.opt_shardings)(params)
         return params, opt_state
 
-    def _loss(self, params, mb):
+    def _abstract_batch(self, rows: int, length: int) -> dict:
+        tok = jax.ShapeDtypeStruct((rows, length), jnp.int32)
+        tgt = jax.ShapeDtypeStruct((rows, length - 1), jnp.float32)
+        return {"tokens": tok, "valid": tok, "loss_mask": tgt, "old_logp": tgt, "ref_logp": tgt,
+                "advantages": jax.ShapeDtypeStruct((rows,), jnp.float32)}
+
+    def _check_rows(self, rows: int) -> None:
+        if rows % self.row_multiple:
+            raise ValueError(f"{rows} rows is not a multiple of {self.row_multiple}; "
+                             "pad the batch")
+
+    def lower_step(self, params, rows: int, length: int) -> jax.stages.Lowered:
+        """The step (epochs x minibatches x micro-batches of updates) lowered for a padded
+        batch of [rows, length] and parameters shaped like `params` (ShapeDtypeStructs will
+        do), with the step's shardings and donation; nothing is allocated."""
+        self._check_rows(rows)
+        self._build(params)
+        params = abstract(params)
+        opt_state = jax.eval_shape(self.tx.init, params)
+        key = jax.eval_shape(jax.random.key, 0)
+        return self._step.lower(params, opt_state, self._abstract_batch(rows, length), key)
+
+    def lower_logps(self, params, rows: int, length: int) -> jax.stages.Lowered:
+        """`logps` lowered for [rows, length] (ShapeDtypeStruct parameters will do)."""
+        self._check_rows(rows)
+        self._build(params)
+        x = jax.ShapeDtypeStruct((rows, length), jnp.int32)
+        return self._logps.lower(abstract(params), x, x)
+
+    # -- device side --------------------------------------------------------------------------
+
+    def _loss(self, params, mb, unroll: bool = False):
         model = nnx.merge(self.graphdef, params)
-        logp, entropy = sequence_logps(model, mb["tokens"], mb["valid"], self.temperature)
+        logp, entropy = sequence_logps(model, mb["tokens"], mb["valid"], self.temperature,
+                                       self.logits_chunk, unroll=unroll)
         mask = mb["loss_mask"]
         ref = mb["ref_logp"] if self.loss_cfg.kl_coef > 0 else None
         loss, metrics = policy_loss(logp, mb["old_logp"], mb["advantages"], mask, self.loss_cfg,
@@ -155,35 +309,108 @@ class Trainer:
         keys = jax.random.split(key, self.epochs)
         batches = jax.vmap(epoch_batches)(keys)  # [epochs, m, n/m, ...]
         batches = jax.tree.map(lambda x: x.reshape((self.epochs * m,) + x.shape[2:]), batches)
+        batches = jax.lax.with_sharding_constraint(
+            batches, sharding.stacked_batch_sharding(self.mesh))
 
         def update(carry, mb):
             params, opt_state, metrics = self._update(*carry, mb)
             return (params, opt_state), metrics
 
         (params, opt_state), metrics = jax.lax.scan(update, (params, opt_state), batches)
-        return params, opt_state, jax.tree.map(jnp.mean, metrics)
+        # Means over the updates applied (a skipped update's loss may be NaN); the count of
+        # skipped ones is summed. A step whose updates were all skipped reports 0 for the rest.
+        skipped = metrics.pop("skipped_updates")
+        applied = jnp.sum(skipped == 0)
 
-    def _update(self, params, opt_state, mb):
-        """One optimizer update on one minibatch (the body of the step's scan)."""
-        (loss, metrics), grads = jax.value_and_grad(self._loss, has_aux=True)(params, mb)
-        updates, opt_state = self.tx.update(grads, opt_state, params)
-        params = optax.apply_updates(params, updates)
-        metrics = dict(metrics, loss=loss, grad_norm=optax.tree.norm(grads))
+        def mean(v):
+            total = jnp.sum(jnp.where(skipped == 0, v, 0.0))
+            return jnp.where(applied > 0, total / jnp.maximum(applied, 1), 0.0)
+
+        metrics = {k: mean(v) for k, v in metrics.items()}
+        metrics["skipped_updates"] = jnp.sum(skipped)
         return params, opt_state, metrics
+
+    def _update(self, params, opt_state, mb, micro: bool = True, unroll: bool = False):
+        """One optimizer update on one minibatch (the body of the step's scan), in micro-batches
+        when configured (`micro=False`: in one piece, the same gradient)."""
+        k = self._micro_batches(mb["tokens"].shape[0]) if micro else 1
+        if k == 1:
+            (loss, metrics), grads = jax.value_and_grad(
+                lambda p: self._loss(p, mb, unroll), has_aux=True)(params)
+        else:
+            loss, metrics, grads = self._accumulate(params, mb, k)
+        grad_norm = optax.tree.norm(grads)
+        new_params, new_opt_state = self._apply(params, opt_state, grads)
+        ok = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
+        keep = lambda new, old: jnp.where(ok, new, old)  # noqa: E731
+        params = jax.tree.map(keep, new_params, params)
+        opt_state = jax.tree.map(keep, new_opt_state, opt_state)
+        metrics = dict(metrics, loss=loss, grad_norm=grad_norm,
+                       skipped_updates=(~ok).astype(jnp.float32))
+        return params, opt_state, metrics
+
+    def _apply(self, params, opt_state, grads):
+        updates, opt_state = self.tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state
+
+    def _accumulate(self, params, mb, k: int):
+        """Loss, metrics and gradient of a minibatch from k micro-batches (float32 sums).
+
+        policy_loss normalises each micro-batch by its own denominator; rescaling by
+        (micro-batch denominator / minibatch denominator) makes the sum the minibatch's.
+        """
+        mask = mb["loss_mask"].astype(jnp.float32)
+        tokens = jnp.maximum(jnp.sum(mask), 1.0)
+        seqs = jnp.maximum(jnp.sum(jnp.sum(mask, axis=-1) > 0), 1.0)
+        token_mean = self.loss_cfg.aggregation == "token_mean"
+        micro = jax.lax.with_sharding_constraint(
+            split_rows(mb, k), sharding.stacked_batch_sharding(self.mesh))
+
+        def weighted_loss(p, part):
+            loss, metrics = self._loss(p, part)
+            m = part["loss_mask"].astype(jnp.float32)
+            w_tok = jnp.sum(m) / tokens
+            w_agg = w_tok if token_mean else jnp.sum(jnp.sum(m, axis=-1) > 0) / seqs
+            metrics = {key: v * (w_agg if key in _AGGREGATED_METRICS else w_tok)
+                       for key, v in metrics.items()}
+            return loss * w_agg, dict(metrics, loss=loss * w_agg)
+
+        def body(carry, part):
+            grads, metrics = carry
+            (_, m), g = jax.value_and_grad(weighted_loss, has_aux=True)(params, part)
+            grads = jax.tree.map(lambda a, b: a + b.astype(jnp.float32), grads, g)
+            metrics = jax.tree.map(jnp.add, metrics, m)
+            return (grads, metrics), None
+
+        shapes = jax.eval_shape(weighted_loss, params, jax.tree.map(lambda x: x[0], micro))[1]
+        zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, jnp.float32), shapes)
+        grads = jax.tree.map(lambda p: jnp.zeros(p.shape, jnp.float32), params)
+        grads = jax.lax.with_sharding_constraint(grads, self.param_shardings)
+        (grads, metrics), _ = jax.lax.scan(body, (grads, zeros), micro)
+        grads = jax.tree.map(lambda g, p: g.astype(p.dtype), grads, params)
+        loss = metrics.pop("loss")
+        return loss, metrics, grads
 
     def _logps_impl(self, params, tokens, valid):
         self.compile_count += 1
-        return self._logps_fn(params, tokens, valid)
+        k = self._micro_batches(tokens.shape[0])
+        if k == 1:
+            return self._logps_fn(params, tokens, valid)
+        parts = jax.lax.with_sharding_constraint(
+            split_rows((tokens, valid), k), sharding.stacked_batch_sharding(self.mesh))
+        out = jax.lax.map(lambda x: self._logps_fn(params, *x), parts)
+        return merge_rows(out, k)
 
-    def _logps_fn(self, params, tokens, valid):
+    def _logps_fn(self, params, tokens, valid, unroll: bool = False):
         return sequence_logps(nnx.merge(self.graphdef, params), tokens, valid,
-                              self.temperature)[0]
+                              self.temperature, self.logits_chunk, unroll=unroll)[0]
+
+    # -- host side ----------------------------------------------------------------------------
 
     def step(self, params, opt_state, batch: dict[str, np.ndarray], seed: int):
         """One RL update. Returns (params, opt_state, metrics as Python floats)."""
-        n = batch["tokens"].shape[0]
-        if n % self.row_multiple:
-            raise ValueError(f"{n} rows is not a multiple of {self.row_multiple}; pad the batch")
+        self._check_rows(batch["tokens"].shape[0])
+        self._build(params)
         batch = dict(batch)
         batch.setdefault("ref_logp", np.zeros_like(batch["old_logp"]))
         params, opt_state, metrics = self._step(params, opt_state, batch, jax.random.key(seed))
@@ -192,25 +419,26 @@ class Trainer:
     def logps(self, params, tokens: np.ndarray, valid: np.ndarray) -> np.ndarray:
         """Per-token log-probabilities [N, L-1] at the trainer's temperature (old-policy
         recompute, reference policy)."""
+        self._build(params)
         return np.asarray(self._logps(params, tokens, valid))
 
     # XLA cost analysis, for FLOPs accounting. The step's scan body is counted once by XLA
     # whatever the trip count, so one minibatch update is analysed on its own and the caller
-    # multiplies by epochs x minibatches. Both are unsharded (the logical computation, whatever
-    # the mesh), compiled for analysis only and never run.
+    # multiplies by epochs x minibatches. Both are analysed as the logical computation: unsharded
+    # (whatever the mesh), the minibatch in one piece (micro-batches sum to the same FLOPs) and
+    # the logits' chunk loop unrolled (so the backward's recomputed chunk logits are counted).
+    # They are compiled for analysis only and never run.
 
     def logps_cost(self, params, rows: int, length: int) -> float:
         """XLA FLOPs of one `logps` call on [rows, length]."""
         x = jax.ShapeDtypeStruct((rows, length), jnp.int32)
-        return compiled_flops(self._logps_fn, abstract(params), x, x)
+        return compiled_flops(lambda p, t, v: self._logps_fn(p, t, v, unroll=True),
+                              abstract(params), x, x)
 
     def update_cost(self, params, rows: int, length: int) -> float:
         """XLA FLOPs of one optimizer update on a minibatch of [rows, length] (loss, gradient,
         clipping and Adam)."""
         params = abstract(params)
         opt_state = jax.eval_shape(self.tx.init, params)
-        tok = jax.ShapeDtypeStruct((rows, length), jnp.int32)
-        tgt = jax.ShapeDtypeStruct((rows, length - 1), jnp.float32)
-        mb = {"tokens": tok, "valid": tok, "loss_mask": tgt, "old_logp": tgt, "ref_logp": tgt,
-              "advantages": jax.ShapeDtypeStruct((rows,), jnp.float32)}
-        return compiled_flops(self._update, params, opt_state, mb)
+        return compiled_flops(lambda p, o, mb: self._update(p, o, mb, micro=False, unroll=True),
+                              params, opt_state, self._abstract_batch(rows, length))

@@ -1,20 +1,29 @@
 """The embedded rollout engine: a jitted KV-cache sampler for the NNX policy.
 
-Prompts are left-padded to a prompt-length bucket and the batch is padded to a batch bucket, so
-the generate function compiles once per (batch bucket, prompt bucket, greedy) and never again.
-Decoding runs inside one `lax.while_loop` that stops as soon as every row has emitted EOS (or
-the token cap is reached), so short answers do not pay for the full cap.
+Prompts are left-padded to a prompt-length bucket and the batch is padded to a batch bucket
+(then to a multiple of the mesh's row shards), so the generate function compiles once per
+(batch bucket, prompt bucket, greedy, top-p) and never again. Decoding runs inside one
+`lax.while_loop` that stops as soon as every row has emitted a stop token (any of `eos_ids`) or
+the token cap is reached, so short answers do not pay for the full cap.
 
 Per generated token it returns the log-probability and the entropy of softmax(logits / T) at the
 sampling temperature T, before top-p truncation (T = 1 for greedy decoding). That is the
 distribution verl's actor computes log-probs from (logits divided by the rollout temperature),
 and what `Trainer` computes at `temperature=T`: the RL loss can take these as the old policy's
 log-probs without a recompute. Determinism: the same parameters, prompts, n and seed give
-the same tokens on CPU (one key per decode step, folded from the seed, samples every row).
+the same tokens on CPU (one key per decode step, folded from the seed, samples every row),
+whatever the mesh.
+
+On a mesh, rows (prompts, every per-row carry, the KV cache) are split over ("data", "fsdp")
+and the cache's KV heads over "model"; parameters follow `sharding.PARAM_RULES`. The prefill
+computes logits for each row's last prompt position only. Top-p finds the nucleus among the
+`top_k` largest logits when it lies there for every row (exactly the full sort's cutoff), and
+sorts the vocabulary only when it does not.
 
 Each result also says what the device did (`SampleResult.shape`: the padded shape and the decode
 steps the loop ran) and `cost_analysis` gives XLA's FLOPs of the prefill and of one decode step,
-which is what accounting.py charges.
+which is what accounting.py charges. `lower` lowers the whole generate function for abstract
+parameters, for `frontier-rl fit`.
 """
 
 from __future__ import annotations
@@ -26,9 +35,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
+from jax.sharding import Mesh
 
 from frontier_rl.accounting import abstract, compiled_flops
 from frontier_rl.models import ModelConfig, init_cache
+from frontier_rl.rl import sharding
+
+# Candidates the nucleus is looked for among before the full-vocabulary sort: a nucleus of a
+# trained policy at top_p <= 0.95 rarely needs more than a few dozen tokens.
+TOP_K = 64
+# Positions of the generate function's static arguments (max_new, greedy, use_top_p): jit takes
+# no keyword arguments once it has in_shardings.
+_STATIC = (6, 7, 8)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,53 +94,119 @@ def left_pad(seqs: Sequence[Sequence[int]], length: int, rows: int,
     return tokens, mask
 
 
-def _sample_token(logits, key, temperature, top_p, greedy: bool, use_top_p: bool):
+def _nucleus_cutoff_sorted(scaled, top_p):
+    """The smallest logit of the nucleus (the fewest tokens whose probability mass reaches
+    top_p), by a full sort of the vocabulary."""
+    sorted_logits = jnp.sort(scaled, axis=-1)[:, ::-1]
+    cum = jnp.cumsum(jax.nn.softmax(sorted_logits, axis=-1), axis=-1)
+    cutoff_idx = jnp.sum(cum < top_p, axis=-1, keepdims=True)
+    return jnp.take_along_axis(sorted_logits, cutoff_idx, axis=-1)
+
+
+def _nucleus_cutoff(scaled, top_p, top_k: int):
+    """`_nucleus_cutoff_sorted` without the sort when every row's nucleus lies within its
+    top_k logits: those are the sorted vocabulary's head, and the cumulative mass of the
+    sorted vocabulary first reaches top_p inside it, at the same index (the softmax
+    denominator is the full vocabulary's either way)."""
+    if top_k >= scaled.shape[-1]:
+        return _nucleus_cutoff_sorted(scaled, top_p)
+    top, _ = jax.lax.top_k(scaled, top_k)  # [B, top_k], descending
+    shift = top[:, :1]
+    denom = jnp.sum(jnp.exp(scaled - shift), axis=-1, keepdims=True)
+    cum = jnp.cumsum(jnp.exp(top - shift) / denom, axis=-1)
+
+    def head():
+        return jnp.take_along_axis(top, jnp.sum(cum < top_p, axis=-1, keepdims=True), axis=-1)
+
+    return jax.lax.cond(jnp.all(cum[:, -1] >= top_p), head,
+                        lambda: _nucleus_cutoff_sorted(scaled, top_p))
+
+
+def _sample_token(logits, key, temperature, top_p, greedy: bool, use_top_p: bool,
+                  top_k: int = TOP_K):
     if greedy:
         return jnp.argmax(logits, axis=-1).astype(jnp.int32)
     scaled = logits / temperature
     if use_top_p:
-        # Nucleus: keep the smallest set of tokens whose probability mass reaches top_p.
-        sorted_logits = jnp.sort(scaled, axis=-1)[:, ::-1]
-        cum = jnp.cumsum(jax.nn.softmax(sorted_logits, axis=-1), axis=-1)
-        cutoff_idx = jnp.sum(cum < top_p, axis=-1, keepdims=True)
-        cutoff = jnp.take_along_axis(sorted_logits, cutoff_idx, axis=-1)
+        # Everything outside the nucleus is masked; the draw is over the full vocabulary, so
+        # the random stream is the same whatever the nucleus.
+        cutoff = _nucleus_cutoff(scaled, top_p, top_k)
         scaled = jnp.where(scaled < cutoff, -jnp.inf, scaled)
     return jax.random.categorical(key, scaled, axis=-1).astype(jnp.int32)
 
 
 class Sampler:
-    """Generates responses from the current parameters; one instance per policy graph."""
+    """Generates responses from the current parameters; one instance per policy graph.
+
+    `eos_id`: the stop token id, or a sequence of them (a sequence ends at the first of any);
+    `self.eos_id` is the first, `self.eos_ids` all. `mesh`: the device mesh the rows and
+    parameters are split over; None runs unconstrained, as a plain single-device jit.
+    """
 
     def __init__(
         self,
         graphdef: nnx.GraphDef,
         cfg: ModelConfig,
         *,
-        eos_id: int,
+        eos_id: int | Sequence[int],
         pad_id: int,
         prompt_buckets: Sequence[int] = (16, 32, 64, 128, 256, 512),
         batch_buckets: Sequence[int] = (8, 64, 256, 512, 1024),
         max_new_tokens: int = 16,
+        mesh: Mesh | None = None,
+        top_k: int = TOP_K,
     ):
+        ids = (eos_id,) if isinstance(eos_id, (int, np.integer)) else tuple(eos_id)
+        if not ids:
+            raise ValueError("Sampler: eos_id is an empty sequence (give at least one stop id)")
         self.graphdef = graphdef
         self.cfg = cfg
-        self.eos_id = eos_id
+        self.eos_ids = tuple(int(i) for i in ids)
+        self.eos_id = self.eos_ids[0]
         self.pad_id = pad_id
         self.prompt_buckets = tuple(sorted(prompt_buckets))
         self.batch_buckets = tuple(sorted(batch_buckets))
         self.max_new_tokens = max_new_tokens
+        self.mesh = mesh
+        self.top_k = top_k
         self.compile_count = 0  # incremented at trace time only: a test pins it flat.
+        self._built_for = ()
+        self._param_shardings = None
+        self._generate = None
+        if mesh is None:
+            self._generate = jax.jit(self._generate_impl, static_argnums=_STATIC)
+
+    @property
+    def row_multiple(self) -> int:
+        """Padded row counts are a multiple of this (the mesh's row shards)."""
+        return 1 if self.mesh is None else sharding.row_multiple(self.mesh)
+
+    def _build(self, params) -> None:
+        """The generate function jitted with the mesh's shardings for parameters shaped like
+        `params` (arrays or ShapeDtypeStructs)."""
+        struct = jax.tree.structure(params)
+        if self.mesh is None or self._built_for == (struct,):
+            return
+        rows, rep = sharding.batch_sharding(self.mesh), sharding.replicated(self.mesh)
+        self._param_shardings = sharding.param_shardings(params, self.mesh)
         self._generate = jax.jit(
-            self._generate_impl, static_argnames=("max_new", "greedy", "use_top_p")
-        )
+            self._generate_impl, static_argnums=_STATIC,
+            in_shardings=(self._param_shardings, rows, rows, rep, rep, rep),
+            out_shardings=(rows, rows, rows, rows, rows, rep))
+        self._built_for = (struct,)
+
+    def _constrain(self, x, spec_sharding, sharded: bool):
+        if not sharded or self.mesh is None:
+            return x
+        return jax.lax.with_sharding_constraint(x, spec_sharding)
 
     # -- device side -------------------------------------------------------------------------
 
-    def _generate_impl(self, params, prompt, prompt_mask, key, temperature, top_p, *,
+    def _generate_impl(self, params, prompt, prompt_mask, key, temperature, top_p,
                        max_new: int, greedy: bool, use_top_p: bool):
         self.compile_count += 1
         model = nnx.merge(self.graphdef, params)
-        carry = self._prefill(model, prompt, prompt_mask, max_new)
+        carry = self._prefill(model, prompt, prompt_mask, max_new, sharded=True)
         plen = prompt.shape[1]
 
         def cond(carry):
@@ -131,17 +215,30 @@ class Sampler:
 
         def body(carry):
             return self._decode_step(model, carry, key, temperature, top_p, plen=plen,
-                                     greedy=greedy, use_top_p=use_top_p)
+                                     greedy=greedy, use_top_p=use_top_p, sharded=True)
 
         carry = jax.lax.while_loop(cond, body, carry)
         steps, _, _, out_tok, out_logp, out_ent, done, lengths, _, _ = carry
         return out_tok, out_logp, out_ent, lengths, done, steps
 
-    def _prefill(self, model, prompt, prompt_mask, max_new: int):
+    def _shard_carry(self, carry, sharded: bool):
+        """Rows of every per-row carry on the batch axes, the cache's heads on `model`."""
+        if not sharded or self.mesh is None:
+            return carry
+        t, cache, logits, *per_row = carry
+        rows = sharding.batch_sharding(self.mesh)
+        cache = jax.lax.with_sharding_constraint(
+            cache, sharding.kv_cache_sharding(self.mesh, self.cfg.num_kv_heads))
+        return (t, cache, *jax.lax.with_sharding_constraint((logits, *per_row), rows))
+
+    def _prefill(self, model, prompt, prompt_mask, max_new: int, sharded: bool = False):
         """Runs the prompt through the model into a fresh cache; returns the decode carry."""
         batch, plen = prompt.shape
         total = plen + max_new
         cache = init_cache(self.cfg, batch, total, dtype=jnp.dtype(self.cfg.dtype))
+        if sharded and self.mesh is not None:
+            cache = jax.lax.with_sharding_constraint(
+                cache, sharding.kv_cache_sharding(self.mesh, self.cfg.num_kv_heads))
         prompt_len = jnp.sum(prompt_mask, axis=-1).astype(jnp.int32)
         positions = jnp.maximum(jnp.cumsum(prompt_mask, axis=-1) - 1, 0).astype(jnp.int32)
         slots = jnp.arange(total)
@@ -149,22 +246,25 @@ class Sampler:
             [prompt_mask.astype(bool), jnp.zeros((batch, max_new), bool)], axis=1)
         causal = slots[None, :plen, None] >= slots[None, None, :]
         mask = causal & key_valid[:, None, :]
-        logits, cache = model(prompt, positions, attn_mask=mask, cache=cache,
-                              cache_index=jnp.int32(0))
+        hidden, cache = model.embed_and_hidden(prompt, positions, attn_mask=mask, cache=cache,
+                                               cache_index=jnp.int32(0))
+        # Only the last position's logits are needed: [B, V], not [B, plen, V].
+        logits = model.logits(hidden[:, -1])
         out_tok = jnp.full((batch, max_new), self.pad_id, jnp.int32)
         out_logp = jnp.zeros((batch, max_new), jnp.float32)
         out_ent = jnp.zeros((batch, max_new), jnp.float32)
         done = jnp.zeros((batch,), bool)
         lengths = jnp.zeros((batch,), jnp.int32)
-        return (jnp.int32(0), cache, logits[:, -1, :], out_tok, out_logp, out_ent, done, lengths,
-                key_valid, prompt_len)
+        carry = (jnp.int32(0), cache, logits, out_tok, out_logp, out_ent, done, lengths,
+                 key_valid, prompt_len)
+        return self._shard_carry(carry, sharded)
 
     def _decode_step(self, model, carry, key, temperature, top_p, *, plen: int, greedy: bool,
-                     use_top_p: bool):
+                     use_top_p: bool, sharded: bool = False):
         """One iteration of the decode loop: sample token t, then feed it back."""
         t, cache, logits, out_tok, out_logp, out_ent, done, lengths, key_valid, prompt_len = carry
         tok = _sample_token(logits, jax.random.fold_in(key, t), temperature, top_p, greedy,
-                            use_top_p)
+                            use_top_p, self.top_k)
         dist = logits.astype(jnp.float32)
         if not greedy:
             dist = dist / temperature
@@ -176,23 +276,25 @@ class Sampler:
         out_logp = out_logp.at[:, t].set(jnp.where(live, tok_logp, 0.0))
         out_ent = out_ent.at[:, t].set(jnp.where(live, ent, 0.0))
         lengths = lengths + live.astype(jnp.int32)
-        done = done | (tok == self.eos_id)
+        for eos in self.eos_ids:
+            done = done | (tok == eos)
         # Feed the token back: it sits in slot plen + t at position prompt_len + t.
         key_valid = key_valid.at[:, plen + t].set(True)
         step_mask = key_valid[:, None, :]
         pos = (prompt_len + t)[:, None]
         new_logits, cache = model(tok[:, None], pos, attn_mask=step_mask, cache=cache,
                                   cache_index=plen + t)
-        return (t + 1, cache, new_logits[:, 0, :], out_tok, out_logp, out_ent, done, lengths,
-                key_valid, prompt_len)
+        carry = (t + 1, cache, new_logits[:, 0, :], out_tok, out_logp, out_ent, done, lengths,
+                 key_valid, prompt_len)
+        return self._shard_carry(carry, sharded)
 
     def cost_analysis(self, params, shape: SampleShape) -> tuple[float, float]:
         """XLA FLOPs of the prefill and of one decode step at a padded shape.
 
         The generate function's while loop is counted once by XLA's cost analysis whatever its
         trip count, so the two loop-free parts are compiled on their own (once per shape, for
-        analysis only, never run; `shape.steps` is ignored) and the caller multiplies the step
-        by the steps run.
+        analysis only, never run, unsharded: the logical computation whatever the mesh;
+        `shape.steps` is ignored) and the caller multiplies the step by the steps run.
         """
         plen, max_new = shape.prompt_len, shape.max_new
         params = abstract(params)
@@ -211,6 +313,19 @@ class Sampler:
         key = jax.eval_shape(jax.random.key, 0)
         return (compiled_flops(prefill, params, prompt, prompt),
                 compiled_flops(step, params, carry, key, scalar, scalar))
+
+    def lower(self, params, rows: int, prompt_len: int, max_new: int, *, greedy: bool = False,
+              use_top_p: bool = True) -> jax.stages.Lowered:
+        """The generate function lowered for `rows` prompts (padded up to the mesh's row
+        multiple, as `sample` pads them) of `prompt_len` tokens and `max_new` new ones, with
+        parameters shaped like `params` (ShapeDtypeStructs will do); nothing is allocated."""
+        self._build(params)
+        rows = -(-rows // self.row_multiple) * self.row_multiple
+        prompt = jax.ShapeDtypeStruct((rows, prompt_len), jnp.int32)
+        scalar = jax.ShapeDtypeStruct((), jnp.float32)
+        key = jax.eval_shape(jax.random.key, 0)
+        return self._generate.lower(abstract(params), prompt, prompt, key, scalar, scalar,
+                                    max_new, greedy, use_top_p and not greedy)
 
     # -- host side ---------------------------------------------------------------------------
 
@@ -236,14 +351,19 @@ class Sampler:
         num_rows = len(rows)
         plen = bucket(max(len(r) for r in rows), self.prompt_buckets)
         nb = bucket(num_rows, self.batch_buckets)
+        nb = -(-nb // self.row_multiple) * self.row_multiple
         tok, msk = left_pad(rows, plen, nb, self.pad_id)
         msk[num_rows:, -1] = 1  # padding rows attend to one token so softmax stays finite
         use_top_p = top_p < 1.0 and not greedy
+        if self.mesh is not None:
+            self._build(params)
+            # A no-op for parameters already placed by the trainer on the same mesh.
+            params = jax.device_put(params, self._param_shardings)
+        else:
+            tok, msk = jnp.asarray(tok), jnp.asarray(msk)
         out = self._generate(
-            params, jnp.asarray(tok), jnp.asarray(msk), jax.random.key(seed),
-            jnp.float32(max(temperature, 1e-6)), jnp.float32(top_p),
-            max_new=max_new, greedy=greedy, use_top_p=use_top_p,
-        )
+            params, tok, msk, jax.random.key(seed),
+            jnp.float32(max(temperature, 1e-6)), jnp.float32(top_p), max_new, greedy, use_top_p)
         out_tok, out_logp, out_ent, lengths, done, steps = jax.device_get(out)
         return SampleResult(
             tokens=out_tok[:num_rows], logps=out_logp[:num_rows], entropies=out_ent[:num_rows],
