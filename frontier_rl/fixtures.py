@@ -9,8 +9,10 @@ from raw files in each benchmark's own schema.
 <tmp>/frontier_rl_smoke) and returns the paths; concurrent callers (parallel tests) build into
 private directories and the first rename wins. Nothing is downloaded.
 
-The problems are one-step sums with one-digit answers ("What is 3 plus 4?" -> "7"), so a tiny
-warm-started policy is right some of the time and GRPO groups have mixed outcomes.
+The problems are one-step sums with one-digit answers ("What is 3 plus 4?" -> "7"); the model
+is fitted for 150 supervised steps on "\\boxed{<answer>}" responses to the rendered prompts, so
+it answers in the verifier's format, is right some of the time, and GRPO groups have mixed
+outcomes without a warm start in the run.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ import tempfile
 import numpy as np
 
 from frontier_rl import benchmarks
+from frontier_rl.tasks import chat
 
-VERSION = "1"  # bump when the generated files change
+VERSION = "2"  # bump when the generated files change
 IM_START, IM_END, EOT = "<|im_start|>", "<|im_end|>", "<|endoftext|>"
 SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."
 # ChatML as the Qwen templates write it: the default system message when none is given, each
@@ -72,9 +75,11 @@ def build_tokenizer(texts: list[str], path: str, vocab_size: int = 384):
     return hf
 
 
-def build_model(path: str, tokenizer, family: str) -> None:
-    """A tiny random decoder of `family` with the tokenizer's ids; generation_config.json lists
-    <|im_end|> and <|endoftext|> as EOS, as Qwen's instruct checkpoints do."""
+def build_model(path: str, tokenizer, family: str,
+                pairs: list[tuple[str, str]] | None = None) -> None:
+    """A tiny random decoder of `family` with the tokenizer's ids, fitted for a few steps on
+    (prompt, response) `pairs` if given; generation_config.json lists <|im_end|> and
+    <|endoftext|> as EOS, as Qwen's instruct checkpoints do."""
     from flax import nnx
 
     from frontier_rl.models import Transformer, hf
@@ -86,7 +91,17 @@ def build_model(path: str, tokenizer, family: str) -> None:
                         num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8,
                         tie_word_embeddings=True, bos_token_id=None, eos_token_id=eot,
                         pad_token_id=eot)
-    hf.save_pretrained(Transformer(cfg, rngs=nnx.Rngs(0)), cfg, path)
+    model = Transformer(cfg, rngs=nnx.Rngs(0))
+    if pairs:
+        # A short supervised fit on boxed answers, so that a smoke run (warm start off, as
+        # in the papers) starts from a policy whose rewards vary.
+        from frontier_rl import warmstart
+
+        graphdef, params = nnx.split(model, nnx.Param)
+        res = warmstart.train(graphdef, params, tokenizer, pairs, steps=150, batch_size=16,
+                              learning_rate=5e-3, warmup_steps=5, seed=0)
+        model = nnx.merge(graphdef, res.params)
+    hf.save_pretrained(model, cfg, path)
     with open(os.path.join(path, "generation_config.json"), "w") as f:
         json.dump({"eos_token_id": [im_end, eot], "pad_token_id": eot}, f)
 
@@ -170,7 +185,10 @@ def math_smoke(family: str = "qwen2", root: str | None = None) -> dict[str, obje
             f"{IM_START}system\n{SYSTEM}{IM_END}\n{IM_START}user\n{q}{IM_END}\n"
             f"{IM_START}assistant\n\\boxed{{{a}}}" for q, a in train]
         tok = build_tokenizer(texts, os.path.join(tmp, "model"))
-        build_model(os.path.join(tmp, "model"), tok, family)
+        pairs = [(chat.render(chat.shape_messages([{"role": "user", "content": q}],
+                                                  instruction=chat.BOXED_STEP_BY_STEP), tok),
+                  f"\\boxed{{{a}}}") for q, a in train]
+        build_model(os.path.join(tmp, "model"), tok, family, pairs)
         open(os.path.join(tmp, "done"), "w").close()
         try:
             os.rename(tmp, final)
