@@ -26,7 +26,10 @@ setup(
         "matplotlib",  # the comparison and sweep reports' plots
     ],
     extras_require={
-        "tasks": ["math-verify>=0.7", "reasoning-gym", "tensorflow-datasets"],
+        # pyarrow reads parquet corpora; tensorflow-datasets writes and reads prepared ones
+        # (array_record, no tensorflow) and needs importlib_resources to build them.
+        "tasks": ["math-verify>=0.7", "reasoning-gym", "tensorflow-datasets", "array-record",
+                  "importlib_resources", "pyarrow"],
         # torch is a test dependency only (parity against transformers' PyTorch models).
         # Pin the CPU wheel so a resolve never pulls a CUDA build.
         "test": ["pytest", "pytest-xdist", "hypothesis", "ruff", "torch==2.13.0"],
