@@ -88,14 +88,18 @@ def _alphabet(task) -> str:
     prompts and the responses the warm start teaches (their format's characters included)."""
     if task.alphabet is not None:
         return task.alphabet
-    return "".join(sorted({c for p in task.train + task.eval
-                           for c in p.text + task.format_response(p.answer)}))
+    fmt = task.format_response if task.response_template is not None else (lambda a: "")
+    return "".join(sorted({c for p in task.train + task.eval for c in p.text + fmt(p.answer)}))
 
 
 def _warmstart_pairs(task, buckets: list[str], cfg, seed: int) -> list[tuple[str, str]]:
     """(prompt, response) pairs of the easy slice (`buckets`, or the task's easier half if
     empty), responses in the format the task's verifier scores correct; arith draws them from a
     stream disjoint from the eval set, other tasks use their training prompts in those buckets."""
+    if task.response_template is None:
+        raise RunError(f"task {task.name}: no response format that its verifier scores correct "
+                       "is known, so a warm start cannot be taught; set "
+                       "warmstart.enabled=False (or task.response_template)")
     buckets = buckets or task.easy_buckets
     unknown = sorted(set(buckets) - set(task.buckets))
     if unknown:

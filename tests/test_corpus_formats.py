@@ -101,3 +101,21 @@ def test_dapo_instruction_is_stripped():
     rows = benchmarks.dapo_math_rows([{"prompt": [{"role": "user", "content": content}],
                                        "reward_model": {"ground_truth": "2"}}])
     assert rows[0]["prompt"][0]["content"] == "Find $x$ if $x+1=3$."
+
+
+def test_warmstart_pairs_use_the_verifiers_format_or_are_refused(tmp_path):
+    from frontier_rl import config_lib, train
+
+    path = _verl(str(tmp_path / "c.parquet"), n=40)
+    task = make_task("corpus", {"path": path, "eval_fraction": 0.0, "verify_workers": 0}, 0)
+    ws = config_lib.default_config().warmstart
+    ws.batch_size = 8
+    pairs = train._warmstart_pairs(task, [], ws, 0)
+    assert pairs[0][1] == "\\boxed{1}" and task.verify(task.train[0], pairs[0][1]) == 1
+    numeric = make_task("corpus", {"path": path, "verifier": "numeric", "eval_fraction": 0.0,
+                                   "verify_workers": 0}, 0)
+    assert train._warmstart_pairs(numeric, [], ws, 0)[0][1] == "Answer: 1"
+    task.response_template = None
+    with pytest.raises(train.RunError, match="warmstart.enabled=False"):
+        train._warmstart_pairs(task, [], ws, 0)
+    assert "W" in train._alphabet(task)  # an alphabet without a response format
