@@ -21,7 +21,7 @@ from jax.sharding import Mesh
 
 from frontier_rl.accounting import abstract, compiled_flops
 from frontier_rl.rl import sharding
-from frontier_rl.rl.train_step import merge_rows, sequence_logps, split_rows
+from frontier_rl.rl.train_step import compute_dtype, sequence_logps
 from frontier_rl.rollout.sampler import bucket, left_pad
 
 
@@ -60,15 +60,18 @@ class PromptEntropy:
 
     def _impl(self, params, tokens, valid):
         self.compile_count += 1
+        if self.mesh is not None:
+            dtype = compute_dtype(nnx.merge(self.graphdef, params))
+            params = sharding.gather_params(params, self.mesh, dtype)  # once, for all rows
         rows = tokens.shape[0]
         if not self.micro_batch or rows <= self.micro_batch:
             return self._entropy(params, tokens, valid)
         k = rows // self.micro_batch
-        parts = split_rows((tokens, valid), k)
+        parts = sharding.split_rows((tokens, valid), k)
         if self.mesh is not None:
             parts = jax.lax.with_sharding_constraint(
                 parts, sharding.stacked_batch_sharding(self.mesh))
-        return merge_rows(jax.lax.map(lambda x: self._entropy(params, *x), parts), k)
+        return sharding.merge_rows(jax.lax.map(lambda x: self._entropy(params, *x), parts), k)
 
     def _entropy(self, params, tokens, valid, unroll: bool = False):
         _, entropy = sequence_logps(nnx.merge(self.graphdef, params), tokens, valid,

@@ -74,9 +74,11 @@ def _run(policy, batch, shape):
     trainer = Trainer(graphdef, LOSSES["grpo"], optax.sgd(0.5), mesh, logits_chunk=5)
     params, opt = trainer.init(jax.tree.map(lambda x: x.copy(), params))
     placed = _named(params)
-    # top_k=8 < vocab: the nucleus search takes the top-k path and its sorted fallback.
+    # top_k=8 < vocab: the nucleus search takes the top-k path and its sorted fallback;
+    # prefill_tokens=8: the prefill runs one 8-token row per device at a time.
     sampler = Sampler(graphdef, cfg, eos_id=(2, 3), pad_id=0, prompt_buckets=(8,),
-                      batch_buckets=(8,), max_new_tokens=5, mesh=mesh, top_k=8)
+                      batch_buckets=(16,), max_new_tokens=5, mesh=mesh, top_k=8,
+                      prefill_tokens=8)
     sample = sampler.sample(params, PROMPTS, 2, seed=4, top_p=0.7)
     entropy = PromptEntropy(graphdef, pad_id=0, prompt_buckets=(8,), batch_buckets=(16,),
                             mesh=mesh, micro_batch=8, chunk=3)

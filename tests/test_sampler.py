@@ -275,3 +275,19 @@ def test_prompt_entropy_micro_batches_and_chunks(tiny_policy, tokenizer):
     assert parts.padded_shape([3] * 36) == (64, 16)
     np.testing.assert_allclose(parts(params, prompts), whole(params, prompts), atol=1e-5)
     assert parts.compile_count == 1
+
+
+def test_prefill_in_row_groups(tiny_policy, tokenizer):
+    """A prefill in groups of 2 rows (prefill_tokens=32 at prompt bucket 16) samples what one
+    prefill of all rows does."""
+    cfg, graphdef, params = tiny_policy
+    kw = dict(eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id,
+              prompt_buckets=(16,), batch_buckets=(8,), max_new_tokens=6)
+    whole = Sampler(graphdef, cfg, prefill_tokens=0, **kw)
+    groups = Sampler(graphdef, cfg, prefill_tokens=32, **kw)
+    assert groups._prefill_groups(8, 16) == 4 and whole._prefill_groups(8, 16) == 1
+    a = whole.sample(params, PROMPTS, 2, seed=7, temperature=0.8)
+    b = groups.sample(params, PROMPTS, 2, seed=7, temperature=0.8)
+    np.testing.assert_array_equal(b.tokens, a.tokens)
+    np.testing.assert_allclose(b.logps, a.logps, atol=1e-5)
+    np.testing.assert_allclose(b.entropies, a.entropies, atol=1e-5)

@@ -117,6 +117,15 @@ def test_sharded_mesh_matches_single_device(tiny_policy, tokenizer):
     for mesh in (sharding.make_mesh(devices=jax.devices()[:1]),
                  sharding.make_mesh(data=2, model=2, devices=jax.devices()[:4])):
         tr, params, opt = _trainer(tiny_policy, mesh)
+        # Adam's moments live where their parameters do; its step count is replicated.
+        placed = {sharding._path_str(p): x.sharding.spec
+                  for p, x in jax.tree_util.tree_flatten_with_path(opt)[0]}
+        q = "layers/0/self_attn/q_proj/kernel"
+        moments = [v for k, v in placed.items() if k.endswith(q)]
+        assert len(moments) == 2 and all(v == params["layers"][0]["self_attn"]["q_proj"][
+            "kernel"].sharding.spec for v in moments)
+        assert all(v == jax.sharding.PartitionSpec() for k, v in placed.items()
+                   if k.endswith("count"))
         params, opt, m = tr.step(params, opt, b, seed=0)
         out.append((jax.device_get(params), m))
     (p1, m1), (p2, m2) = out

@@ -3,8 +3,9 @@
 The mesh has three named axes (`config.mesh.*`):
   * `data`: pure data parallelism; rows (sequences) are split along it, parameters replicated.
   * `fsdp`: rows are split along it too, and so are parameters, gradients and optimizer state
-    (ZeRO-3 / FSDP): each weight matrix is split on its non-tensor-parallel dimension and XLA
-    gathers it where a layer needs it.
+    (ZeRO-3 / FSDP): each weight matrix is stored split on its non-tensor-parallel dimension
+    and gathered, in the compute dtype, by the device function that uses it
+    (`gather_params`).
   * `model`: tensor parallelism, Megatron style. Column-parallel projections (q/k/v, gate/up,
     the LM head) split their output dimension, row-parallel ones (o, down) their input, the
     embedding its vocabulary; the attention heads, hence the KV cache, follow.
@@ -22,6 +23,7 @@ import re
 from collections.abc import Sequence
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
@@ -111,6 +113,35 @@ def param_shardings(params, mesh: Mesh):
     return jax.tree_util.tree_map_with_path(one, params)
 
 
+def compute_shardings(params, mesh: Mesh):
+    """Where the parameters are laid out while a device function computes with them: as
+    `param_shardings` without the `fsdp` axis (gathered over it, still split over `model`)."""
+
+    def one(path, leaf):
+        spec = param_spec(_path_str(path), np.shape(leaf), mesh)
+        return NamedSharding(mesh, PartitionSpec(*(None if a == "fsdp" else a for a in spec)))
+
+    return jax.tree_util.tree_map_with_path(one, params)
+
+
+def gather_params(params, mesh: Mesh, dtype=None):
+    """The parameters in the compute dtype, gathered over `fsdp` (`compute_shardings`).
+
+    FSDP stores each weight split over `fsdp` and gathers it to compute. Left to itself, XLA's
+    partitioner contracts the split dimension where the weight lies instead, gathering every
+    row's activations onto each device (a [rows, L, intermediate] float32 partial sum per MLP
+    matmul): this makes the gather of the (smaller) weights explicit, once per call, after the
+    cast so that it moves 16-bit weights. Casting first does not change the model's result: it
+    casts each weight to the compute dtype where it uses it. A no-op when fsdp = 1 and the
+    parameters are stored in the compute dtype.
+    """
+    if dtype is not None:
+        dtype = jnp.dtype(dtype)
+        params = jax.tree.map(
+            lambda p: p.astype(dtype) if jnp.issubdtype(p.dtype, jnp.floating) else p, params)
+    return jax.lax.with_sharding_constraint(params, compute_shardings(params, mesh))
+
+
 def batch_sharding(mesh: Mesh) -> NamedSharding:
     """Leading (row) axis along ('data', 'fsdp'), the rest replicated."""
     return NamedSharding(mesh, PartitionSpec(BATCH_AXES))
@@ -126,6 +157,19 @@ def kv_cache_sharding(mesh: Mesh, num_kv_heads: int) -> NamedSharding:
     `model` when it divides them (the k/v projections' outputs are split the same way)."""
     heads = "model" if num_kv_heads % mesh.shape["model"] == 0 else None
     return NamedSharding(mesh, PartitionSpec(None, BATCH_AXES, None, heads, None))
+
+
+def split_rows(tree, k: int):
+    """[R, ...] -> [k, R / k, ...]: slice j holds rows j, j + k, j + 2k, ... A row-sharded
+    array splits without moving data when R / k is a multiple of the row shards, since every
+    device then holds R / (k x shards) rows of each slice."""
+    return jax.tree.map(
+        lambda x: x.reshape((x.shape[0] // k, k) + x.shape[1:]).swapaxes(0, 1), tree)
+
+
+def merge_rows(tree, k: int):
+    """The inverse of `split_rows`."""
+    return jax.tree.map(lambda x: x.swapaxes(0, 1).reshape((-1,) + x.shape[2:]), tree)
 
 
 def replicated(mesh: Mesh) -> NamedSharding:

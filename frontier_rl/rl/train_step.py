@@ -20,6 +20,8 @@ Memory at real sizes (vocab 151,936, 5k-token rows):
     of each micro-batch is weighted by its share of the minibatch's normaliser (response tokens
     for token-mean, responses with tokens for seq-mean-token-mean), so the accumulated gradient
     is the whole minibatch's, for either aggregation.
+  * parameters stay split over `fsdp` between updates; each micro-batch gathers them in the
+    compute dtype (`sharding.gather_params`) and its gradient is reduce-scattered back.
   * `lower_step` / `lower_logps` lower both programs for abstract parameters without placing
     anything, for `frontier-rl fit`'s ahead-of-time memory check.
 
@@ -142,17 +144,10 @@ def next_token_stats(model, hidden: jax.Array, tokens: jax.Array, temperature: f
     return logp, entropy
 
 
-def split_rows(tree, k: int):
-    """[R, ...] -> [k, R / k, ...]: slice j holds rows j, j + k, j + 2k, ... A row-sharded
-    array splits without moving data when R / k is a multiple of the row shards, since every
-    device then holds R / (k x shards) rows of each slice."""
-    return jax.tree.map(
-        lambda x: x.reshape((x.shape[0] // k, k) + x.shape[1:]).swapaxes(0, 1), tree)
-
-
-def merge_rows(tree, k: int):
-    """The inverse of `split_rows`."""
-    return jax.tree.map(lambda x: x.swapaxes(0, 1).reshape((-1,) + x.shape[2:]), tree)
+def compute_dtype(model):
+    """The dtype a policy computes in (`ModelConfig.dtype`); None when it does not say."""
+    cfg = getattr(model, "cfg", None)
+    return getattr(cfg, "dtype", None)
 
 
 class Trainer:
@@ -286,10 +281,18 @@ class Trainer:
 
     # -- device side --------------------------------------------------------------------------
 
-    def _loss(self, params, mb, unroll: bool = False):
+    def _model(self, params, cost: bool):
+        """The policy for a device function: its weights gathered for compute on the mesh
+        (`sharding.gather_params`), or as they are for cost analysis (`cost`: unsharded)."""
         model = nnx.merge(self.graphdef, params)
-        logp, entropy = sequence_logps(model, mb["tokens"], mb["valid"], self.temperature,
-                                       self.logits_chunk, unroll=unroll)
+        if cost:
+            return model
+        return nnx.merge(self.graphdef,
+                         sharding.gather_params(params, self.mesh, compute_dtype(model)))
+
+    def _loss(self, params, mb, cost: bool = False):
+        logp, entropy = sequence_logps(self._model(params, cost), mb["tokens"], mb["valid"],
+                                       self.temperature, self.logits_chunk, unroll=cost)
         mask = mb["loss_mask"]
         ref = mb["ref_logp"] if self.loss_cfg.kl_coef > 0 else None
         loss, metrics = policy_loss(logp, mb["old_logp"], mb["advantages"], mask, self.loss_cfg,
@@ -330,13 +333,14 @@ class Trainer:
         metrics["skipped_updates"] = jnp.sum(skipped)
         return params, opt_state, metrics
 
-    def _update(self, params, opt_state, mb, micro: bool = True, unroll: bool = False):
+    def _update(self, params, opt_state, mb, cost: bool = False):
         """One optimizer update on one minibatch (the body of the step's scan), in micro-batches
-        when configured (`micro=False`: in one piece, the same gradient)."""
-        k = self._micro_batches(mb["tokens"].shape[0]) if micro else 1
+        when configured. `cost`: the logical computation for cost analysis (unsharded, in one
+        piece: the same gradient and FLOPs, the logits' chunk loop unrolled)."""
+        k = 1 if cost else self._micro_batches(mb["tokens"].shape[0])
         if k == 1:
             (loss, metrics), grads = jax.value_and_grad(
-                lambda p: self._loss(p, mb, unroll), has_aux=True)(params)
+                lambda p: self._loss(p, mb, cost), has_aux=True)(params)
         else:
             loss, metrics, grads = self._accumulate(params, mb, k)
         grad_norm = optax.tree.norm(grads)
@@ -364,7 +368,7 @@ class Trainer:
         seqs = jnp.maximum(jnp.sum(jnp.sum(mask, axis=-1) > 0), 1.0)
         token_mean = self.loss_cfg.aggregation == "token_mean"
         micro = jax.lax.with_sharding_constraint(
-            split_rows(mb, k), sharding.stacked_batch_sharding(self.mesh))
+            sharding.split_rows(mb, k), sharding.stacked_batch_sharding(self.mesh))
 
         def weighted_loss(p, part):
             loss, metrics = self._loss(p, part)
@@ -393,17 +397,21 @@ class Trainer:
 
     def _logps_impl(self, params, tokens, valid):
         self.compile_count += 1
+        model = self._model(params, cost=False)  # gathered once for all micro-batches
+
+        def logps(tokens, valid):
+            return sequence_logps(model, tokens, valid, self.temperature, self.logits_chunk)[0]
+
         k = self._micro_batches(tokens.shape[0])
         if k == 1:
-            return self._logps_fn(params, tokens, valid)
+            return logps(tokens, valid)
         parts = jax.lax.with_sharding_constraint(
-            split_rows((tokens, valid), k), sharding.stacked_batch_sharding(self.mesh))
-        out = jax.lax.map(lambda x: self._logps_fn(params, *x), parts)
-        return merge_rows(out, k)
+            sharding.split_rows((tokens, valid), k), sharding.stacked_batch_sharding(self.mesh))
+        return sharding.merge_rows(jax.lax.map(lambda x: logps(*x), parts), k)
 
-    def _logps_fn(self, params, tokens, valid, unroll: bool = False):
-        return sequence_logps(nnx.merge(self.graphdef, params), tokens, valid,
-                              self.temperature, self.logits_chunk, unroll=unroll)[0]
+    def _logps_fn(self, params, tokens, valid, cost: bool = False):
+        return sequence_logps(self._model(params, cost), tokens, valid, self.temperature,
+                              self.logits_chunk, unroll=cost)[0]
 
     # -- host side ----------------------------------------------------------------------------
 
@@ -432,7 +440,7 @@ class Trainer:
     def logps_cost(self, params, rows: int, length: int) -> float:
         """XLA FLOPs of one `logps` call on [rows, length]."""
         x = jax.ShapeDtypeStruct((rows, length), jnp.int32)
-        return compiled_flops(lambda p, t, v: self._logps_fn(p, t, v, unroll=True),
+        return compiled_flops(lambda p, t, v: self._logps_fn(p, t, v, cost=True),
                               abstract(params), x, x)
 
     def update_cost(self, params, rows: int, length: int) -> float:
@@ -440,5 +448,5 @@ class Trainer:
         clipping and Adam)."""
         params = abstract(params)
         opt_state = jax.eval_shape(self.tx.init, params)
-        return compiled_flops(lambda p, o, mb: self._update(p, o, mb, micro=False, unroll=True),
+        return compiled_flops(lambda p, o, mb: self._update(p, o, mb, cost=True),
                               params, opt_state, self._abstract_batch(rows, length))

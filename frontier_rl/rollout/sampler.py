@@ -44,6 +44,10 @@ from frontier_rl.rl import sharding
 # Candidates the nucleus is looked for among before the full-vocabulary sort: a nucleus of a
 # trained policy at top_p <= 0.95 rarely needs more than a few dozen tokens.
 TOP_K = 64
+# Prompt tokens per device in one prefill forward (rows run in groups of at most this many
+# tokens; 0 = all rows at once): bounds the prefill's activations and [rows, heads, plen, plen]
+# attention scores. An embedded run's rollouts (512 rows of <= 32 tokens) are one group.
+PREFILL_TOKENS = 32768
 # Positions of the generate function's static arguments (max_new, greedy, use_top_p): jit takes
 # no keyword arguments once it has in_shardings.
 _STATIC = (6, 7, 8)
@@ -155,6 +159,7 @@ class Sampler:
         max_new_tokens: int = 16,
         mesh: Mesh | None = None,
         top_k: int = TOP_K,
+        prefill_tokens: int = PREFILL_TOKENS,
     ):
         ids = (eos_id,) if isinstance(eos_id, (int, np.integer)) else tuple(eos_id)
         if not ids:
@@ -169,6 +174,7 @@ class Sampler:
         self.max_new_tokens = max_new_tokens
         self.mesh = mesh
         self.top_k = top_k
+        self.prefill_tokens = prefill_tokens
         self.compile_count = 0  # incremented at trace time only: a test pins it flat.
         self._built_for = ()
         self._param_shardings = None
@@ -195,18 +201,16 @@ class Sampler:
             out_shardings=(rows, rows, rows, rows, rows, rep))
         self._built_for = (struct,)
 
-    def _constrain(self, x, spec_sharding, sharded: bool):
-        if not sharded or self.mesh is None:
-            return x
-        return jax.lax.with_sharding_constraint(x, spec_sharding)
-
     # -- device side -------------------------------------------------------------------------
 
     def _generate_impl(self, params, prompt, prompt_mask, key, temperature, top_p,
                        max_new: int, greedy: bool, use_top_p: bool):
         self.compile_count += 1
+        if self.mesh is not None:
+            # Weights gathered over fsdp once for the whole decode loop, not at every step.
+            params = sharding.gather_params(params, self.mesh, self.cfg.dtype)
         model = nnx.merge(self.graphdef, params)
-        carry = self._prefill(model, prompt, prompt_mask, max_new, sharded=True)
+        carry = self._prefill(model, prompt, prompt_mask, max_new)
         plen = prompt.shape[1]
 
         def cond(carry):
@@ -215,15 +219,15 @@ class Sampler:
 
         def body(carry):
             return self._decode_step(model, carry, key, temperature, top_p, plen=plen,
-                                     greedy=greedy, use_top_p=use_top_p, sharded=True)
+                                     greedy=greedy, use_top_p=use_top_p)
 
         carry = jax.lax.while_loop(cond, body, carry)
         steps, _, _, out_tok, out_logp, out_ent, done, lengths, _, _ = carry
         return out_tok, out_logp, out_ent, lengths, done, steps
 
-    def _shard_carry(self, carry, sharded: bool):
+    def _shard_carry(self, carry, cost: bool):
         """Rows of every per-row carry on the batch axes, the cache's heads on `model`."""
-        if not sharded or self.mesh is None:
+        if cost or self.mesh is None:
             return carry
         t, cache, logits, *per_row = carry
         rows = sharding.batch_sharding(self.mesh)
@@ -231,25 +235,56 @@ class Sampler:
             cache, sharding.kv_cache_sharding(self.mesh, self.cfg.num_kv_heads))
         return (t, cache, *jax.lax.with_sharding_constraint((logits, *per_row), rows))
 
-    def _prefill(self, model, prompt, prompt_mask, max_new: int, sharded: bool = False):
-        """Runs the prompt through the model into a fresh cache; returns the decode carry."""
+    def _prefill_groups(self, rows: int, plen: int) -> int:
+        """Row groups the prefill runs in: the fewest whose rows per device hold at most
+        `prefill_tokens` prompt tokens (at least one row), dividing the rows evenly."""
+        per_device = rows // self.row_multiple
+        most = max(1, self.prefill_tokens // plen) if self.prefill_tokens else per_device
+        return next(k for k in range(1, per_device + 1)
+                    if per_device % k == 0 and per_device // k <= most)
+
+    def _prefill_rows(self, model, prompt, prompt_mask):
+        """The last prompt position's logits [B, V] and the prompt's keys/values [L, B, plen,
+        ...]. The prompt attends over its own plen slots only (not the empty decode slots after
+        them): the attention scores are [B, heads, plen, plen]."""
         batch, plen = prompt.shape
-        total = plen + max_new
-        cache = init_cache(self.cfg, batch, total, dtype=jnp.dtype(self.cfg.dtype))
-        if sharded and self.mesh is not None:
-            cache = jax.lax.with_sharding_constraint(
-                cache, sharding.kv_cache_sharding(self.mesh, self.cfg.num_kv_heads))
-        prompt_len = jnp.sum(prompt_mask, axis=-1).astype(jnp.int32)
+        cache = init_cache(self.cfg, batch, plen, dtype=jnp.dtype(self.cfg.dtype))
         positions = jnp.maximum(jnp.cumsum(prompt_mask, axis=-1) - 1, 0).astype(jnp.int32)
-        slots = jnp.arange(total)
-        key_valid = jnp.concatenate(
-            [prompt_mask.astype(bool), jnp.zeros((batch, max_new), bool)], axis=1)
-        causal = slots[None, :plen, None] >= slots[None, None, :]
-        mask = causal & key_valid[:, None, :]
+        mask = jnp.tril(jnp.ones((plen, plen), bool))[None] & prompt_mask.astype(bool)[:, None]
         hidden, cache = model.embed_and_hidden(prompt, positions, attn_mask=mask, cache=cache,
                                                cache_index=jnp.int32(0))
         # Only the last position's logits are needed: [B, V], not [B, plen, V].
-        logits = model.logits(hidden[:, -1])
+        return model.logits(hidden[:, -1]), cache
+
+    def _prefill(self, model, prompt, prompt_mask, max_new: int, cost: bool = False):
+        """Runs the prompt through the model into a fresh cache; returns the decode carry.
+
+        Rows run in groups (`prefill_tokens`) so that the prompt's activations and attention
+        scores exist for one group at a time; `cost`: in one piece, unsharded (the logical
+        computation, for cost analysis). The decode cache holds the prompt's slots, then
+        max_new empty ones."""
+        batch, plen = prompt.shape
+        k = 1 if cost else self._prefill_groups(batch, plen)
+        if k == 1:
+            logits, cache = self._prefill_rows(model, prompt, prompt_mask)
+        else:
+            parts = sharding.split_rows((prompt, prompt_mask), k)
+            if self.mesh is not None:
+                parts = jax.lax.with_sharding_constraint(
+                    parts, sharding.stacked_batch_sharding(self.mesh))
+            logits, cache = jax.lax.map(lambda x: self._prefill_rows(model, *x), parts)
+            logits = sharding.merge_rows(logits, k)
+            # [k, L, B / k, ...] -> [L, B, ...], rows back in their order (as merge_rows).
+            cache = jax.tree.map(
+                lambda c: jnp.moveaxis(c, 0, 2).reshape(c.shape[1], batch, *c.shape[3:]),
+                cache)
+        # Padding the prompt's keys/values to the decode cache copies them once (a scan writing
+        # each group into a preallocated cache instead cost XLA a second full cache).
+        cache = jax.tree.map(
+            lambda c: jnp.pad(c, ((0, 0), (0, 0), (0, max_new), (0, 0), (0, 0))), cache)
+        key_valid = jnp.concatenate(
+            [prompt_mask.astype(bool), jnp.zeros((batch, max_new), bool)], axis=1)
+        prompt_len = jnp.sum(prompt_mask, axis=-1).astype(jnp.int32)
         out_tok = jnp.full((batch, max_new), self.pad_id, jnp.int32)
         out_logp = jnp.zeros((batch, max_new), jnp.float32)
         out_ent = jnp.zeros((batch, max_new), jnp.float32)
@@ -257,10 +292,10 @@ class Sampler:
         lengths = jnp.zeros((batch,), jnp.int32)
         carry = (jnp.int32(0), cache, logits, out_tok, out_logp, out_ent, done, lengths,
                  key_valid, prompt_len)
-        return self._shard_carry(carry, sharded)
+        return self._shard_carry(carry, cost)
 
     def _decode_step(self, model, carry, key, temperature, top_p, *, plen: int, greedy: bool,
-                     use_top_p: bool, sharded: bool = False):
+                     use_top_p: bool, cost: bool = False):
         """One iteration of the decode loop: sample token t, then feed it back."""
         t, cache, logits, out_tok, out_logp, out_ent, done, lengths, key_valid, prompt_len = carry
         tok = _sample_token(logits, jax.random.fold_in(key, t), temperature, top_p, greedy,
@@ -286,7 +321,7 @@ class Sampler:
                                   cache_index=plen + t)
         carry = (t + 1, cache, new_logits[:, 0, :], out_tok, out_logp, out_ent, done, lengths,
                  key_valid, prompt_len)
-        return self._shard_carry(carry, sharded)
+        return self._shard_carry(carry, cost)
 
     def cost_analysis(self, params, shape: SampleShape) -> tuple[float, float]:
         """XLA FLOPs of the prefill and of one decode step at a padded shape.
@@ -301,12 +336,13 @@ class Sampler:
         prompt = jax.ShapeDtypeStruct((shape.rows, plen), jnp.int32)
 
         def prefill(params, prompt, prompt_mask):
-            return self._prefill(nnx.merge(self.graphdef, params), prompt, prompt_mask, max_new)
+            return self._prefill(nnx.merge(self.graphdef, params), prompt, prompt_mask, max_new,
+                                 cost=True)
 
         def step(params, carry, key, temperature, top_p):
             return self._decode_step(nnx.merge(self.graphdef, params), carry, key, temperature,
                                      top_p, plen=plen, greedy=shape.greedy,
-                                     use_top_p=shape.use_top_p)
+                                     use_top_p=shape.use_top_p, cost=True)
 
         carry = jax.eval_shape(prefill, params, prompt, prompt)
         scalar = jax.ShapeDtypeStruct((), jnp.float32)
