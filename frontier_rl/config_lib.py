@@ -184,6 +184,13 @@ def default_config() -> ml_collections.ConfigDict:
     c.export.every = 0
     c.export.dir = ""
 
+    # Shapes the fit check (`frontier-rl fit`) compiles for, beside the config's batch and
+    # response cap: the longest prompt in tokens, and the rows of one prompt-entropy pass
+    # (HIVE scores ~900 candidates, padded to 1,024).
+    c.fit = ml_collections.ConfigDict()
+    c.fit.prompt_len = 32
+    c.fit.entropy_rows = 1024
+
     c.log = ml_collections.ConfigDict()
     c.log.tensorboard = True
     c.log.progress = True
@@ -387,6 +394,8 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "mesh.model", _pos_int, "an integer >= 1")
     _check(cfg, "export.every", lambda x: isinstance(x, int) and x >= 0,
            "an integer >= 0 (0 disables)")
+    _check(cfg, "fit.prompt_len", _pos_int, "an integer >= 1 (tokens)")
+    _check(cfg, "fit.entropy_rows", _pos_int, "an integer >= 1")
     _check(cfg, "log.profile_steps", lambda x: isinstance(x, str) and all(
         p.strip().isdigit() for p in x.split(",") if p.strip()),
         "comma-separated step numbers, e.g. '5,6' ('' disables)")
