@@ -151,6 +151,12 @@ class Accountant:
         """One `Sampler.sample` call (its `SampleResult`): prefill + the decode steps its loop
         ran, from `res.shape`, `res.prompt_lens` and `res.lengths`."""
         sh = res.shape
+        if sh is None:  # an external engine's result: its padding is unknown, the formula stands
+            formula = analytic_flops(self.mcfg, "generation", res.prompt_lens, res.lengths)
+            self._add("generation", tokens=int(res.prompt_lens.sum()) + int(res.lengths.sum()),
+                      padded_tokens=int(res.prompt_lens.sum()) + int(res.lengths.sum()),
+                      xla=formula, formula=formula, padded_formula=formula)
+            return
         key = ("generation", sh.rows, sh.prompt_len, sh.max_new, sh.greedy, sh.use_top_p)
         prefill, step = self._cost(key, lambda: self.sampler.cost_analysis(self._params, sh))
         slots = sh.rows * (sh.prompt_len + sh.steps)

@@ -12,6 +12,7 @@ Commands:
   eval     --config=configs/<exp>.py[:arg] --workdir=DIR [--step=N | --model=HF_DIR]
            (the per-benchmark table of eval.sets -> DIR/eval/<step_N|model>/eval.md, .json)
   data     prepare --src=FILE.parquet|.jsonl --name=NAME [--data_dir=DIR]   (a TFDS corpus)
+  serve    --model=HF_DIR | --workdir=DIR [--port=P]   (the JAX sampler over SGLang's HTTP API)
 
 Any config leaf can be overridden on the command line, e.g. `--config.rl.learning_rate=3e-4`.
 """
@@ -26,7 +27,7 @@ from absl import app, flags
 from absl import logging as absl_logging
 from ml_collections import config_flags
 
-COMMANDS = ("train", "compare", "sim", "bench", "fit", "export", "eval", "data")
+COMMANDS = ("train", "compare", "sim", "bench", "fit", "export", "eval", "data", "serve")
 
 FLAGS = flags.FLAGS
 config_flags.DEFINE_config_file("config", None, "Experiment config file (configs/<exp>.py[:arg]).",
@@ -45,6 +46,8 @@ flags.DEFINE_string("model", None, "eval: a Hugging Face checkpoint directory to
 flags.DEFINE_string("src", None, "data prepare: the corpus file (.parquet or .jsonl).")
 flags.DEFINE_string("name", None, "data prepare: the TFDS dataset name to write.")
 flags.DEFINE_string("data_dir", None, "data prepare: the TFDS data dir (~/tensorflow_datasets).")
+flags.DEFINE_integer("port", 30000, "serve: the port to listen on.")
+flags.DEFINE_string("host", "127.0.0.1", "serve: the address to listen on.")
 
 
 def _main(argv: list[str]) -> int:
@@ -104,6 +107,10 @@ def _main(argv: list[str]) -> int:
             if len(argv) < 3 or argv[2] != "prepare":
                 raise train.RunError("data needs a subcommand: data prepare --src=FILE --name=NAME")
             data.main(FLAGS.src, FLAGS.name, FLAGS.data_dir)
+        elif command == "serve":
+            from frontier_rl.rollout import serve
+
+            serve.main(FLAGS.model, FLAGS.workdir, FLAGS.port, FLAGS.host)
         elif command == "export":
             from frontier_rl import export
 

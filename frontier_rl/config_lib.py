@@ -100,12 +100,27 @@ def default_config() -> ml_collections.ConfigDict:
     c.warmstart.cache_dir = ""
     c.warmstart.seed = -1  # seed of the warm start's init and data; -1 = the run's `seed`
 
-    # Rollouts from the embedded sampler.
+    # Rollouts.
     c.rollout = ml_collections.ConfigDict()
     c.rollout.temperature = 1.0
     c.rollout.top_p = 1.0
     c.rollout.max_new_tokens = 8
     c.rollout.entropy_batch = 256  # rows per prompt-entropy forward pass (HIVE Stage 2)
+    # Where tokens come from (rollout/engine.py): "jax" = the in-process sampler; "sglang" = an
+    # HTTP server speaking SGLang's native API (real SGLang, or `frontier-rl serve`).
+    c.rollout.engine = "jax"
+    c.rollout.sync_every = 1  # steps between weight syncs to an external engine (staleness)
+    c.rollout.sync_dir = ""  # where the policy is exported for the server; "" = DIR/sync
+    # Largest |engine - trainer| mean token log-prob on the probe sequence after a sync.
+    c.rollout.probe_tol = 1e-3
+    c.rollout.sglang = ml_collections.ConfigDict()
+    c.rollout.sglang.url = ""  # e.g. http://127.0.0.1:30000
+    c.rollout.sglang.timeout = 600.0  # seconds one request may take
+    c.rollout.sglang.deadline = 1800.0  # seconds of retries before a call fails the step
+    c.rollout.sglang.retries = 8  # attempts per request within the deadline
+    c.rollout.sglang.backoff = 1.0  # first retry delay in seconds, doubled each retry
+    c.rollout.sglang.concurrency = 8  # /generate requests in flight at once
+    c.rollout.sglang.max_rows = 4096  # responses per /generate request
 
     # The RL update. `loss` picks the objective: "grpo" (seq-mean-token-mean, optional KL) or
     # "dapo" (token-mean, overlong shaping, no KL); eps_low/eps_high are the clip range.
@@ -334,6 +349,20 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "rollout.top_p", lambda x: _pos(x) and x <= 1, "a number in (0, 1]")
     _check(cfg, "rollout.max_new_tokens", _pos_int, "an integer >= 1")
     _check(cfg, "rollout.entropy_batch", _pos_int, "an integer >= 1")
+    _check(cfg, "rollout.engine", _in("jax", "sglang"), "'jax' or 'sglang'")
+    _check(cfg, "rollout.sync_every", _pos_int, "an integer >= 1 (steps)")
+    _check(cfg, "rollout.sync_dir", lambda x: isinstance(x, str), "a directory ('' = DIR/sync)")
+    _check(cfg, "rollout.probe_tol", _pos, "a number > 0 (nats per token)")
+    if cfg.rollout.engine == "sglang":
+        _check(cfg, "rollout.sglang.url", lambda x: isinstance(x, str) and x.startswith(
+            ("http://", "https://")), "the server's address, e.g. http://127.0.0.1:30000")
+    _check(cfg, "rollout.sglang.timeout", _pos, "a number > 0 (seconds)")
+    _check(cfg, "rollout.sglang.deadline", lambda x: _pos(x) and x >= cfg.rollout.sglang.timeout,
+           f"a number >= rollout.sglang.timeout={cfg.rollout.sglang.timeout} (seconds)")
+    _check(cfg, "rollout.sglang.retries", _pos_int, "an integer >= 1 (attempts)")
+    _check(cfg, "rollout.sglang.backoff", _nonneg, "a number >= 0 (seconds)")
+    _check(cfg, "rollout.sglang.concurrency", _pos_int, "an integer >= 1")
+    _check(cfg, "rollout.sglang.max_rows", _pos_int, "an integer >= 1")
     _check(cfg, "rl.loss", _in("grpo", "dapo"), "'grpo' or 'dapo'")
     _check(cfg, "rl.group_size", lambda x: _pos_int(x) and x >= 2, "an integer >= 2 (G)")
     _check(cfg, "rl.batch_size", _pos_int, "an integer >= 1 (B)")

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from frontier_rl.rollout import engine as engine_lib
 from frontier_rl.rollout.context import decode_responses, encode_prompt
 from frontier_rl.rollout.sampler import Sampler
 
@@ -34,9 +35,9 @@ def _outcomes(sampler, params, tokenizer, prompts, verify, verify_many, n, *, se
     lengths = np.zeros((len(prompts), n), np.int32)
     timeouts = 0
     for c in range(0, len(prompts), per_chunk):
-        res = sampler.sample(params, ids[c:c + per_chunk], n, seed=seed + c,
-                             temperature=temperature, top_p=top_p, greedy=greedy,
-                             max_new_tokens=max_new_tokens)
+        res = engine_lib.generate(sampler, params, ids[c:c + per_chunk], n, engine_lib.Sampling(
+            temperature=temperature, top_p=top_p, greedy=greedy,
+            max_new_tokens=max_new_tokens, seed=seed + c))
         texts = decode_responses(tokenizer, res)
         rows = [prompts[c + r // n] for r in range(len(texts))]
         finished = [bool(f) for f in res.finished]
@@ -53,7 +54,7 @@ def _outcomes(sampler, params, tokenizer, prompts, verify, verify_many, n, *, se
 
 
 def evaluate(
-    sampler: Sampler,
+    sampler: Sampler | engine_lib.Engine,
     params,
     tokenizer,
     prompts: Sequence,

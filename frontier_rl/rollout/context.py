@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from frontier_rl.rollout import engine as engine_lib
 from frontier_rl.rollout.sampler import Sampler, SampleResult
 from frontier_rl.selection.base import REWARD_CORRECT, REWARD_INVALID, REWARD_WRONG, Group
 
@@ -40,8 +41,11 @@ class PolicyContext:
         flops_per_token: float = 0.0,
         accountant=None,
         verify_many: Callable | None = None,
+        engine=None,
     ):
         self.sampler = sampler
+        # Where generations come from (rollout/engine.py); a bare sampler samples `self.params`.
+        self.engine = engine if engine is not None else sampler
         self.tokenizer = tokenizer
         self.prompts = prompts
         self.verify = verify
@@ -112,8 +116,8 @@ class PolicyContext:
             return []
         ids = [self.encode(i) for i in indices]
         t0 = time.perf_counter()
-        res = self.sampler.sample(self.params, ids, n, seed=self._next_seed(),
-                                  temperature=self.temperature, top_p=self.top_p)
+        res = engine_lib.generate(self.engine, self.params, ids, n, engine_lib.Sampling(
+            temperature=self.temperature, top_p=self.top_p, seed=self._next_seed()))
         t1 = time.perf_counter()
         texts = decode_responses(self.tokenizer, res)
         rows = [self.prompts[indices[r // n]] for r in range(len(texts))]
@@ -165,8 +169,8 @@ class PolicyContext:
                  stop: Sequence[str] = ()) -> list[str]:
         """Free-text samples from the policy, cut at the first stop string; charged as rollouts."""
         ids = [encode_prompt(self.tokenizer, t) for t in texts]
-        res = self.sampler.sample(self.params, ids, 1, seed=self._next_seed(),
-                                  temperature=temperature, max_new_tokens=max_new_tokens)
+        res = engine_lib.generate(self.engine, self.params, ids, 1, engine_lib.Sampling(
+            temperature=temperature, max_new_tokens=max_new_tokens, seed=self._next_seed()))
         out = decode_responses(self.tokenizer, res)
         for s in stop:
             out = [o.split(s, 1)[0] for o in out]

@@ -1,0 +1,276 @@
+"""The SGLang engine: an HTTP client of SGLang's native API (checked against SGLang 0.4-0.5's
+`io_struct.GenerateReqInput` / `UpdateWeightFromDiskReqInput` and `http_server.py`).
+
+generate: `POST /generate` with `input_ids` (a batch of token-id lists; the server runs with
+  `--skip-tokenizer-init`), `sampling_params` {temperature (0 = greedy), top_p, max_new_tokens,
+  stop_token_ids, n, sampling_seed} and `return_logprob`; the answer is one object per row with
+  `output_ids` and `meta_info` {`output_token_logprobs`: [[logprob, token_id, text], ...],
+  `finish_reason`: {"type": "stop", "matched": id} | {"type": "length", "length": k}}.
+  Each prompt is sent n times with n=1, prompt-major: SGLang's own `n` repeats the whole batch
+  (sample-major), and explicit rows keep the order ours without relying on that. Rows go in
+  requests of at most `max_rows`, `concurrency` at a time, each with the call's seed (plus the
+  request's index), so a call in one request is reproducible on a server that honours seeds.
+sync: export the policy (HF safetensors) to `sync_dir`, `POST /update_weights_from_disk`
+  {model_path}, `POST /flush_cache` (the radix cache holds the old policy's KV), then the probe:
+  the engine's log-probs of a fixed sampled sequence against the trainer's, mean |diff| within
+  `rollout.probe_tol`, else EngineError (never a silent stale policy).
+faults: connection errors, timeouts, 5xx and malformed answers are retried with exponential
+  backoff until `retries` attempts or `deadline` seconds, then EngineError; after a connection
+  error the next attempt first reloads the last synced weights (a restarted server comes back
+  with the weights it was started from). Counted under rollout/engine_*.
+
+Deviation: SGLang returns no per-token entropies; rows get 0 unless the server sends the
+`output_token_entropy` extension (as `frontier-rl serve` does).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import numpy as np
+
+from frontier_rl.rollout.engine import EngineError, Sampling
+from frontier_rl.rollout.sampler import SampleResult
+
+log = logging.getLogger("frontier_rl")
+
+COUNTERS = ("requests", "retries", "failures", "timeouts", "server_errors", "malformed",
+            "connection_errors", "reloads", "syncs", "sync_time", "probe_abs_diff")
+_RETRYABLE = (httpx.TransportError,)
+
+
+class Malformed(ValueError):
+    """A 200 answer that is not what the protocol says."""
+
+
+def _parse_rows(body, rows: int) -> list[dict]:
+    if isinstance(body, dict):
+        body = [body]
+    if not isinstance(body, list) or len(body) != rows:
+        raise Malformed(f"expected a list of {rows} results, got {type(body).__name__}"
+                        + (f" of {len(body)}" if isinstance(body, list) else ""))
+    out = []
+    for r in body:
+        try:
+            ids = [int(t) for t in r["output_ids"]]
+            meta = r["meta_info"]
+            logps = [float(x[0]) for x in meta["output_token_logprobs"]]
+            reason = meta["finish_reason"]
+            kind = reason["type"] if isinstance(reason, dict) else None
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise Malformed(f"a result lacks output_ids / meta_info fields ({e!r})") from None
+        if len(logps) != len(ids):
+            raise Malformed(f"{len(ids)} output_ids but {len(logps)} output_token_logprobs")
+        if kind not in ("stop", "length", "abort"):
+            raise Malformed(f"finish_reason {reason!r}")
+        if kind == "abort":
+            raise Malformed(f"the server aborted the request: {reason!r}")
+        ent = meta.get("output_token_entropy")
+        out.append({"ids": ids, "logps": logps, "stop": kind == "stop",
+                    "ent": [float(x) for x in ent] if ent and len(ent) == len(ids) else None})
+    return out
+
+
+class SGLangEngine:
+    """Rollouts from a server speaking SGLang's native API (see the module docstring)."""
+
+    external = True
+
+    def __init__(self, url: str, *, pad_id: int, stop_ids: Sequence[int], max_new_tokens: int,
+                 sync_dir: str, export_fn: Callable[[object, str], str] | None = None,
+                 probe_fn: Callable[[object, list[int], list[int]], np.ndarray] | None = None,
+                 probe_ids: Sequence[int] = (), probe_tol: float = 1e-3,
+                 temperature: float = 1.0, timeout: float = 600.0, deadline: float = 1800.0,
+                 retries: int = 8, backoff: float = 1.0, concurrency: int = 8,
+                 max_rows: int = 4096):
+        self.url = url.rstrip("/")
+        self.pad_id = pad_id
+        self.stop_ids = [int(i) for i in stop_ids]
+        self.max_new_tokens = max_new_tokens
+        self.sync_dir = sync_dir
+        self.export_fn, self.probe_fn = export_fn, probe_fn
+        self.probe_ids, self.probe_tol, self.temperature = list(probe_ids), probe_tol, temperature
+        self.timeout, self.deadline = timeout, deadline
+        self.retries, self.backoff = retries, backoff
+        self.concurrency, self.max_rows = concurrency, max_rows
+        self.client = httpx.Client(base_url=self.url, timeout=timeout,
+                                   limits=httpx.Limits(max_connections=concurrency + 2))
+        self.counters = {k: 0.0 for k in COUNTERS}
+        self.synced_step = -1
+        self._loaded: str | None = None  # the directory the server should be serving
+        self._stale_server = False  # a connection dropped: reload before the next generate
+        self._lock = threading.RLock()
+
+    # -- transport ----------------------------------------------------------------------------
+
+    def _post(self, path: str, payload: dict, parse: Callable | None, *,
+              reload: bool = False):
+        """POST with retries until `retries` attempts or `deadline` seconds; `parse(json)`
+        raising Malformed counts as a retryable failure. With `reload`, a server that dropped a
+        connection gets the synced weights again before the request is retried."""
+        t0, last, attempt = time.monotonic(), "", 0
+        while True:
+            attempt += 1
+            try:
+                if reload and self._stale_server:
+                    self._reload()
+                self.counters["requests"] += 1
+                r = self.client.post(path, json=payload)
+                if r.status_code >= 500:
+                    self.counters["server_errors"] += 1
+                    raise Malformed(f"HTTP {r.status_code}: {r.text[:200]!r}")
+                if r.status_code >= 400:  # our request is wrong: retrying will not help
+                    raise EngineError(f"{self.url}{path}: HTTP {r.status_code}: {r.text[:500]}")
+                if parse is None:  # an answer without a body worth reading (/flush_cache)
+                    return r.text
+                try:
+                    body = r.json()
+                except ValueError:
+                    self.counters["malformed"] += 1
+                    raise Malformed(f"not JSON: {r.text[:200]!r}") from None
+                try:
+                    return parse(body)
+                except Malformed:
+                    self.counters["malformed"] += 1
+                    raise
+            except (httpx.TimeoutException, httpx.TransportError, Malformed) as e:
+                if isinstance(e, httpx.TimeoutException):
+                    self.counters["timeouts"] += 1
+                elif isinstance(e, httpx.TransportError):
+                    self.counters["connection_errors"] += 1
+                    self._stale_server = True
+                last = f"{type(e).__name__}: {e}"
+            except EngineError:
+                self.counters["failures"] += 1
+                raise
+            elapsed = time.monotonic() - t0
+            wait = self.backoff * 2 ** (attempt - 1)
+            if attempt >= self.retries or elapsed + wait > self.deadline:
+                self.counters["failures"] += 1
+                raise EngineError(
+                    f"{self.url}{path} failed {attempt} times in {elapsed:.1f}s "
+                    f"(rollout.sglang.retries={self.retries}, deadline={self.deadline}s); "
+                    f"last error: {last}")
+            self.counters["retries"] += 1
+            log.warning("%s%s: %s; retry %d in %.1fs", self.url, path, last, attempt, wait)
+            time.sleep(wait)
+
+    # -- generate -----------------------------------------------------------------------------
+
+    def _request(self, rows: list[list[int]], sampling: Sampling, max_new: int, seed: int):
+        params = {"temperature": 0.0 if sampling.greedy else float(sampling.temperature),
+                  "top_p": 1.0 if sampling.greedy else float(sampling.top_p),
+                  "max_new_tokens": int(max_new), "stop_token_ids": self.stop_ids, "n": 1,
+                  "sampling_seed": int(seed)}
+        payload = {"input_ids": rows, "sampling_params": params, "return_logprob": True}
+        return self._post("/generate", payload, lambda b: _parse_rows(b, len(rows)),
+                          reload=True)
+
+    def generate(self, prompt_ids, n: int, sampling: Sampling) -> SampleResult:
+        if not prompt_ids:
+            raise ValueError("generate() got no prompts")
+        max_new = sampling.max_new_tokens or self.max_new_tokens
+        rows = [list(map(int, p)) for p in prompt_ids for _ in range(n)]
+        chunks = [rows[i:i + self.max_rows] for i in range(0, len(rows), self.max_rows)]
+        seeds = [sampling.seed + i for i in range(len(chunks))]
+        if len(chunks) == 1:
+            parts = [self._request(chunks[0], sampling, max_new, seeds[0])]
+        else:
+            with ThreadPoolExecutor(min(self.concurrency, len(chunks))) as pool:
+                parts = list(pool.map(lambda a: self._request(a[0], sampling, max_new, a[1]),
+                                      zip(chunks, seeds, strict=True)))
+        out = [r for part in parts for r in part]
+        R = len(rows)
+        tokens = np.full((R, max_new), self.pad_id, np.int32)
+        logps = np.zeros((R, max_new), np.float32)
+        ents = np.zeros((R, max_new), np.float32)
+        lengths = np.zeros(R, np.int32)
+        finished = np.zeros(R, bool)
+        for i, r in enumerate(out):
+            k = min(len(r["ids"]), max_new)
+            tokens[i, :k], logps[i, :k] = r["ids"][:k], r["logps"][:k]
+            if r["ent"] is not None:
+                ents[i, :k] = r["ent"][:k]
+            lengths[i] = k
+            finished[i] = r["stop"]
+        return SampleResult(tokens=tokens, logps=logps, entropies=ents, lengths=lengths,
+                            finished=finished,
+                            prompt_lens=np.array([len(r) for r in rows], np.int32))
+
+    # -- weights ------------------------------------------------------------------------------
+
+    def _reload(self) -> None:
+        """Points the server at the synced directory again and checks it by the probe."""
+        with self._lock:
+            if not self._stale_server:
+                return
+            self._stale_server = False
+            if self._loaded is None:
+                return
+            self.counters["reloads"] += 1
+            log.warning("%s dropped a connection: reloading %s", self.url, self._loaded)
+            self._load(self._loaded)
+            self._probe(self._params)
+
+    def _load(self, path: str) -> None:
+        def ok(body):
+            if not isinstance(body, dict) or "success" not in body:
+                raise Malformed(f"update_weights_from_disk answered {body!r}")
+            if not body["success"]:
+                raise EngineError(f"{self.url} could not load {path}: {body.get('message')}")
+            return body
+
+        self._post("/update_weights_from_disk", {"model_path": path}, ok)
+        self._post("/flush_cache", {}, None)
+
+    def _probe(self, params) -> float:
+        """Mean |engine - trainer| log-prob over a fixed sampled continuation of `probe_ids`."""
+        if self.probe_fn is None or not self.probe_ids:
+            return 0.0
+        res = self.generate([self.probe_ids], 1, Sampling(temperature=self.temperature, seed=0))
+        n = int(res.lengths[0])
+        mine = np.asarray(self.probe_fn(params, self.probe_ids, res.tokens[0, :n].tolist()))
+        diff = float(np.mean(np.abs(mine - res.logps[0, :n]))) if n else 0.0
+        self.counters["probe_abs_diff"] = diff
+        if not np.isfinite(diff) or diff > self.probe_tol:
+            raise EngineError(
+                f"weight sync to {self.url}: the engine's log-probs on the probe differ from the "
+                f"trainer's by {diff:.3g} nats/token (rollout.probe_tol={self.probe_tol}); the "
+                "server is not serving the synced policy (stale weights, another checkpoint, or "
+                "a different dtype)")
+        return diff
+
+    def sync(self, params, step: int) -> None:
+        t0 = time.perf_counter()
+        path = os.path.join(self.sync_dir, "policy")
+        self.export_fn(params, path)
+        self._load(path)
+        self._loaded, self._params = path, params
+        self._probe(params)
+        self.synced_step = step
+        self.counters["syncs"] += 1
+        self.counters["sync_time"] += time.perf_counter() - t0
+
+    def health(self) -> bool:
+        try:
+            return self.client.get("/health", timeout=min(self.timeout, 10.0)).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def metrics(self) -> dict[str, float]:
+        return {f"rollout/engine_{k}": float(v) for k, v in self.counters.items()}
+
+    def state_dict(self) -> dict:
+        return {k: v for k, v in self.counters.items() if k != "probe_abs_diff"}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.counters.update({k: float(v) for k, v in state.items() if k in self.counters})
+
+    def close(self) -> None:
+        self.client.close()
