@@ -96,14 +96,18 @@ class Checkpointer:
     """Keeps the last ``max_to_keep`` run-state checkpoints under ``directory``."""
 
     def __init__(
-        self, directory: str, *, max_to_keep: int = 3, save_interval_steps: int = 1
+        self, directory: str, *, max_to_keep: int = 3, save_interval_steps: int = 1,
+        async_save: bool = False,
     ) -> None:
         self.directory = os.path.abspath(os.fspath(directory))
+        self.async_save = async_save
         options = ocp.CheckpointManagerOptions(
             save_interval_steps=save_interval_steps,
             preservation_policy=ocp.checkpoint_managers.LatestN(n=max_to_keep),
-            # Saves must be complete on disk when `save` returns; async buys nothing then.
-            enable_async_checkpointing=False,
+            # Async: `save` returns once the arrays are copied off the devices and the write
+            # goes on in a background thread while training continues; the next `save`,
+            # `wait` and `close` block until it is complete on disk.
+            enable_async_checkpointing=async_save,
             # Delete tmp dirs left by a save that was killed midway (never valid checkpoints).
             cleanup_tmp_directories=True,
             create=True,
@@ -118,7 +122,10 @@ class Checkpointer:
         Without ``force`` only steps allowed by ``save_interval_steps`` (and newer than the
         latest checkpoint) are saved. Saving a step that already exists is a no-op returning
         False, so a forced final save right after a periodic one is harmless. When this
-        returns True the checkpoint is complete on disk. ``meta`` must be JSON-serialisable and
+        returns True the checkpoint is complete on disk, or, with ``async_save``, being written
+        (complete once ``wait`` returns; the next ``save`` waits for it first, as orbax's does).
+        Every process calls this; orbax writes each process's shards and one commits the step.
+        ``meta`` must be JSON-serialisable and
         comes back as its JSON round trip (tuples become lists, keys become strings).
         """
         if not force and not self._manager.should_save(step):
@@ -133,9 +140,14 @@ class Checkpointer:
         state = jax.tree.map(_savable_leaf, state)
         args = ocp.args.Composite(state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta))
         saved = self._manager.save(step, args=args, force=force)
-        # Also waits for deletion of checkpoints beyond max_to_keep.
-        self._manager.wait_until_finished()
+        if not self.async_save:
+            # Also waits for deletion of checkpoints beyond max_to_keep.
+            self._manager.wait_until_finished()
         return bool(saved)
+
+    def wait(self) -> None:
+        """Blocks until the last save is complete on disk."""
+        self._manager.wait_until_finished()
 
     # --------------------------------------------------------------- restoring
 

@@ -19,6 +19,7 @@ import numpy as np
 from flax import nnx
 from jax.sharding import Mesh
 
+from frontier_rl import distributed
 from frontier_rl.accounting import abstract, compiled_flops
 from frontier_rl.rl import sharding
 from frontier_rl.rl.train_step import compute_dtype, sequence_logps
@@ -90,7 +91,10 @@ class PromptEntropy:
         if self.mesh is not None:
             self._build(params)
             params = jax.device_put(params, self._param_shardings)
-        return np.asarray(self._fn(params, tokens, valid))[:n]
+            rows_sharding = sharding.batch_sharding(self.mesh)
+            tokens = distributed.to_global(tokens, rows_sharding)
+            valid = distributed.to_global(valid, rows_sharding)
+        return np.asarray(distributed.to_host(self._fn(params, tokens, valid)))[:n]
 
     def _rows(self, n: int) -> int:
         rows = -(-n // self.row_multiple) * self.row_multiple

@@ -21,10 +21,13 @@ class NonFiniteError(RuntimeError):
 
 
 class MetricWriter:
-    def __init__(self, workdir: str, *, tensorboard: bool = True):
+    def __init__(self, workdir: str, *, tensorboard: bool = True, enabled: bool = True):
+        # `enabled=False` (every process but 0 of a multi-process run) still checks each record
+        # (so a NaN stops every process alike) but writes nothing.
         self.path = os.path.join(workdir, "metrics.jsonl")
+        self.enabled = enabled
         self._tb = None
-        if tensorboard:
+        if tensorboard and enabled:
             try:
                 from tensorboardX import SummaryWriter
 
@@ -34,7 +37,7 @@ class MetricWriter:
 
     def truncate_after(self, step: int) -> None:
         """Drops records written after `step` (by a run that was killed before checkpointing)."""
-        if not os.path.exists(self.path):
+        if not self.enabled or not os.path.exists(self.path):
             return
         keep = []
         with open(self.path, encoding="utf-8") as f:
@@ -56,6 +59,8 @@ class MetricWriter:
             if isinstance(value, float) and not math.isfinite(value) and key.startswith("train/"):
                 raise NonFiniteError(f"{key} = {value} at step {step}: training diverged")
         record = {"step": int(step), **{k: _plain(v) for k, v in sorted(metrics.items())}}
+        if not self.enabled:
+            return
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")
         if self._tb is not None:

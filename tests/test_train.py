@@ -74,6 +74,31 @@ def test_resume_equals_uninterrupted(full_run, tmp_path):
     assert _comparable(resumed)[-1] == _comparable(uninterrupted)[-1]
 
 
+def test_sigterm_checkpoints_next_step_then_resume_matches(full_run, tmp_path, monkeypatch):
+    """SIGTERM during step 1 (delivered while its metrics are written): the run checkpoints
+    step 1, off the checkpoint.every=2 schedule, and returns; rerunning resumes from there and
+    ends with the uninterrupted run's metrics."""
+    workdir = str(tmp_path)
+    write = metrics.MetricWriter.write
+
+    def write_then_sigterm(self, step, record):
+        write(self, step, record)
+        if step == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(metrics.MetricWriter, "write", write_then_sigterm)
+    train.run(smoke_config(), workdir)
+    monkeypatch.setattr(metrics.MetricWriter, "write", write)
+    assert sorted(int(d) for d in os.listdir(os.path.join(workdir, "checkpoints"))
+                  if d.isdigit()) == [1]
+    assert not os.path.exists(os.path.join(workdir, "final_metrics.json"))
+    assert signal.getsignal(signal.SIGTERM) is not None  # the handler was put back
+    train.run(smoke_config(), workdir)
+    resumed = metrics.read(os.path.join(workdir, "metrics.jsonl"))
+    uninterrupted = metrics.read(os.path.join(full_run[0], "metrics.jsonl"))
+    assert _comparable(resumed) == _comparable(uninterrupted)
+
+
 def test_same_seed_same_metrics(full_run, tmp_path):
     train.run(smoke_config(), str(tmp_path))
     a = metrics.read(os.path.join(full_run[0], "metrics.jsonl"))

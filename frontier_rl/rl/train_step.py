@@ -40,6 +40,7 @@ import optax
 from flax import nnx
 from jax.sharding import Mesh
 
+from frontier_rl import distributed
 from frontier_rl.accounting import abstract, compiled_flops
 from frontier_rl.rl import sharding
 from frontier_rl.rl.losses import LossConfig, policy_loss
@@ -421,6 +422,7 @@ class Trainer:
         self._build(params)
         batch = dict(batch)
         batch.setdefault("ref_logp", np.zeros_like(batch["old_logp"]))
+        batch = {k: distributed.to_global(batch[k], self._row_sharding) for k in STEP_KEYS}
         params, opt_state, metrics = self._step(params, opt_state, batch, jax.random.key(seed))
         return params, opt_state, {k: float(v) for k, v in jax.device_get(metrics).items()}
 
@@ -428,7 +430,9 @@ class Trainer:
         """Per-token log-probabilities [N, L-1] at the trainer's temperature (old-policy
         recompute, reference policy)."""
         self._build(params)
-        return np.asarray(self._logps(params, tokens, valid))
+        tokens = distributed.to_global(tokens, self._row_sharding)
+        valid = distributed.to_global(valid, self._row_sharding)
+        return np.asarray(distributed.to_host(self._logps(params, tokens, valid)))
 
     # XLA cost analysis, for FLOPs accounting. The step's scan body is counted once by XLA
     # whatever the trip count, so one minibatch update is analysed on its own and the caller

@@ -37,6 +37,7 @@ import numpy as np
 from flax import nnx
 from jax.sharding import Mesh
 
+from frontier_rl import distributed
 from frontier_rl.accounting import abstract, compiled_flops
 from frontier_rl.models import ModelConfig, init_cache
 from frontier_rl.rl import sharding
@@ -395,12 +396,16 @@ class Sampler:
             self._build(params)
             # A no-op for parameters already placed by the trainer on the same mesh.
             params = jax.device_put(params, self._param_shardings)
+            rows_sharding = sharding.batch_sharding(self.mesh)
+            tok = distributed.to_global(tok, rows_sharding)
+            msk = distributed.to_global(msk, rows_sharding)
         else:
             tok, msk = jnp.asarray(tok), jnp.asarray(msk)
         out = self._generate(
             params, tok, msk, jax.random.key(seed),
             jnp.float32(max(temperature, 1e-6)), jnp.float32(top_p), max_new, greedy, use_top_p)
-        out_tok, out_logp, out_ent, lengths, done, steps = jax.device_get(out)
+        # Every process gets every row (distributed.py: one host program on identical inputs).
+        out_tok, out_logp, out_ent, lengths, done, steps = distributed.to_host(out)
         return SampleResult(
             tokens=out_tok[:num_rows], logps=out_logp[:num_rows], entropies=out_ent[:num_rows],
             lengths=lengths[:num_rows], finished=done[:num_rows],

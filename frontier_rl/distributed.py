@@ -1,0 +1,154 @@
+"""One run across processes: initialisation, the host <-> global array boundary, preemption.
+
+Multi-host JAX runs one process per host (a GPU node, a TPU VM, or, for tests, a group of fake
+CPU devices), all running this same program. The design choice that makes selection simple:
+
+* **Every process runs the same deterministic host program on the same inputs.** Device
+  functions take and return *global* arrays over the whole mesh; their outputs are gathered to
+  every process (`to_host`, an all-gather), so each process holds the identical rollouts,
+  rewards and entropies, and the host-side selector (pure Python + numpy, seeded) makes the
+  identical decision on each. Nothing is broadcast and no process is special, except that only
+  process 0 writes files (`is_primary`). The selector state in a checkpoint is therefore the
+  same whichever process wrote it.
+* **Host batches enter the mesh whole**: every process holds the same global numpy batch, so
+  `to_global` builds the global array with `jax.make_array_from_callback`, each process
+  copying out the rows its own devices hold. No data crosses hosts, and the array equals what
+  one process with all the devices would have built (which is why a 2-process run's metrics
+  equal a 1-process run's). `jax.make_array_from_process_local_data` would be the tool if each
+  host built only its own rows; here that would need a second, partitioned batch builder for no
+  saving, since packing a batch is cheap host work.
+
+With one process both helpers are no-ops, so single-host runs are untouched.
+
+Preemption: `Preemption` turns SIGTERM (SLURM preemption, TPU maintenance events, a plain
+`kill`) into a flag the training loop reads at each step boundary, agreed across processes
+(any process signalled stops all), so the run checkpoints that step and exits 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+
+import jax
+import numpy as np
+
+log = logging.getLogger("frontier_rl")
+
+_initialized = False
+
+
+def initialize(coordinator: str | None = None, num_processes: int | None = None,
+               process_id: int | None = None) -> None:
+    """Joins the processes of one run (`jax.distributed.initialize`); call before any JAX
+    computation.
+
+    Explicit flags win; otherwise, when the environment is a cluster JAX detects (SLURM with
+    more than one task, a TPU pod slice, ...), JAX finds the coordinator and ranks itself, and
+    `FRONTIER_RL_COORDINATOR`/`FRONTIER_RL_NUM_PROCESSES`/`FRONTIER_RL_PROCESS_ID` (set by
+    launch/multihost_local.sh) fill in what the flags leave out. With none of these, one process
+    runs alone and nothing is initialised. On the CPU, cross-process collectives use gloo.
+    """
+    global _initialized
+    if _initialized:
+        return
+    env = os.environ
+    coordinator = coordinator or env.get("FRONTIER_RL_COORDINATOR") or None
+    if num_processes is None and env.get("FRONTIER_RL_NUM_PROCESSES"):
+        num_processes = int(env["FRONTIER_RL_NUM_PROCESSES"])
+    if process_id is None and env.get("FRONTIER_RL_PROCESS_ID"):
+        process_id = int(env["FRONTIER_RL_PROCESS_ID"])
+    explicit = coordinator is not None or (num_processes or 1) > 1
+    if not explicit and not _cluster_detected(env):
+        return
+    if "cpu" in (env.get("JAX_PLATFORMS") or "").split(","):
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes,
+                               process_id=process_id)
+    _initialized = True
+
+
+def _cluster_detected(env) -> bool:
+    """A multi-process SLURM step, or a TPU VM (where JAX reads the pod's topology)."""
+    if int(env.get("SLURM_NTASKS", env.get("SLURM_NPROCS", "1")) or 1) > 1:
+        return True
+    return bool(env.get("TPU_WORKER_HOSTNAMES") or env.get("CLOUD_TPU_TASK_ID") is not None
+                or env.get("TPU_WORKER_ID") is not None)
+
+
+def is_primary() -> bool:
+    """Whether this process writes the run's files (config, metrics, caches, exports)."""
+    return jax.process_index() == 0
+
+
+def describe(mesh) -> str:
+    """One line: processes, global and local devices, the mesh."""
+    return (f"{jax.process_count()} process(es), {jax.device_count()} {jax.default_backend()} "
+            f"devices ({jax.local_device_count()} per process), mesh {dict(mesh.shape)}")
+
+
+def to_global(x, sharding):
+    """A host array every process holds identically -> a global array laid out by `sharding`
+    (each process fills its own devices' shards). With one process, `x` itself: jit places it."""
+    if jax.process_count() == 1:
+        return x
+    x = np.asarray(x)
+    return jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
+
+
+def to_host(tree):
+    """Global arrays -> the same full numpy arrays on every process (an all-gather across
+    processes; `jax.device_get` with one)."""
+    if jax.process_count() == 1:
+        return jax.device_get(tree)
+    from jax.experimental import multihost_utils
+
+    return multihost_utils.process_allgather(tree, tiled=True)
+
+
+def any_process(flag: bool) -> bool:
+    """True on every process if `flag` is true on any."""
+    if jax.process_count() == 1:
+        return bool(flag)
+    from jax.experimental import multihost_utils
+
+    return bool(np.any(multihost_utils.process_allgather(np.int32(bool(flag)))))
+
+
+class Preemption:
+    """SIGTERM -> a flag read at step boundaries (`requested`); a second SIGTERM ends the
+    process at once. `install`/`uninstall` (or `with`) set and restore the handler. Off the main
+    thread (where signals cannot be caught) it only ever reports False."""
+
+    def __init__(self):
+        self._flag = threading.Event()
+        self._previous = None
+
+    def install(self) -> Preemption:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTERM, self._handle)
+        return self
+
+    def uninstall(self) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+            self._previous = None
+
+    __enter__ = install
+
+    def __exit__(self, *exc) -> None:
+        self.uninstall()
+
+    def _handle(self, signum, frame) -> None:
+        if self._flag.is_set():  # a second SIGTERM: stop now, the previous way
+            self.uninstall()
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        log.warning("SIGTERM: checkpointing at the end of this step, then exiting")
+        self._flag.set()
+
+    def requested(self) -> bool:
+        """Whether any process has been sent SIGTERM (a collective: call on every process)."""
+        return any_process(self._flag.is_set())
