@@ -39,8 +39,10 @@ from frontier_rl.models import ModelConfig, Transformer, hf, presets
 from frontier_rl.rl import batch as batch_lib
 from frontier_rl.rl import losses, sharding
 from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
-from frontier_rl.rollout.context import PolicyContext
+from frontier_rl.rollout.context import PolicyContext, encode_prompt
+from frontier_rl.rollout.engine import EngineError, JaxEngine
 from frontier_rl.rollout.sampler import Sampler
+from frontier_rl.rollout.sglang import SGLangEngine
 
 log = logging.getLogger("frontier_rl")
 
@@ -296,6 +298,35 @@ def _stop_ids(mcfg: ModelConfig, tokenizer) -> tuple[int, ...]:
     return tuple(dict.fromkeys(int(i) for i in ids if i is not None))
 
 
+def _make_engine(config, workdir: str, sampler, trainer, graphdef, mcfg, tokenizer,
+                 probe_ids: list[int]):
+    """The rollout engine `rollout.engine` names (rollout/engine.py). An SGLang engine gets the
+    export of the policy (to `rollout.sync_dir`) and the trainer's log-probs for its probe."""
+    if config.rollout.engine == "jax":
+        return JaxEngine(sampler)
+    c = config.rollout
+
+    def export_fn(params, path):
+        return export.export_params(graphdef, params, mcfg, tokenizer, path)
+
+    def probe_fn(params, prompt, response):
+        plen = len(prompt)
+        seq = np.array(prompt + response, np.int32)
+        length = -(-len(seq) // 8) * 8
+        tokens = np.full((trainer.row_multiple, length), tokenizer.pad_token_id, np.int32)
+        valid = np.zeros_like(tokens)
+        tokens[:, :len(seq)], valid[:, :len(seq)] = seq, 1
+        return trainer.logps(params, tokens, valid)[0, plen - 1:len(seq) - 1]
+
+    return SGLangEngine(
+        c.sglang.url, pad_id=tokenizer.pad_token_id, stop_ids=_stop_ids(mcfg, tokenizer),
+        max_new_tokens=c.max_new_tokens, sync_dir=c.sync_dir or os.path.join(workdir, "sync"),
+        export_fn=export_fn, probe_fn=probe_fn, probe_ids=probe_ids, probe_tol=c.probe_tol,
+        temperature=c.temperature, timeout=c.sglang.timeout, deadline=c.sglang.deadline,
+        retries=c.sglang.retries, backoff=c.sglang.backoff, concurrency=c.sglang.concurrency,
+        max_rows=c.sglang.max_rows)
+
+
 def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     """Trains per `config` in `workdir`; returns the last evaluation's metrics."""
     # ======================================================================= setup
@@ -404,7 +435,11 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     # trainer computes at the same T, so they serve as the old policy's at any temperature.
     # Under top-p the trainer still recomputes them with a full forward, as verl's actor always
     # does; the distribution is the same, only the KV-cache path's rounding is replaced.
-    recompute_old = config.rollout.top_p < 1.0
+    # An external engine's log-probs come from another implementation (and precision): the
+    # trainer recomputes them and logs the difference (rollout/engine_logprob_abs_diff).
+    engine = _make_engine(config, workdir, sampler, trainer, graphdef, mcfg, tokenizer,
+                          encode_prompt(tokenizer, task.train[0].text))
+    recompute_old = config.rollout.top_p < 1.0 or engine.external
 
     def shape_rewards(outcomes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         if config.rl.loss == "dapo" and config.rl.overlong_buffer > 0:
@@ -421,8 +456,13 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         """The eval metrics (the code `frontier-rl eval` runs); the per-prompt correct counts go
         to the next metrics record only (`evalset/correct_counts`, what a comparison's
         intervals resample)."""
-        ev, counts = eval_suite.evaluate(sampler, params, tokenizer, task, config.eval,
-                                         seed=seed + 7)
+        if engine.external and engine.synced_step != step:
+            try:  # evaluation measures the current policy, never a stale one
+                engine.sync(params, step)
+            except EngineError as e:
+                raise RunError(f"evaluation at step {step}: {e}") from None
+        ev, counts = eval_suite.evaluate(engine if engine.external else sampler, params,
+                                         tokenizer, task, config.eval, seed=seed + 7)
         eval_counts[:] = counts.tolist()
         return ev
 
@@ -443,7 +483,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         batch_size=config.rl.batch_size, temperature=config.rollout.temperature,
         top_p=config.rollout.top_p, seed=seed,
         prompt_entropy_fn=entropy_fn, flops_per_token=2.0 * mcfg.num_params(),
-        accountant=accountant, verify_many=task.verify_many)
+        accountant=accountant, verify_many=task.verify_many, engine=engine)
 
     # ======================================================================= restore
     # Async: a save copies the arrays off the devices and writes them while the next steps run.
@@ -460,6 +500,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
                                    trainer.opt_shardings)
         selector.load_state_dict(meta["selector"])
         ctx.counters.update(meta["counters"])
+        if engine.external:
+            engine.load_state_dict(meta.get("engine", {}))
         accountant.load_state_dict(meta.get("accounting", {}))
         clock.update(meta.get("clock", {}))
         last_eval = meta.get("last_eval", {})
@@ -472,6 +514,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     def save(step: int) -> None:
         ckpt.save(step, {"params": _flat(params), "opt_state": _flat(opt_state)},
                   {"step": step, "selector": selector.state_dict(), "counters": ctx.counters,
+                   "engine": engine.state_dict() if engine.external else {},
                    "clock": clock, "accounting": accountant.state_dict(), "rng": {"seed": seed},
                    "last_eval": last_eval, "done": done}, force=True)
 
@@ -502,16 +545,30 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     preemption = distributed.Preemption().install()
     preempted = False
     step = start_step
+    def sync(step: int) -> None:
+        if engine.external and engine.synced_step == step:
+            return
+        try:
+            engine.sync(params, step)
+        except EngineError as e:
+            raise RunError(f"step {step}: {e}; the newest checkpoint in {workdir} is intact, "
+                           "resume from it once the engine is fixed") from None
+
+    sync(start_step)  # before the first rollout: a server may start from any checkpoint
     while not done and step < num_steps:
         step += 1
         profile.begin(step)
         t_step = time.perf_counter()
         ctx.begin_step(step, params)
+        staleness_base = engine.synced_step if engine.external else step - 1
         rollouts_before = ctx.counters["rollouts"]
 
         # --- select + roll out
         try:
             groups = selector.build_batch(ctx)
+        except EngineError as e:
+            raise RunError(f"step {step}: {e}; nothing of this step was written, the newest "
+                           f"checkpoint in {workdir} is intact") from None
         except RuntimeError as e:  # e.g. DS's max_num_gen_batches: the selector's own words
             raise RunError(f"step {step}: {e}") from None
         t_built = time.perf_counter()
@@ -524,9 +581,14 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
                                prompt_buckets=PROMPT_BUCKETS, row_buckets=ROW_BUCKETS,
                                row_multiple=trainer.row_multiple,
                                std_norm=config.rl.adv_std_norm)
+        engine_diff = None
         if recompute_old:
+            engine_logp = batch["old_logp"]
             batch["old_logp"] = trainer.logps(params, batch["tokens"], batch["valid"])
             accountant.charge_logps(batch)
+            if engine.external:  # the train-inference mismatch, over response tokens
+                mask = batch["loss_mask"] > 0
+                engine_diff = float(np.abs(batch["old_logp"] - engine_logp)[mask].mean())
         if ref_params is not None:
             batch["ref_logp"] = trainer.logps(ref_params, batch["tokens"], batch["valid"])
             accountant.charge_logps(batch)
@@ -545,6 +607,10 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         else:
             bad_steps = 0
         ctx.params = params
+        # The engine samples the updated policy from here on (an external one every
+        # rollout.sync_every steps: export, reload, probe), HeaPA's augmentation included.
+        if not engine.external or step % config.rollout.sync_every == 0:
+            sync(step)
         selector.after_update(ctx, groups)
         t_after = time.perf_counter()
 
@@ -591,6 +657,11 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
             "perf/peak_rss_gib": _peak_rss_gib(),
         })
         step_metrics.update(ctx.rolled.metrics())
+        if engine.external:
+            step_metrics.update(engine.metrics())
+            step_metrics["rollout/engine_staleness"] = step - 1 - staleness_base
+            if engine_diff is not None:
+                step_metrics["rollout/engine_logprob_abs_diff"] = engine_diff
         flops_now = accountant.metrics()
         step_metrics.update(flops_now)
         step_seconds = t_after - t_step
