@@ -24,6 +24,10 @@ setup(
         "tensorboardX",
         "tqdm",
         "matplotlib",  # the comparison and sweep reports' plots
+        # The SGLang rollout engine's client, HeaPA's teacher client and `frontier-rl serve`.
+        "httpx>=0.27",
+        "starlette>=0.40",
+        "uvicorn>=0.30",
     ],
     extras_require={
         # pyarrow reads parquet corpora; tensorflow-datasets writes and reads prepared ones
@@ -38,7 +42,8 @@ setup(
         "gpu": ["jax[cuda12]"],
         "gpu-cuda13": ["jax[cuda13]"],
         "tpu": ["jax[tpu]"],
-        "serve": ["sglang"],
+        # SGLang itself is not an extra: it pins its own torch and CUDA kernels, so
+        # launch/sglang_server.sh installs it into a virtualenv of its own.
     },
     entry_points={"console_scripts": ["frontier-rl=frontier_rl.cli:main"]},
 )

@@ -1,0 +1,220 @@
+"""The rollout engines: the JAX engine is the sampler, `frontier-rl serve` speaks SGLang's
+protocol and gives the sampler's exact tokens, and the SGLang client survives the faults the issue
+names (a server killed and restarted, garbage / 500 / hangs, a server keeping old weights)."""
+
+import socket
+import threading
+import time
+
+import jax
+import numpy as np
+import pytest
+import uvicorn
+from flax import nnx
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.routing import Route
+
+from frontier_rl import export
+from frontier_rl.models import Transformer
+from frontier_rl.rollout import serve
+from frontier_rl.rollout.engine import EngineError, JaxEngine, Sampling
+from frontier_rl.rollout.sglang import SGLangEngine
+
+PROMPTS = [[1, 5, 6, 7], [1, 8, 9], [1, 10, 11, 12, 13]]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A uvicorn server in a thread, stoppable and restartable on the same port."""
+
+    def __init__(self, app, port: int | None = None):
+        self.app, self.port = app, port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.start()
+
+    def start(self):
+        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=self.port,
+                                                    log_level="error"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        while not self.server.started:
+            time.sleep(0.01)
+
+    def stop(self):
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def dirs(tiny_policy, tokenizer, tmp_path_factory):
+    """Two HF directories of the same architecture: weights A and weights B."""
+    cfg, graphdef, params = tiny_policy
+    root = tmp_path_factory.mktemp("engine")
+    other = nnx.split(Transformer(cfg, rngs=nnx.Rngs(1)), nnx.Param)[1]
+    a = export.export_params(graphdef, params, cfg, tokenizer, str(root / "a"))
+    b = export.export_params(graphdef, other, cfg, tokenizer, str(root / "b"))
+    return a, b, root
+
+
+@pytest.fixture(scope="module")
+def served(dirs):
+    policy = serve.Policy(dirs[0])
+    server = Server(serve.make_app(policy))
+    yield policy, server
+    server.stop()
+
+
+def client(url, policy, root, **kw) -> SGLangEngine:
+    def export_fn(params, path):
+        return export.export_params(policy.graphdef, params, policy.mcfg, policy.tokenizer, path)
+
+    def probe_fn(params, prompt, response):
+        res = policy.sampler(None)  # the reference: the sampler's own log-probs of `response`
+        out = res.sample(params, [prompt], 1, seed=0, max_new_tokens=len(response))
+        return out.logps[0, :len(response)]
+
+    opts = dict(pad_id=policy.tokenizer.pad_token_id, stop_ids=policy.stop_ids,
+                max_new_tokens=6, sync_dir=str(root / "sync"), export_fn=export_fn,
+                probe_fn=probe_fn, probe_ids=PROMPTS[0], probe_tol=1e-4, timeout=2.0,
+                deadline=4.0, retries=4, backoff=0.05)
+    opts.update(kw)
+    return SGLangEngine(url, **opts)
+
+
+def test_jax_engine_is_the_sampler(served):
+    policy, _ = served
+    sampler = policy.sampler(None)
+    ref = sampler.sample(policy.params, PROMPTS, 2, seed=3, temperature=0.7, top_p=0.9)
+    eng = JaxEngine(sampler)
+    eng.sync(policy.params, 0)
+    got = eng.generate(PROMPTS, 2, Sampling(temperature=0.7, top_p=0.9, seed=3))
+    for f in ("tokens", "logps", "lengths", "finished"):
+        np.testing.assert_array_equal(getattr(got, f), getattr(ref, f))
+
+
+def test_served_tokens_equal_the_sampler(served, dirs):
+    policy, server = served
+    ref = policy.sampler(None).sample(policy.params, PROMPTS, 2, seed=5, max_new_tokens=6)
+    eng = client(server.url, policy, dirs[2])
+    assert eng.health()
+    got = eng.generate(PROMPTS, 2, Sampling(seed=5))
+    np.testing.assert_array_equal(got.tokens, ref.tokens)
+    np.testing.assert_array_equal(got.lengths, ref.lengths)
+    np.testing.assert_array_equal(got.finished, ref.finished)
+    np.testing.assert_allclose(got.logps, ref.logps, atol=1e-6)
+    assert eng.counters["requests"] == 1 and eng.counters["retries"] == 0
+
+
+def test_sync_loads_and_probe_passes(served, dirs):
+    policy, server = served
+    b = jax.tree.map(np.asarray, serve.Policy(dirs[1]).params)
+    eng = client(server.url, policy, dirs[2])
+    try:
+        eng.sync(b, 1)
+        assert eng.counters["probe_abs_diff"] < 1e-4 and eng.synced_step == 1
+    finally:
+        policy.load(dirs[0])
+
+
+def test_stale_server_is_caught_by_the_probe(served, dirs):
+    """A server that answers success to update_weights_from_disk but keeps the old weights."""
+    policy, server = served
+
+    async def fake_update(request):
+        return JSONResponse({"success": True, "message": "ok", "num_paused_requests": 0})
+
+    app = serve.make_app(policy)
+    app.router.routes.insert(0, Route("/update_weights_from_disk", fake_update,
+                                      methods=["POST"]))
+    stale = Server(app)
+    b = serve.Policy(dirs[1]).params
+    try:
+        eng = client(stale.url, policy, dirs[2])
+        with pytest.raises(EngineError, match="not serving the synced policy"):
+            eng.sync(b, 1)
+    finally:
+        stale.stop()
+
+
+@pytest.mark.parametrize("fault", ["500", "garbage", "hang", "short"])
+def test_bad_server_fails_after_the_deadline(fault, served, dirs):
+    policy, _ = served
+
+    async def generate(request):
+        if fault == "500":
+            return PlainTextResponse("boom", status_code=500)
+        if fault == "garbage":
+            return PlainTextResponse("<html>not json")
+        if fault == "short":  # JSON, but one result for three rows
+            return JSONResponse([{"output_ids": [1], "meta_info": {}}])
+        time.sleep(1.0)
+        return JSONResponse([])
+
+    bad = Server(Starlette(routes=[Route("/generate", generate, methods=["POST"])]))
+    eng = client(bad.url, policy, dirs[2], timeout=0.3, deadline=1.5, retries=3)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(EngineError, match="failed 3 times"):
+            eng.generate(PROMPTS, 1, Sampling())
+    finally:
+        bad.stop()
+    assert time.monotonic() - t0 < 5
+    assert eng.counters["retries"] == 2 and eng.counters["failures"] == 1
+    key = {"500": "server_errors", "garbage": "malformed", "hang": "timeouts",
+           "short": "malformed"}[fault]
+    assert eng.counters[key] == 3
+
+
+def test_transient_500_is_retried(served, dirs):
+    policy, server = served
+    calls = []
+    app = serve.make_app(policy)
+    real = next(r for r in app.router.routes if r.path == "/generate").endpoint
+
+    async def flaky(request):
+        calls.append(1)
+        if len(calls) == 1:
+            return PlainTextResponse("busy", status_code=503)
+        return await real(request)
+
+    app.router.routes.insert(0, Route("/generate", flaky, methods=["POST"]))
+    srv = Server(app)
+    try:
+        eng = client(srv.url, policy, dirs[2])
+        got = eng.generate(PROMPTS, 1, Sampling(seed=2))
+    finally:
+        srv.stop()
+    ref = policy.sampler(None).sample(policy.params, PROMPTS, 1, seed=2, max_new_tokens=6)
+    np.testing.assert_array_equal(got.tokens, ref.tokens)
+    assert eng.counters["retries"] == 1 and eng.counters["server_errors"] == 1
+
+
+def test_killed_server_restarted_gets_the_synced_weights_again(dirs):
+    """The server dies after a sync to weights B and comes back serving its start weights A:
+    the client reloads B before the next generate, so the tokens are B's."""
+    a, b_dir, root = dirs
+    policy = serve.Policy(a)
+    srv = Server(serve.make_app(policy))
+    b = serve.Policy(b_dir).params
+    eng = client(srv.url, policy, root, deadline=20.0, retries=10, backoff=0.2)
+    eng.sync(b, 1)
+    ref = eng.generate(PROMPTS, 2, Sampling(seed=9))
+    srv.stop()
+    policy.load(a)  # what a restarted `frontier-rl serve --model=A` serves
+
+    def restart():
+        time.sleep(0.5)
+        srv.start()
+
+    threading.Thread(target=restart).start()
+    got = eng.generate(PROMPTS, 2, Sampling(seed=9))
+    srv.stop()
+    assert eng.counters["connection_errors"] >= 1 and eng.counters["reloads"] >= 1
+    np.testing.assert_array_equal(got.tokens, ref.tokens)
+    np.testing.assert_allclose(got.logps, ref.logps, atol=1e-6)
