@@ -2,6 +2,8 @@
 
 Commands:
   train    --config=configs/<exp>.py[:arg] --workdir=DIR [--config.<field>=value ...]
+           [--coordinator=HOST:PORT --num_processes=P --process_id=I]   (one of P processes;
+           SLURM and TPU pods need none of these; launch/ has the scripts)
   compare  --config=configs/compare_arith.py[:arg] --workdir=DIR   (matched-budget comparison)
   sim      --config=configs/sim_<exp>.py[:arg] [--workdir=DIR]       (the synthetic learner)
   bench    sampler | train_step | entropy | flops  [--bench_config=default] [--repeats=N] [--json]
@@ -46,6 +48,10 @@ flags.DEFINE_string("model", None, "eval: a Hugging Face checkpoint directory to
 flags.DEFINE_string("src", None, "data prepare: the corpus file (.parquet or .jsonl).")
 flags.DEFINE_string("name", None, "data prepare: the TFDS dataset name to write.")
 flags.DEFINE_string("data_dir", None, "data prepare: the TFDS data dir (~/tensorflow_datasets).")
+flags.DEFINE_string("coordinator", None, "train, multi-process: host:port of process 0 (not "
+                    "needed under SLURM or on a TPU pod, where JAX finds it).")
+flags.DEFINE_integer("num_processes", None, "train, multi-process: how many processes.")
+flags.DEFINE_integer("process_id", None, "train, multi-process: this process's rank.")
 flags.DEFINE_integer("port", 30000, "serve: the port to listen on.")
 flags.DEFINE_string("host", "127.0.0.1", "serve: the address to listen on.")
 
@@ -59,6 +65,9 @@ def _main(argv: list[str]) -> int:
     command = argv[1]
     try:
         if command == "train":
+            from frontier_rl import distributed
+
+            distributed.initialize(FLAGS.coordinator, FLAGS.num_processes, FLAGS.process_id)
             if FLAGS.config is None:
                 raise train.RunError("--config is required (e.g. --config=configs/arith_grpo.py)")
             train.run(FLAGS.config, FLAGS.workdir)
