@@ -63,7 +63,8 @@ def _prepare_workdir(workdir: str) -> str:
     workdir = os.path.abspath(workdir)
     try:
         os.makedirs(workdir, exist_ok=True)
-        probe = os.path.join(workdir, ".write_test")
+        # One probe per process: processes of one run share the workdir.
+        probe = os.path.join(workdir, f".write_test.{jax.process_index()}")
         with open(probe, "w") as f:
             f.write("ok")
         os.remove(probe)
