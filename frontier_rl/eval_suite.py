@@ -134,31 +134,9 @@ def write(rows: list[dict], out_dir: str, k: int, title: str, extra: dict) -> tu
 
 def _policy_from_run(workdir: str, step: int | None, config):
     """(graphdef, params, ModelConfig, tokenizer, step) of a run's checkpoint."""
-    import jax
-    from flax import nnx
+    from frontier_rl import export
 
-    from frontier_rl import checkpoint, export, train
-    from frontier_rl.models import Transformer
-    from frontier_rl.rl.train_step import OptimConfig, make_optimizer
-
-    mcfg, tokenizer = export.read_policy_spec(workdir)
-    graphdef, params = nnx.split(
-        nnx.eval_shape(lambda: Transformer(mcfg, rngs=nnx.Rngs(0))), nnx.Param)
-    tx = make_optimizer(OptimConfig(learning_rate=config.rl.learning_rate,
-                                    warmup_steps=config.rl.warmup_steps))
-    opt_state = jax.eval_shape(tx.init, params)
-    ckpt = checkpoint.Checkpointer(os.path.join(workdir, "checkpoints"))
-    steps = ckpt.all_steps()
-    if not steps:
-        ckpt.close()
-        raise FileNotFoundError(f"no checkpoints in {workdir}/checkpoints")
-    if step is not None and step not in steps:
-        ckpt.close()
-        raise ValueError(f"--step={step}: {workdir} has checkpoints at steps {steps}")
-    target = {"params": train._flat(params), "opt_state": train._flat(opt_state)}
-    step, state, _ = ckpt.restore_step(step if step is not None else steps[-1], target)
-    ckpt.close()
-    return graphdef, train._unflat(params, state["params"]), mcfg, tokenizer, step
+    return export.restore_policy(workdir, step, config)
 
 
 def run(config, workdir: str, *, step: int | None = None, model: str | None = None) -> dict:

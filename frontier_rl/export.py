@@ -69,17 +69,16 @@ def export_params(graphdef, params, mcfg: ModelConfig, tokenizer, out: str) -> s
     return out
 
 
-def export_run(workdir: str, out: str, step: int | None = None) -> str:
-    """Exports checkpoint `step` (None = the newest) of the run in `workdir` to `out`."""
+def restore_policy(workdir: str, step: int | None = None, config=None):
+    """(graphdef, params, ModelConfig, tokenizer, step) of checkpoint `step` (None = the
+    newest) of the run in `workdir`; `config` defaults to the run's config.json."""
     from frontier_rl import checkpoint, train
     from frontier_rl.rl.train_step import OptimConfig, make_optimizer
 
-    workdir = os.path.abspath(workdir)
-    if not out:
-        raise ValueError("--out is required (the directory to write the checkpoint to)")
     mcfg, tokenizer = read_policy_spec(workdir)
-    with open(os.path.join(workdir, "config.json"), encoding="utf-8") as f:
-        config = ml_collections.ConfigDict(json.load(f))
+    if config is None:
+        with open(os.path.join(workdir, "config.json"), encoding="utf-8") as f:
+            config = ml_collections.ConfigDict(json.load(f))
     graphdef, params = nnx.split(
         nnx.eval_shape(lambda: Transformer(mcfg, rngs=nnx.Rngs(0))), nnx.Param)
     # The checkpoint holds params and optimizer state together; restore both, keep params.
@@ -87,13 +86,22 @@ def export_run(workdir: str, out: str, step: int | None = None) -> str:
                                     warmup_steps=config.rl.warmup_steps))
     opt_state = jax.eval_shape(tx.init, params)
     ckpt = checkpoint.Checkpointer(os.path.join(workdir, "checkpoints"))
-    steps = ckpt.all_steps()
-    if not steps:
-        raise FileNotFoundError(f"no checkpoints in {workdir}/checkpoints")
-    if step is not None and step not in steps:
-        raise ValueError(f"--step={step}: {workdir} has checkpoints at steps {steps}")
-    target = {"params": train._flat(params), "opt_state": train._flat(opt_state)}
-    step, state, _ = ckpt.restore_step(step if step is not None else steps[-1], target)
-    ckpt.close()
-    params = train._unflat(params, state["params"])
+    try:
+        steps = ckpt.all_steps()
+        if not steps:
+            raise FileNotFoundError(f"no checkpoints in {workdir}/checkpoints")
+        if step is not None and step not in steps:
+            raise ValueError(f"--step={step}: {workdir} has checkpoints at steps {steps}")
+        target = {"params": train._flat(params), "opt_state": train._flat(opt_state)}
+        step, state, _ = ckpt.restore_step(step if step is not None else steps[-1], target)
+    finally:
+        ckpt.close()
+    return graphdef, train._unflat(params, state["params"]), mcfg, tokenizer, step
+
+
+def export_run(workdir: str, out: str, step: int | None = None) -> str:
+    """Exports checkpoint `step` (None = the newest) of the run in `workdir` to `out`."""
+    if not out:
+        raise ValueError("--out is required (the directory to write the checkpoint to)")
+    graphdef, params, mcfg, tokenizer, _ = restore_policy(os.path.abspath(workdir), step)
     return export_params(graphdef, params, mcfg, tokenizer, out)
