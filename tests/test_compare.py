@@ -184,6 +184,20 @@ def test_claims_follow_the_numbers():
     assert "n.d." in gains.split("| heapa |")[1].split("\n")[0]
 
 
+def test_bench_mean_interval_is_the_unweighted_mean_over_benchmarks():
+    # 3 prompts of benchmark "a" all right, 1 of "b" wrong, k = 2: pooled 75%, bench mean 50%
+    labels = ["a", "a", "a", "b"]
+    runs = [{"seed": s, "k": 2, "eval_buckets": labels,
+             "curve": {"correct_counts": [[0, 0, 0, 0], [2, 2, 2, 0]]}} for s in (0, 1)]
+    assert report.accuracy(runs, "all").mean == pytest.approx(75.0)
+    acc = report.accuracy(runs, "bench_mean")
+    assert acc.mean == pytest.approx(50.0)
+    # resampled within benchmarks, so every bootstrap draw keeps the 3:1 split: no spread
+    assert acc.lo == pytest.approx(50.0) and acc.hi == pytest.approx(50.0)
+    gain = report.paired(runs, runs, "bench_mean", point_a=-1, point_b=0)
+    assert gain.mean == pytest.approx(50.0)
+
+
 def test_mechanisms_table_flags_a_counter_that_never_ran():
     res = {"methods": ["hive", "heapa"],
            "mechanisms": {"hive": {"stage1_rejected": 0, "stage2_dropped": 12},
