@@ -148,6 +148,10 @@ def default_config() -> ml_collections.ConfigDict:
     c.rl.eps_high = 0.28
     c.rl.clip_ratio_c = 10.0
     c.rl.kl_coef = 0.0  # beta; GRPO only
+    # Truncated importance sampling against the rollout engine's log-probs (losses.py):
+    # per-token weight min(exp(old_logp - rollout_logp), tis_cap); 0 = off. Matters when the
+    # trainer recomputes old log-probs (an external engine, or rollout.top_p < 1).
+    c.rl.tis_cap = 0.0
     c.rl.overlong_buffer = 0  # DAPO L_cache (tokens); 0 disables shaping
     c.rl.overlong_penalty = 1.0
     # GRPO's advantage A_i = (r_i - mean r) / std r within a group; False drops the division
@@ -382,6 +386,8 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "rl.eps_high", _pos, "a number > 0")
     _check(cfg, "rl.clip_ratio_c", lambda x: x > 1, "a number > 1")
     _check(cfg, "rl.kl_coef", _nonneg, "a number >= 0")
+    _check(cfg, "rl.tis_cap", lambda x: _nonneg(x) and (x == 0 or x >= 1),
+           "0 (off) or a cap >= 1 on the importance weight (verl uses 2)")
     _check(cfg, "rl.adv_std_norm", lambda x: isinstance(x, bool), "True or False")
     mb_rows = rows // cfg.rl.minibatches
     _check(cfg, "rl.micro_batch_size", lambda x: isinstance(x, int) and x >= 0

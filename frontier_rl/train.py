@@ -416,7 +416,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     loss_cfg = losses.LossConfig(
         aggregation=losses.LOSSES[config.rl.loss].aggregation, eps_low=config.rl.eps_low,
         eps_high=config.rl.eps_high, clip_ratio_c=config.rl.clip_ratio_c,
-        kl_coef=config.rl.kl_coef)
+        kl_coef=config.rl.kl_coef, tis_cap=config.rl.tis_cap)
     tx = make_optimizer(OptimConfig(
         learning_rate=config.rl.learning_rate, b1=config.rl.b1, b2=config.rl.b2,
         weight_decay=config.rl.weight_decay, grad_clip=config.rl.grad_clip,
@@ -584,7 +584,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
                                std_norm=config.rl.adv_std_norm)
         engine_diff = None
         if recompute_old:
-            engine_logp = batch["old_logp"]
+            engine_logp = batch["rollout_logp"] = batch["old_logp"]
             batch["old_logp"] = trainer.logps(params, batch["tokens"], batch["valid"])
             accountant.charge_logps(batch)
             if engine.external:  # the train-inference mismatch, over response tokens

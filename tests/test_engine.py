@@ -2,14 +2,13 @@
 protocol and gives the sampler's exact tokens, and the SGLang client survives the faults the issue
 names (a server killed and restarted, garbage / 500 / hangs, a server keeping old weights)."""
 
-import socket
 import threading
 import time
 
 import jax
 import numpy as np
 import pytest
-import uvicorn
+from engine_testlib import Server
 from flax import nnx
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse, PlainTextResponse
@@ -22,33 +21,6 @@ from frontier_rl.rollout.engine import EngineError, JaxEngine, Sampling
 from frontier_rl.rollout.sglang import SGLangEngine
 
 PROMPTS = [[1, 5, 6, 7], [1, 8, 9], [1, 10, 11, 12, 13]]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """A uvicorn server in a thread, stoppable and restartable on the same port."""
-
-    def __init__(self, app, port: int | None = None):
-        self.app, self.port = app, port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.start()
-
-    def start(self):
-        self.server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=self.port,
-                                                    log_level="error"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.01)
-
-    def stop(self):
-        self.server.should_exit = True
-        self.thread.join(10)
 
 
 @pytest.fixture(scope="module")
@@ -218,3 +190,23 @@ def test_killed_server_restarted_gets_the_synced_weights_again(dirs):
     assert eng.counters["connection_errors"] >= 1 and eng.counters["reloads"] >= 1
     np.testing.assert_array_equal(got.tokens, ref.tokens)
     np.testing.assert_allclose(got.logps, ref.logps, atol=1e-6)
+
+
+def test_heapa_http_teacher_talks_to_serve(served):
+    """HeaPA's teacher (httpx) against `frontier-rl serve`'s chat endpoint: the envelope comes
+    back well-formed; a random policy's reply in it is no JSON verdict (malformed_json, a
+    content fault), not a transport fault (connection_error, timeout, http_error,
+    malformed_response)."""
+    from frontier_rl.selection.heapa.augment import Candidate
+    from frontier_rl.selection.heapa.teacher import HttpTeacher, TeacherError
+
+    _, server = served
+    teacher = HttpTeacher(server.url + "/v1", model="policy", api_key_env="", timeout_s=30.0,
+                          max_tokens=8)
+    cand = Candidate(cid=0, parent="p", text="3+4", original="1+2", d=1.0, est=0.5, step=1)
+    try:
+        with pytest.raises(TeacherError) as err:
+            teacher(cand)
+    finally:
+        teacher.close()
+    assert err.value.reason == "malformed_json"

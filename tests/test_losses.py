@@ -1,5 +1,6 @@
 """Golden values for the GRPO/DAPO losses, computed by hand in the comments."""
 
+import dataclasses
 import math
 
 import jax
@@ -119,3 +120,24 @@ def test_masked_tokens_do_not_count():
     cfg = LOSSES["dapo"]
     loss, _ = _loss([[0.0, 5.0]], [1.0], [[1.0, 0.0]], cfg)
     assert float(loss) == pytest.approx(-1.0, abs=1e-6)
+
+
+def test_truncated_importance_sampling_weights_each_token():
+    # ratio 1 everywhere (A = +1, per-token loss -1); the engine gave the two tokens
+    # log-probs log 3 and log 1.5 below the trainer's: weights min(3, 2) = 2 and 1.5.
+    cfg = dataclasses.replace(LOSSES["dapo"], tis_cap=2.0)
+    logp = jnp.zeros((1, 2))
+    rollout = jnp.asarray([[-math.log(3.0), -math.log(1.5)]])
+    args = (logp, logp, jnp.asarray([1.0]), jnp.ones((1, 2)))
+    loss, m = policy_loss(*args, cfg, rollout_logp=rollout)
+    assert float(loss) == pytest.approx(-(2.0 + 1.5) / 2, abs=1e-6)
+    assert float(m["tis_weight"]) == pytest.approx(1.75, abs=1e-6)
+    assert float(m["tis_capped_frac"]) == pytest.approx(0.5)
+    # the weight carries no gradient: d loss / d logp is the unweighted gradient times it
+    g = jax.grad(lambda lp: policy_loss(lp, *args[1:], cfg, rollout_logp=rollout)[0])(logp)
+    np.testing.assert_allclose(np.asarray(g), [[-2.0 / 2, -1.5 / 2]], atol=1e-6)
+    # off (cap 0): the engine's log-probs change nothing
+    off, m_off = policy_loss(*args, LOSSES["dapo"], rollout_logp=rollout)
+    assert float(off) == pytest.approx(-1.0) and "tis_weight" not in m_off
+    with pytest.raises(ValueError, match="rollout_logp"):
+        policy_loss(*args, cfg)

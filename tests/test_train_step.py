@@ -308,3 +308,22 @@ def test_lower_allocates_nothing(tiny_policy):
     assert step.memory_analysis() is not None and logps.memory_analysis() is not None
     with pytest.raises(ValueError, match="multiple of 8"):
         tr.lower_step(shapes, 12, 22)
+
+
+def test_truncated_importance_sampling_reaches_the_update(tiny_policy, tokenizer):
+    """rl.tis_cap: the batch's rollout_logp (the engine's) weights the loss inside the step;
+    an engine far below the trainer on every token caps every weight."""
+    import dataclasses
+
+    cfg, graphdef, params = tiny_policy
+    b = _pack(_groups(tiny_policy, tokenizer))
+    mesh = sharding.make_mesh(devices=jax.devices()[:1])
+    tr = Trainer(graphdef, dataclasses.replace(LOSSES["grpo"], tis_cap=2.0),
+                 make_optimizer(OptimConfig(learning_rate=1e-2)), mesh)
+    p0, o0 = tr.init(jax.tree.map(lambda x: x.copy(), params))
+    _, _, same = tr.step(p0, o0, dict(b), seed=0)  # no rollout_logp: the engine is the trainer
+    assert same["tis_weight"] == pytest.approx(1.0) and same["tis_capped_frac"] == 0.0
+    p0, o0 = tr.init(jax.tree.map(lambda x: x.copy(), params))
+    _, _, far = tr.step(p0, o0, {**b, "rollout_logp": b["old_logp"] - 5.0}, seed=0)
+    assert far["tis_weight"] == pytest.approx(2.0) and far["tis_capped_frac"] == 1.0
+    assert far["grad_norm"] == pytest.approx(2.0 * same["grad_norm"], rel=1e-4)

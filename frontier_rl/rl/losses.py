@@ -16,6 +16,13 @@ per-token loss is capped at -A * c so one stale token cannot dominate an update.
 is the run's `rl.eps_low` / `rl.eps_high` for either loss (HeaPA runs both at 0.2 / 0.28); the
 presets in `LOSSES` fix only what differs between the two objectives.
 
+Truncated importance sampling (`rl.tis_cap` = C, verl's `tis_imp_ratio_cap`; Yao et al., 2025,
+"Your efficient RL framework secretly brings you off-policy RL training"): when rollouts come
+from another engine (SGLang, or a sampler in another precision), `old_logp` is the trainer's
+recomputation and the tokens were drawn from the engine's distribution; each token's loss is
+weighted by min(exp(old_logp - rollout_logp), C) (no gradient through the weight) to correct the
+train-inference mismatch. C = 0 turns it off.
+
 All functions are pure jnp and shape-polymorphic; they are traced inside the jitted train step.
 """
 
@@ -39,6 +46,7 @@ class LossConfig:
     eps_high: float = 0.28
     clip_ratio_c: float = 10.0
     kl_coef: float = 0.0
+    tis_cap: float = 0.0  # truncated importance-sampling cap; 0 = off
 
 
 LOSSES = {
@@ -104,6 +112,7 @@ def policy_loss(
     mask: jax.Array,
     cfg: LossConfig,
     ref_logp: jax.Array | None = None,
+    rollout_logp: jax.Array | None = None,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Clipped-surrogate policy loss.
 
@@ -114,6 +123,8 @@ def policy_loss(
       mask: [B, T] 1 for response tokens that count, 0 for prompt and padding.
       cfg: the loss configuration.
       ref_logp: [B, T] reference-policy log-probabilities, needed when cfg.kl_coef > 0.
+      rollout_logp: [B, T] the rollout engine's log-probabilities of the same tokens, needed
+        when cfg.tis_cap > 0 (truncated importance sampling, see the module docstring).
 
     Returns:
       (scalar loss, metrics) where metrics holds clip fractions, the approximate KL between the
@@ -128,14 +139,24 @@ def policy_loss(
     loss_ppo = jnp.maximum(loss_unclipped, loss_clipped)
     loss_dual = jnp.minimum(loss_ppo, -adv * cfg.clip_ratio_c)
     per_token = jnp.where(adv < 0, loss_dual, loss_ppo)
+    n = jnp.maximum(jnp.sum(mask), 1.0)
+    tis_metrics = {}
+    if cfg.tis_cap > 0.0:
+        if rollout_logp is None:
+            raise ValueError("tis_cap > 0 needs rollout_logp")
+        raw = jnp.exp(jnp.clip(old_logp - rollout_logp, -KL_LOG_RATIO_CLAMP, KL_LOG_RATIO_CLAMP))
+        weight = jax.lax.stop_gradient(jnp.minimum(raw, cfg.tis_cap))
+        per_token = per_token * weight
+        tis_metrics = {"tis_weight": jnp.sum(weight * mask) / n,
+                       "tis_capped_frac": jnp.sum((raw > cfg.tis_cap) * mask) / n}
     loss = aggregate(per_token, mask, cfg.aggregation)
 
-    n = jnp.maximum(jnp.sum(mask), 1.0)
     metrics = {
         "pg_loss": loss,
         "clip_frac": jnp.sum((loss_clipped > loss_unclipped) * mask) / n,
         "dual_clip_frac": jnp.sum((adv < 0) * (loss_ppo > -adv * cfg.clip_ratio_c) * mask) / n,
         "approx_kl_old": jnp.sum(0.5 * jnp.square(log_ratio) * mask) / n,
+        **tis_metrics,
     }
     if cfg.kl_coef > 0.0:
         if ref_logp is None:

@@ -46,7 +46,7 @@ from frontier_rl.rl import sharding
 from frontier_rl.rl.losses import LossConfig, policy_loss
 
 BATCH_KEYS = ("tokens", "valid", "loss_mask", "old_logp", "advantages")
-STEP_KEYS = BATCH_KEYS + ("ref_logp",)
+STEP_KEYS = BATCH_KEYS + ("ref_logp", "rollout_logp")
 # policy_loss metrics normalised like the loss (by its aggregation's denominator); the others
 # are means over response tokens.
 _AGGREGATED_METRICS = ("pg_loss", "kl_ref")
@@ -255,6 +255,7 @@ class Trainer:
         tok = jax.ShapeDtypeStruct((rows, length), jnp.int32)
         tgt = jax.ShapeDtypeStruct((rows, length - 1), jnp.float32)
         return {"tokens": tok, "valid": tok, "loss_mask": tgt, "old_logp": tgt, "ref_logp": tgt,
+                "rollout_logp": tgt,
                 "advantages": jax.ShapeDtypeStruct((rows,), jnp.float32)}
 
     def _check_rows(self, rows: int) -> None:
@@ -297,7 +298,7 @@ class Trainer:
         mask = mb["loss_mask"]
         ref = mb["ref_logp"] if self.loss_cfg.kl_coef > 0 else None
         loss, metrics = policy_loss(logp, mb["old_logp"], mb["advantages"], mask, self.loss_cfg,
-                                    ref_logp=ref)
+                                    ref_logp=ref, rollout_logp=mb["rollout_logp"])
         metrics["entropy"] = jnp.sum(entropy * mask) / jnp.maximum(jnp.sum(mask), 1.0)
         return loss, metrics
 
@@ -422,6 +423,7 @@ class Trainer:
         self._build(params)
         batch = dict(batch)
         batch.setdefault("ref_logp", np.zeros_like(batch["old_logp"]))
+        batch.setdefault("rollout_logp", batch["old_logp"])  # no mismatch: TIS weight 1
         batch = {k: distributed.to_global(batch[k], self._row_sharding) for k in STEP_KEYS}
         params, opt_state, metrics = self._step(params, opt_state, batch, jax.random.key(seed))
         return params, opt_state, {k: float(v) for k, v in jax.device_get(metrics).items()}

@@ -15,7 +15,8 @@ worth a retry and return `Verdict(ok=False, reason=...)` for content they reject
   "unsolvable"; operand count and digit filters are "filter"; an optional injected
   wrong-label rate (deterministic per candidate) supports label-noise studies.
 - `HttpTeacher` asks any OpenAI-compatible chat-completions endpoint for the spec's JSON object
-  {"clean", "solvable", "answer", "difficulty"}, with the standard library only. Fixes over the
+  {"clean", "solvable", "answer", "difficulty"}, over httpx (the client the SGLang engine
+  uses). Fixes over the
   released code: an answer must parse as a number ("no_numeric_answer" otherwise; the code let
   a missing answer through as gt=None), and a JSON number answer is accepted as its string
   (the code dropped it to None).
@@ -28,7 +29,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import http.client
 import json
 import math
 import os
@@ -38,6 +38,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Sequence
 
+import httpx
 import numpy as np
 
 from frontier_rl.selection.heapa.augment import Candidate, clamp_d
@@ -191,10 +192,10 @@ class HttpTeacher:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"teacher url {url!r} is not an http(s) URL")
-        self.scheme, self.host = parts.scheme, parts.hostname
-        self.port = parts.port or (443 if parts.scheme == "https" else 80)
-        path = parts.path.rstrip("/")
-        self.path = path if path.endswith("/chat/completions") else path + "/chat/completions"
+        url = url.rstrip("/")
+        self.url = url if url.endswith("/chat/completions") else url + "/chat/completions"
+        self._http: httpx.Client | None = None
+        self._client_lock = threading.Lock()
         self.model = model
         self.api_key_env = api_key_env
         self.timeout_s = timeout_s
@@ -231,38 +232,35 @@ class HttpTeacher:
             return Verdict(False, "filter")
         return verdict
 
+    def _client(self) -> httpx.Client:
+        """One pooled client per teacher, shared by the worker threads (httpx.Client is
+        thread-safe); created on first use."""
+        with self._client_lock:
+            if self._http is None:
+                self._http = httpx.Client(timeout=self.timeout_s)
+            return self._http
+
     def _post(self, payload: bytes) -> dict:
+        """POST within `timeout_s`: connect, send and each read wait at most the time left, and
+        the body is abandoned once the deadline passes (a server that drips bytes is cut off)."""
         deadline = time.monotonic() + self.timeout_s
-        cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
-        conn = cls(self.host, self.port, timeout=self.timeout_s)
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
         if key:
             headers["Authorization"] = f"Bearer {key}"
+        chunks = []
         try:
-            conn.request("POST", self.path, body=payload, headers=headers)
-            sock = conn.sock  # kept: getresponse() hands it to the response on Connection: close
-            sock.settimeout(max(1e-3, deadline - time.monotonic()))
-            resp = conn.getresponse()
-            chunks = []
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TeacherError("timeout")
-                sock.settimeout(left)
-                chunk = resp.read1(65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-            status = resp.status
-        except TeacherError:
-            raise
-        except TimeoutError:
+            with self._client().stream("POST", self.url, content=payload, headers=headers,
+                                       timeout=self.timeout_s) as resp:
+                for chunk in resp.iter_raw():
+                    chunks.append(chunk)
+                    if time.monotonic() > deadline:
+                        raise TeacherError("timeout")
+                status = resp.status_code
+        except httpx.TimeoutException:
             raise TeacherError("timeout") from None
-        except (OSError, http.client.HTTPException):
+        except httpx.HTTPError:
             raise TeacherError("connection_error") from None
-        finally:
-            conn.close()
         if status != 200:
             raise TeacherError("http_error", retryable=status == 429 or status >= 500)
         try:
@@ -272,6 +270,12 @@ class HttpTeacher:
         if not isinstance(envelope, dict):
             raise TeacherError("malformed_response")
         return envelope
+
+    def close(self) -> None:
+        with self._client_lock:
+            if self._http is not None:
+                self._http.close()
+                self._http = None
 
 
 # ----------------------------------------------------------------------------- async wrapper
@@ -360,6 +364,8 @@ class AsyncTeacher:
             t.join(timeout)
         self._threads = []
         self._stop = threading.Event()
+        if hasattr(self.teacher, "close"):
+            self.teacher.close()  # its pooled connections (a later submit reopens them)
 
     # ------------------------------------------------------------------ workers
 
