@@ -8,6 +8,8 @@ Commands:
   sim      --config=configs/sim_<exp>.py[:arg] [--workdir=DIR]       (the synthetic learner)
   bench    sampler | train_step | entropy | flops  [--bench_config=default] [--repeats=N] [--json]
   bench    selection --selector=NAME [--sizes=10000,100000,1000000] [--json]
+  bench    engine --config=configs/arith_grpo.py --workdir=DIR [--repeats=N] [--json]
+           (step time embedded vs through `frontier-rl serve`; identical metrics checked)
   fit      --config=configs/scale.py:<preset> [--mesh=data=D,fsdp=F,model=M]
            [--device=h100|h200|a100|v5e|v5p|v6e] [--json]   (memory per device, no device needed)
   export   --workdir=DIR [--step=N] --out=HF_DIR   (a Hugging Face checkpoint of the policy)
@@ -89,7 +91,15 @@ def _main(argv: list[str]) -> int:
 
             if len(argv) < 3:
                 raise train.RunError(f"bench needs one of {sorted(bench.BENCHES)}")
-            if argv[2] == "selection":
+            if argv[2] == "engine":
+                from frontier_rl import bench_engine
+
+                if FLAGS.config is None:
+                    raise train.RunError("bench engine needs --config (e.g. "
+                                         "configs/arith_grpo.py) and --workdir")
+                bench_engine.main(FLAGS.config, FLAGS.workdir, repeats=FLAGS.repeats,
+                                  as_json=FLAGS.json)
+            elif argv[2] == "selection":
                 from frontier_rl import bench_selection
 
                 bench_selection.main(FLAGS.selector, sizes=[int(s) for s in FLAGS.sizes],

@@ -152,6 +152,12 @@ def default_config() -> ml_collections.ConfigDict:
     # per-token weight min(exp(old_logp - rollout_logp), tis_cap); 0 = off. Matters when the
     # trainer recomputes old log-probs (an external engine, or rollout.top_p < 1).
     c.rl.tis_cap = 0.0
+    # Old-policy log-probs for the PPO ratio: "auto" recomputes them with the trainer when the
+    # sampler's are not the trainer's (an external engine, or rollout.top_p < 1, whose sampled
+    # distribution is truncated); "always" also does it for the embedded engine, so a run
+    # through a server can be compared with an embedded one bit for bit; "never" trusts the
+    # engine's (no engine_logprob_abs_diff, no TIS; not with top_p < 1).
+    c.rl.recompute_old_logp = "auto"
     c.rl.overlong_buffer = 0  # DAPO L_cache (tokens); 0 disables shaping
     c.rl.overlong_penalty = 1.0
     # GRPO's advantage A_i = (r_i - mean r) / std r within a group; False drops the division
@@ -386,6 +392,14 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "rl.eps_high", _pos, "a number > 0")
     _check(cfg, "rl.clip_ratio_c", lambda x: x > 1, "a number > 1")
     _check(cfg, "rl.kl_coef", _nonneg, "a number >= 0")
+    _check(cfg, "rl.recompute_old_logp", _in("auto", "always", "never"),
+           "'auto', 'always' or 'never'")
+    if cfg.rl.recompute_old_logp == "never":
+        _check(cfg, "rollout.top_p", lambda x: x == 1.0,
+               "1.0 with rl.recompute_old_logp='never' (the sampler's log-probs are of the "
+               "untruncated distribution)")
+        _check(cfg, "rl.tis_cap", lambda x: x == 0,
+               "0 with rl.recompute_old_logp='never' (TIS needs the trainer's log-probs)")
     _check(cfg, "rl.tis_cap", lambda x: _nonneg(x) and (x == 0 or x >= 1),
            "0 (off) or a cap >= 1 on the importance weight (verl uses 2)")
     _check(cfg, "rl.adv_std_norm", lambda x: isinstance(x, bool), "True or False")

@@ -21,7 +21,7 @@ import jax
 import ml_collections
 from flax import nnx
 
-from frontier_rl.models import ModelConfig, Transformer, hf
+from frontier_rl.models import ModelConfig, abstract_params, hf
 
 POLICY_DIR = "policy"
 RUNTIME_NAME = "frontier_rl_policy.json"
@@ -79,8 +79,7 @@ def restore_policy(workdir: str, step: int | None = None, config=None):
     if config is None:
         with open(os.path.join(workdir, "config.json"), encoding="utf-8") as f:
             config = ml_collections.ConfigDict(json.load(f))
-    graphdef, params = nnx.split(
-        nnx.eval_shape(lambda: Transformer(mcfg, rngs=nnx.Rngs(0))), nnx.Param)
+    graphdef, params = abstract_params(mcfg)
     # The checkpoint holds params and optimizer state together; restore both, keep params.
     tx = make_optimizer(OptimConfig(learning_rate=config.rl.learning_rate,
                                     warmup_steps=config.rl.warmup_steps))

@@ -26,10 +26,9 @@ import os
 import jax
 import jax.numpy as jnp
 import ml_collections
-from flax import nnx
 
 from frontier_rl import perf
-from frontier_rl.models import ModelConfig, Transformer, hf, presets
+from frontier_rl.models import ModelConfig, abstract_params, hf, presets
 
 USABLE = 0.9  # share of a device's memory a program may plan for (XLA, CUDA context, ...)
 
@@ -117,8 +116,7 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     mesh = sharding.make_mesh(mesh_spec["data"], mesh_spec["fsdp"], mesh_spec["model"],
                               devices=jax.devices()[:n])
     mcfg = model_config(config)
-    graphdef, params = nnx.split(
-        nnx.eval_shape(lambda: Transformer(mcfg, rngs=nnx.Rngs(0))), nnx.Param)
+    graphdef, params = abstract_params(mcfg)
     say(f"fit: {config.model.preset or config.model.path or 'model'}: "
         f"{mcfg.num_params() / 1e9:.2f}B parameters ({mcfg.param_dtype} master, {mcfg.dtype} "
         f"compute, remat {mcfg.remat}), mesh {dict(mesh.shape)}, device {device}")

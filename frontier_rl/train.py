@@ -35,7 +35,7 @@ from frontier_rl import (
 )
 from frontier_rl.accounting import Accountant
 from frontier_rl.entropy import PromptEntropy
-from frontier_rl.models import ModelConfig, Transformer, hf, presets
+from frontier_rl.models import ModelConfig, Transformer, abstract_params, hf, presets
 from frontier_rl.rl import batch as batch_lib
 from frontier_rl.rl import losses, sharding
 from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
@@ -287,8 +287,7 @@ def _load_policy(path: str, config, mesh):
         shardings=lambda abstract: sharding.param_shardings(abstract, mesh))
     mcfg = dataclasses.replace(mcfg, **_runtime_fields(config))
     _, params = nnx.split(model, nnx.Param)
-    graphdef = nnx.split(nnx.eval_shape(lambda: Transformer(mcfg, rngs=nnx.Rngs(0))),
-                         nnx.Param)[0]
+    graphdef = abstract_params(mcfg)[0]
     return graphdef, params, mcfg
 
 
@@ -440,7 +439,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     # trainer recomputes them and logs the difference (rollout/engine_logprob_abs_diff).
     engine = _make_engine(config, workdir, sampler, trainer, graphdef, mcfg, tokenizer,
                           encode_prompt(tokenizer, task.train[0].text))
-    recompute_old = config.rollout.top_p < 1.0 or engine.external
+    recompute_old = {"always": True, "never": False}.get(
+        config.rl.recompute_old_logp, config.rollout.top_p < 1.0 or engine.external)
 
     def shape_rewards(outcomes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         if config.rl.loss == "dapo" and config.rl.overlong_buffer > 0:
@@ -587,9 +587,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
             engine_logp = batch["rollout_logp"] = batch["old_logp"]
             batch["old_logp"] = trainer.logps(params, batch["tokens"], batch["valid"])
             accountant.charge_logps(batch)
-            if engine.external:  # the train-inference mismatch, over response tokens
-                mask = batch["loss_mask"] > 0
-                engine_diff = float(np.abs(batch["old_logp"] - engine_logp)[mask].mean())
+            # the train-inference mismatch, over response tokens
+            mask = batch["loss_mask"] > 0
+            engine_diff = float(np.abs(batch["old_logp"] - engine_logp)[mask].mean())
         if ref_params is not None:
             batch["ref_logp"] = trainer.logps(ref_params, batch["tokens"], batch["valid"])
             accountant.charge_logps(batch)
@@ -661,8 +661,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         if engine.external:
             step_metrics.update(engine.metrics())
             step_metrics["rollout/engine_staleness"] = step - 1 - staleness_base
-            if engine_diff is not None:
-                step_metrics["rollout/engine_logprob_abs_diff"] = engine_diff
+        if engine_diff is not None:
+            step_metrics["rollout/engine_logprob_abs_diff"] = engine_diff
         flops_now = accountant.metrics()
         step_metrics.update(flops_now)
         step_seconds = t_after - t_step

@@ -33,6 +33,8 @@ def test_every_config_builds(name):
     ("selector.name", "nope", "selector.name='nope'"),
     ("model.num_heads", 3, "a multiple of model.num_kv_heads=2"),
     ("checkpoint.max_to_keep", 1, "falls back to the previous one"),
+    ("rl.tis_cap", 0.5, "rl.tis_cap=0.5 is not allowed: 0 (off) or a cap >= 1"),
+    ("rl.recompute_old_logp", "yes", "rl.recompute_old_logp='yes'"),
 ])
 def test_bad_values_name_the_field(field, value, message):
     c = config_lib.default_config()
@@ -47,6 +49,21 @@ def test_dapo_forbids_kl():
     c = load("arith_dapo.py").get_config()
     c.rl.kl_coef = 0.1
     with pytest.raises(config_lib.ConfigError, match="DAPO has no KL"):
+        config_lib.validate(c)
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("rollout.top_p", 0.9, "rollout.top_p=0.9 is not allowed: 1.0 with rl.recompute_old_logp="),
+    ("rl.tis_cap", 2.0, "TIS needs the trainer's log-probs"),
+])
+def test_trusting_engine_logps_excludes_what_needs_the_trainers(field, value, message):
+    c = config_lib.default_config()
+    c.rl.recompute_old_logp = "never"
+    config_lib.validate(c)
+    section, leaf = field.split(".")
+    c[section][leaf] = value
+    with pytest.raises(config_lib.ConfigError, match=message.replace("(", r"\(")
+                       .replace(")", r"\)").replace(".", r"\.")):
         config_lib.validate(c)
 
 

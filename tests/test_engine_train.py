@@ -64,27 +64,27 @@ def records(run_dir) -> list[dict]:
 
 
 def assert_same_run(a: list[dict], b: list[dict]) -> None:
-    """b (through a server) has a's rollouts and eval metrics exactly; its train metrics use
-    old log-probs the trainer recomputed, equal up to float roundoff."""
+    """b (through a server) has a's rollouts, eval and train metrics exactly: both runs
+    recompute the old log-probs with the trainer (rl.recompute_old_logp=always)."""
     assert [r["step"] for r in a] == [r["step"] for r in b]
     for ra, rb in zip(a, b, strict=True):
         for k, v in ra.items():
-            if k.startswith(("eval/", "rollout/", "evalset/")):
+            if k.startswith(("eval/", "evalset/", "train/", "mech/")) or (
+                    k.startswith("rollout/") and not k.startswith("rollout/engine_")):
                 assert rb[k] == v, (ra["step"], k)
-            elif k.startswith("train/"):
-                assert rb[k] == pytest.approx(v, rel=1e-4, abs=1e-6), (ra["step"], k)
 
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     """The embedded engine's run (and its warm start, which the other runs share)."""
     ref = tmp_path_factory.mktemp("engine_train") / "jax"
-    train.run(smoke(), str(ref))
+    train.run(smoke(**{"rl.recompute_old_logp": "always"}), str(ref))
     return ref
 
 
 def through(url: str, reference, **overrides):
     return smoke(**{"rollout.engine": "sglang", "rollout.sglang.url": url,
+                    "rl.recompute_old_logp": "always",
                     "warmstart.cache_dir": str(reference / "warmstart"), **overrides})
 
 

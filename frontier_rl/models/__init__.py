@@ -9,13 +9,14 @@ from frontier_rl.models.hf import (
     save_pretrained,
     save_tokenizer,
 )
-from frontier_rl.models.transformer import KVCache, Transformer, init_cache
+from frontier_rl.models.transformer import KVCache, Transformer, abstract_params, init_cache
 
 __all__ = [
     "FAMILIES",
     "KVCache",
     "ModelConfig",
     "Transformer",
+    "abstract_params",
     "config_from_hf",
     "config_to_hf",
     "family_preset",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -36,7 +37,7 @@ from safetensors import safe_open
 from safetensors.numpy import save_file
 
 from frontier_rl.models.config import DTYPES, ModelConfig, family_preset, rope_type
-from frontier_rl.models.transformer import Transformer
+from frontier_rl.models.transformer import Transformer, abstract_params
 
 _ARCHITECTURES = {
     "qwen3": "Qwen3ForCausalLM",
@@ -215,8 +216,7 @@ def load_pretrained(path: str | os.PathLike, dtype: str | None = None,
                               param_dtype=param_dtype)
     cfg = _merge_generation_eos(cfg, path)
 
-    graphdef, abstract = nnx.split(
-        nnx.eval_shape(lambda: Transformer(cfg, rngs=nnx.Rngs(0))), nnx.Param)
+    graphdef, abstract = abstract_params(cfg)
     placement = {} if shardings is None else _sharding_by_path(shardings(abstract), abstract)
     wanted = _hf_layout(cfg)
     with _open_safetensors(path) as files:
@@ -337,10 +337,11 @@ def save_tokenizer(tok, path: str | os.PathLike) -> None:
     tok.save_pretrained(os.fspath(path))
 
 
+@functools.lru_cache(maxsize=16)
 def _hf_layout(cfg: ModelConfig) -> dict[str, tuple[tuple, bool, tuple[int, ...]]]:
-    """HF tensor name -> (our parameter path, transpose?, our shape), for every parameter."""
-    abstract = nnx.eval_shape(lambda: Transformer(cfg, rngs=nnx.Rngs(0)))
-    flat = nnx.traversals.flatten_mapping(nnx.to_pure_dict(nnx.state(abstract, nnx.Param)))
+    """HF tensor name -> (our parameter path, transpose?, our shape), for every parameter
+    (cached per config: read it, never change it)."""
+    flat = nnx.traversals.flatten_mapping(nnx.to_pure_dict(abstract_params(cfg)[1]))
     layout = {}
     for param_path, value in flat.items():
         *modules, leaf = (str(p) for p in param_path)

@@ -24,6 +24,7 @@ Two ways to run it:
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -352,3 +353,17 @@ def _layer_fn(graphdef: nnx.GraphDef):
         return nnx.merge(graphdef, state)(x, cos, sin, mask, cache, layer, cache_index)
 
     return run
+
+
+def abstract_params(cfg: ModelConfig) -> tuple[nnx.GraphDef, nnx.State]:
+    """(graphdef, parameter state of ShapeDtypeStructs) of `cfg`'s model; nothing allocated.
+    Tracing the model's constructor costs ~50 ms even for a tiny model and every loader, export
+    and weight sync needs it, so it is traced once per config; each call returns its own copy
+    of the state (callers fill it in)."""
+    graphdef, state = _abstract_params(cfg)
+    return graphdef, jax.tree.map(lambda x: x, state)
+
+
+@functools.lru_cache(maxsize=16)
+def _abstract_params(cfg: ModelConfig) -> tuple[nnx.GraphDef, nnx.State]:
+    return nnx.split(nnx.eval_shape(lambda: Transformer(cfg, rngs=nnx.Rngs(0))), nnx.Param)

@@ -47,7 +47,7 @@ class Policy:
         from flax import nnx
 
         from frontier_rl import train
-        from frontier_rl.models import Transformer, hf
+        from frontier_rl.models import abstract_params, hf
         from frontier_rl.rl import sharding
 
         mesh = sharding.make_mesh(-1, 1, 1)
@@ -59,8 +59,7 @@ class Policy:
             new = dataclasses.replace(mcfg, eos_token_ids=(), pad_token_id=None)
             if old != new:
                 raise ValueError(f"{path} is another architecture than the served model")
-        graphdef = nnx.split(nnx.eval_shape(lambda: Transformer(mcfg, rngs=nnx.Rngs(0))),
-                             nnx.Param)[0]
+        graphdef = abstract_params(mcfg)[0]
         tokenizer = hf.load_tokenizer(path)
         with self.lock:
             if getattr(self, "mcfg", None) is None:
