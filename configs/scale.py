@@ -40,23 +40,13 @@ def get_config(arg: str | None = None):
                          f"{sorted(presets.PRESETS)})")
     c = config_lib.default_config()
     c.model.preset = name
-    c.model.param_dtype = "float32"
-    c.model.dtype = "bfloat16"
-    c.model.attention = "auto"
-    c.model.remat = "full"
-    c.model.scan_layers = True
-    c.model.logits_chunk = 1024
+    config_lib.accelerator_memory(c, MICRO_BATCH[name])
     c.rl.batch_size = 256
     c.rl.group_size = 8
     c.rl.learning_rate = 1e-6
     c.rl.epochs = 1
     c.rl.minibatches = 4
-    c.rl.micro_batch_size = MICRO_BATCH[name]
     c.rollout.max_new_tokens = 4096
-    c.rollout.entropy_batch = 64
     c.fit.prompt_len = 1024
     c.fit.entropy_rows = 1024
-    c.mesh.data = 1
-    c.mesh.fsdp = 8
-    c.mesh.model = 1
     return config_lib.validate(c)

@@ -247,6 +247,26 @@ def augment_on_arith(c: ml_collections.ConfigDict, *, max_digits: int | None = N
     return c
 
 
+def accelerator_memory(c: ml_collections.ConfigDict,
+                       micro_batch_size: int) -> ml_collections.ConfigDict:
+    """The memory settings of a real-size policy on one accelerator node (configs/scale.py and
+    the paper configs): float32 master weights and Adam moments, bfloat16 compute, flash
+    attention where the device has it, every decoder layer rematerialised, one scanned layer,
+    log-probs in chunks of 1,024 positions, `micro_batch_size` rows per forward/backward,
+    prompt entropies 64 rows at a time, and parameters, gradients and optimizer state sharded
+    over 8 devices (mesh data=1, fsdp=8)."""
+    c.model.param_dtype = "float32"
+    c.model.dtype = "bfloat16"
+    c.model.attention = "auto"
+    c.model.remat = "full"
+    c.model.scan_layers = True
+    c.model.logits_chunk = 1024
+    c.rl.micro_batch_size = micro_batch_size
+    c.rollout.entropy_batch = 64
+    c.mesh.data, c.mesh.fsdp, c.mesh.model = 1, 8, 1
+    return c
+
+
 def shrink_for_smoke(c: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     """The `:smoke` variant of a config: the same code paths in seconds (used by tests)."""
     c.task.train_size = 512

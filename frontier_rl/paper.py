@@ -83,12 +83,7 @@ def base(model: str, dataset: str | None) -> ml_collections.ConfigDict:
     c = config_lib.default_config()
     c.model.path = os.path.join(CHECKPOINTS, hf_name)
     c.model.preset = preset  # the same architecture: `fit` and random-init checks use it
-    c.model.param_dtype = "float32"
-    c.model.dtype = "bfloat16"
-    c.model.attention = "auto"
-    c.model.remat = "full"
-    c.model.scan_layers = True
-    c.model.logits_chunk = 1024
+    config_lib.accelerator_memory(c, MICRO_BATCH[model])
     c.task = ml_collections.ConfigDict(dict(
         name="corpus", path=DATASETS[dataset], format="verl", verifier="math_verify",
         require_boxed=True, instruction=chat.BOXED_STEP_BY_STEP, eval_fraction=0.0,
@@ -104,9 +99,6 @@ def base(model: str, dataset: str | None) -> ml_collections.ConfigDict:
     c.rl.eps_low, c.rl.eps_high, c.rl.clip_ratio_c = 0.2, 0.28, 10.0
     c.rollout.temperature = 1.0
     c.rollout.top_p = 1.0
-    c.rollout.entropy_batch = 64
-    c.mesh.data, c.mesh.fsdp, c.mesh.model = 1, 8, 1
-    c.rl.micro_batch_size = MICRO_BATCH[model]
     c.checkpoint.max_to_keep = 3
     c.log.tensorboard = True
     if protocol == "hive":
