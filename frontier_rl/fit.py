@@ -12,9 +12,9 @@ reference policy) stays resident, so it is added to theirs.
 
 The mesh is built from fake CPU devices (`--xla_force_host_platform_device_count`, set by the
 CLI before JAX starts), so the check runs on any machine. XLA's CPU compiler is not the GPU's
-or TPU's: fusion and layout differ, so treat the figures as estimates (in our checks within
-~15% of the device's own) and leave headroom: a program fits when it needs at most
-`USABLE` of the device's memory.
+or TPU's: fusion and layout differ, so treat the figures as estimates (not yet compared with
+a device's own memory profile; launch/gpu_check.sh does that on a GPU) and leave headroom: a
+program fits when it needs at most `USABLE` of the device's memory.
 """
 
 from __future__ import annotations

@@ -93,3 +93,39 @@ def test_two_processes_equal_one_process(tmp_path):
     _assert_same_run(a, b)
     assert _files(str(one)) == _files(str(two))
     assert sorted(os.listdir(logs)) == ["process_1.log"]
+
+
+@pytest.mark.slow
+def test_two_processes_sigterm_checkpoint_then_resume(tmp_path):
+    """SIGTERM to `launch/multihost_local.sh 2` after step 1 (the script forwards it to both
+    processes, which agree on the step through a collective): one checkpoint at the step
+    boundary, off the checkpoint.every schedule, exit 0; the same command then resumes and ends
+    with the metrics of an uninterrupted 1-process x 8-device run."""
+    import time
+
+    flags = [*SMOKE, "--config.checkpoint.every=100"]
+    one, two, logs = tmp_path / "one", tmp_path / "two", tmp_path / "logs"
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    subprocess.run([sys.executable, "-m", "frontier_rl", "train", *flags, f"--workdir={one}"],
+                   cwd=ROOT, env=env, check=True, capture_output=True, timeout=900)
+    env = dict(os.environ, FRONTIER_RL_PYTHON=sys.executable, LOG_DIR=str(logs))
+    cmd = ["bash", "launch/multihost_local.sh", "2", *flags, f"--workdir={two}"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600
+    log_path = two / "metrics.jsonl"
+    while time.monotonic() < deadline and proc.poll() is None:
+        if log_path.exists() and any(r["step"] >= 1 for r in metrics.read(str(log_path))):
+            proc.send_signal(signal.SIGTERM)
+            break
+        time.sleep(0.1)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    steps = sorted(int(d) for d in os.listdir(two / "checkpoints") if d.isdigit())
+    assert len(steps) == 1 and 1 <= steps[0] < 4, steps  # stopped early, at a step boundary
+    assert not (two / "final_metrics.json").exists()
+    r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    _assert_same_run(metrics.read(str(one / "metrics.jsonl")),
+                     metrics.read(str(two / "metrics.jsonl")))
