@@ -70,7 +70,8 @@ def suite_task(task_name: str, task_cfg: Mapping, sets: Mapping[str, str]) -> ba
 def evaluate(sampler, params, tokenizer, task: base.Task, eval_cfg, *, seed: int,
              max_new_tokens: int | None = None) -> tuple[dict[str, float], np.ndarray]:
     """(metrics, per-prompt correct counts) of `task.eval` under the `config.eval` protocol;
-    with more than one bucket, also the unweighted mean over them (`.../bench_mean`)."""
+    for a suite of more than one benchmark (`eval.sets`), also the unweighted mean over them
+    (`.../bench_mean`; a task's own difficulty buckets get none, their pooled `all` is it)."""
     from frontier_rl import evaluation
 
     cap = int(eval_cfg.get("max_new_tokens", 0) or 0) or max_new_tokens
@@ -79,7 +80,7 @@ def evaluate(sampler, params, tokenizer, task: base.Task, eval_cfg, *, seed: int
         temperature=eval_cfg.temperature, top_p=eval_cfg.top_p, greedy=eval_cfg.greedy,
         seed=seed, per_prompt=True, verify_many=task.verify_many, max_new_tokens=cap)
     buckets = list(dict.fromkeys(p.bucket for p in task.eval))
-    if len(buckets) > 1:
+    if eval_cfg.get("sets") and len(buckets) > 1:
         for m in (f"avg@{eval_cfg.k}", f"pass@{eval_cfg.k}", f"invalid@{eval_cfg.k}",
                   "response_len"):
             metrics[f"eval/{m}/bench_mean"] = float(np.mean([metrics[f"eval/{m}/{b}"]

@@ -4,7 +4,6 @@ import importlib.util
 import json
 import os
 
-import numpy as np
 import pytest
 
 from frontier_rl import compare, config_lib
@@ -31,12 +30,9 @@ def test_smoke_comparison_runs_on_gym_buckets(tmp_path):
         train.run(spec.config, spec.dir)
     runs = compare.collect(config, specs)["runs"]
     assert {r["method"] for r in runs} == {"uniform", "hive"}
-    curve = runs[0]["curve"]["buckets"]
-    buckets = set(curve) - {"all", "bench_mean"}
+    buckets = set(runs[0]["curve"]["buckets"]) - {"all"}
+    # difficulty buckets of one task: no bench_mean (that is for suites of benchmarks)
     assert {"num_terms=3", "num_terms=4"} <= buckets <= {f"num_terms={n}" for n in range(3, 7)}
-    # the unweighted mean over the buckets, at every eval point
-    means = np.mean([curve[b] for b in sorted(buckets)], axis=0)
-    np.testing.assert_allclose(curve["bench_mean"], means, rtol=1e-9)
     for r in runs:
         assert r["rollouts"] > 0
     with open(tmp_path / "warmstart" / "frontier_rl_warmstart_result.json") as f:
