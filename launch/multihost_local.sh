@@ -41,7 +41,16 @@ for ((i = P - 1; i >= 0; i--)); do
 done
 status=0
 for pid in "${pids[@]}"; do
-  wait "$pid" || status=$?
+  rc=0
+  wait "$pid" || rc=$?
+  # A trapped signal cuts `wait` short with 128+n while the process is still checkpointing;
+  # waiting again gives the process's own exit status (the same 128+n if it died of a signal).
+  for _ in 1 2 3; do
+    [ "$rc" -gt 128 ] || break
+    rc=0
+    wait "$pid" || rc=$?
+  done
+  [ "$rc" -eq 0 ] || status=$rc
 done
 if [ "$status" -ne 0 ]; then
   echo "multihost_local: a process failed (exit $status); logs of processes 1..$((P - 1)) in $LOG_DIR" >&2
