@@ -149,7 +149,12 @@ class Accountant:
 
     def charge_generation(self, res: Any) -> None:
         """One `Sampler.sample` call (its `SampleResult`): prefill + the decode steps its loop
-        ran, from `res.shape`, `res.prompt_lens` and `res.lengths`."""
+        ran, from `res.shape`, `res.prompt_lens` and `res.lengths`; a result joined from
+        several calls (`rollout.rows_per_call`) is charged call by call."""
+        if getattr(res, "parts", ()):
+            for part in res.parts:
+                self.charge_generation(part)
+            return
         sh = res.shape
         if sh is None:  # an external engine's result: its padding is unknown, the formula stands
             formula = analytic_flops(self.mcfg, "generation", res.prompt_lens, res.lengths)

@@ -66,6 +66,7 @@ def default_config() -> ml_collections.ConfigDict:
     # and the sequence chunk in which log-probs/entropies are computed from the final hidden
     # states (so no [rows, L, vocab] float32 array is ever built).
     c.model.attention = "xla"
+    c.model.attention_chunk = 0  # query positions per attention block on XLA; 0 = all at once
     c.model.remat = "none"
     c.model.scan_layers = False
     c.model.logits_chunk = 512
@@ -106,6 +107,10 @@ def default_config() -> ml_collections.ConfigDict:
     c.rollout.top_p = 1.0
     c.rollout.max_new_tokens = 8
     c.rollout.entropy_batch = 256  # rows per prompt-entropy forward pass (HIVE Stage 2)
+    # Rows the embedded sampler generates at once (whole prompts; 0 = a call's rows at once).
+    # Its KV cache is dense, rows x (prompt + max_new_tokens): at the papers' sizes this is what
+    # makes generation fit (`frontier-rl fit` compiles the sampler for this many rows).
+    c.rollout.rows_per_call = 0
     # Where tokens come from (rollout/engine.py): "jax" = the in-process sampler; "sglang" = an
     # HTTP server speaking SGLang's native API (real SGLang, or `frontier-rl serve`).
     c.rollout.engine = "jax"
@@ -258,6 +263,7 @@ def accelerator_memory(c: ml_collections.ConfigDict,
     c.model.param_dtype = "float32"
     c.model.dtype = "bfloat16"
     c.model.attention = "auto"
+    c.model.attention_chunk = 1024  # where attention runs on XLA (TPU, CPU, a 32-bit GPU run)
     c.model.remat = "full"
     c.model.scan_layers = True
     c.model.logits_chunk = 1024
@@ -359,6 +365,8 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
            f"'' or one of {sorted(presets.PRESETS)}")
     _check(cfg, "model.attention", _in("auto", "xla", "cudnn"), "'auto', 'xla' or 'cudnn'")
     _check(cfg, "model.remat", _in("none", "full", "dots"), "'none', 'full' or 'dots'")
+    _check(cfg, "model.attention_chunk", lambda x: isinstance(x, int) and not isinstance(
+        x, bool) and x >= 0, "an integer >= 0 (query positions per block; 0 = all at once)")
     _check(cfg, "model.scan_layers", lambda x: isinstance(x, bool), "True or False")
     _check(cfg, "model.logits_chunk", lambda x: isinstance(x, int) and x >= 0,
            "an integer >= 0 (0 = the whole sequence at once)")
@@ -381,6 +389,9 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "rollout.entropy_batch", _pos_int, "an integer >= 1")
     _check(cfg, "rollout.engine", _in("jax", "sglang"), "'jax' or 'sglang'")
     _check(cfg, "rollout.sync_every", _pos_int, "an integer >= 1 (steps)")
+    _check(cfg, "rollout.rows_per_call", lambda x: isinstance(x, int) and not isinstance(
+        x, bool) and (x == 0 or x >= cfg.rl.group_size),
+           f"0 (all at once) or an integer >= rl.group_size={cfg.rl.group_size} (whole prompts)")
     _check(cfg, "rollout.sync_dir", lambda x: isinstance(x, str), "a directory ('' = DIR/sync)")
     _check(cfg, "rollout.probe_tol", _pos, "a number > 0 (nats per token)")
     if cfg.rollout.engine == "sglang":

@@ -148,7 +148,11 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     if config.rl.kl_coef > 0:
         resident += _tree_bytes_per_device(params, param_sh)
 
-    sample_rows = bucket(config.rl.batch_size * config.rl.group_size, (8, 64, 256, 512, 1024))
+    sample_rows = config.rl.batch_size * config.rl.group_size
+    if config.rollout.rows_per_call:
+        per_prompt = config.rl.group_size
+        sample_rows = min(sample_rows, config.rollout.rows_per_call // per_prompt * per_prompt)
+    sample_rows = bucket(sample_rows, (8, 64, 256, 512, 1024))
     sampler = Sampler(graphdef, mcfg, eos_id=mcfg.eos_token_id or 0, pad_id=0,
                       prompt_buckets=PROMPT_BUCKETS, max_new_tokens=config.rollout.max_new_tokens,
                       mesh=mesh)
@@ -181,7 +185,8 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     hints = {
         "train_step": f"reduce rl.micro_batch_size (now {micro}), set model.remat=full, or "
                       "raise mesh.fsdp",
-        "sampler": "reduce rl.batch_size x rl.group_size rows or rollout.max_new_tokens, or "
+        "sampler": "set rollout.rows_per_call (rows generated at once; now "
+                   f"{config.rollout.rows_per_call or 'all'}) or reduce rollout.max_new_tokens, or "
                    "raise mesh.data / mesh.model (the KV cache is split over both)",
         "entropy": f"reduce rollout.entropy_batch (now {config.rollout.entropy_batch}) or "
                    "fit.entropy_rows",

@@ -55,8 +55,14 @@ EVAL_DIR = "data/eval"  # launch/prepare_benchmarks.py --out_dir
 CHECKPOINTS = "checkpoints"  # model.path = checkpoints/<Hugging Face name>
 
 # Rows per forward/backward (whole mesh of 8 devices): one or two responses per device.
-MICRO_BATCH = {"qwen2.5-math-1.5b": 16, "qwen2.5-math-7b": 16, "qwen3-0.6b": 16,
-               "qwen3-1.7b": 16, "qwen3-4b": 8, "qwen3-8b": 8}
+MICRO_BATCH = {"qwen2.5-math-1.5b": 16, "qwen2.5-math-7b": 8, "qwen3-0.6b": 8,
+               "qwen3-1.7b": 8, "qwen3-4b": 8, "qwen3-8b": 8}
+# Rows the embedded sampler generates at once (rollout.rows_per_call; 0 = a step's rows at
+# once): its KV cache is dense, so HeaPA's 8,192 rows of up to 22.5k tokens go in slices (on
+# GPUs, an SGLang server's paged cache is the faster path). Sized with `frontier-rl fit` for
+# 8 x A100-80GB (HIVE's protocol) and 8 x H200 (HeaPA's), the hardware each paper names.
+ROWS_PER_CALL = {"qwen2.5-math-1.5b": 0, "qwen2.5-math-7b": 64, "qwen3-0.6b": 256,
+                 "qwen3-1.7b": 256, "qwen3-4b": 64, "qwen3-8b": 64}
 
 
 def parse_args(arg: str | None, file: str, models: tuple[str, ...], extra: tuple[str, ...] = ()
@@ -84,6 +90,7 @@ def base(model: str, dataset: str | None) -> ml_collections.ConfigDict:
     c.model.path = os.path.join(CHECKPOINTS, hf_name)
     c.model.preset = preset  # the same architecture: `fit` and random-init checks use it
     config_lib.accelerator_memory(c, MICRO_BATCH[model])
+    c.rollout.rows_per_call = ROWS_PER_CALL[model]
     c.task = ml_collections.ConfigDict(dict(
         name="corpus", path=DATASETS[dataset], format="verl", verifier="math_verify",
         require_boxed=True, instruction=chat.BOXED_STEP_BY_STEP, eval_fraction=0.0,

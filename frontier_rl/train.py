@@ -237,8 +237,8 @@ def _warm_start(config, task, graphdef, params, mcfg, tokenizer, seed: int, say)
 def _runtime_fields(config) -> dict:
     """ModelConfig fields that change how the policy runs, not what it computes."""
     m = config.model
-    return dict(param_dtype=m.param_dtype, attention=m.attention, remat=m.remat,
-                scan_layers=m.scan_layers)
+    return dict(param_dtype=m.param_dtype, attention=m.attention,
+                attention_chunk=m.attention_chunk, remat=m.remat, scan_layers=m.scan_layers)
 
 
 def _random_policy_config(config, tokenizer) -> ModelConfig:
@@ -303,7 +303,7 @@ def _make_engine(config, workdir: str, sampler, trainer, graphdef, mcfg, tokeniz
     """The rollout engine `rollout.engine` names (rollout/engine.py). An SGLang engine gets the
     export of the policy (to `rollout.sync_dir`) and the trainer's log-probs for its probe."""
     if config.rollout.engine == "jax":
-        return JaxEngine(sampler)
+        return JaxEngine(sampler, rows_per_call=config.rollout.rows_per_call)
     c = config.rollout
 
     def export_fn(params, path):
@@ -462,7 +462,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
                 engine.sync(params, step)
             except EngineError as e:
                 raise RunError(f"evaluation at step {step}: {e}") from None
-        ev, counts = eval_suite.evaluate(engine if engine.external else sampler, params,
+        ev, counts = eval_suite.evaluate(engine, params,
                                          tokenizer, task, config.eval, seed=seed + 7)
         eval_counts[:] = counts.tolist()
         return ev

@@ -35,6 +35,7 @@ def test_every_config_builds(name):
     ("checkpoint.max_to_keep", 1, "falls back to the previous one"),
     ("rl.tis_cap", 0.5, "rl.tis_cap=0.5 is not allowed: 0 (off) or a cap >= 1"),
     ("rl.recompute_old_logp", "yes", "rl.recompute_old_logp='yes'"),
+    ("rollout.rows_per_call", 4, "an integer >= rl.group_size=8 (whole prompts)"),
 ])
 def test_bad_values_name_the_field(field, value, message):
     c = config_lib.default_config()

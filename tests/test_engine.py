@@ -210,3 +210,30 @@ def test_heapa_http_teacher_talks_to_serve(served):
     finally:
         teacher.close()
     assert err.value.reason == "malformed_json"
+
+
+def test_jax_engine_rows_per_call_splits_whole_prompts(served):
+    """rollout.rows_per_call: the rows come from consecutive sampler calls of whole prompts,
+    the first with the call's seed; within the cap it is the one sampler call."""
+    from frontier_rl.rollout.engine import generate
+
+    policy, _ = served
+    sampler = policy.sampler(None)
+    sampling = Sampling(temperature=0.7, seed=3)
+    split = JaxEngine(sampler, policy.params, rows_per_call=5)  # 2 prompts x 2 rows per call
+    got = split.generate(PROMPTS, 2, sampling)
+    assert len(got.parts) == 2 and [len(p.lengths) for p in got.parts] == [4, 2]
+    first = sampler.sample(policy.params, PROMPTS[:2], 2, seed=3, temperature=0.7)
+    second = sampler.sample(policy.params, PROMPTS[2:], 2, temperature=0.7,
+                            seed=int(np.random.SeedSequence([3, 1]).generate_state(1)[0]))
+    for f in ("tokens", "logps", "entropies", "lengths", "finished", "prompt_lens"):
+        np.testing.assert_array_equal(getattr(got, f), np.concatenate(
+            [getattr(first, f), getattr(second, f)]))
+    whole = JaxEngine(sampler, policy.params, rows_per_call=6).generate(PROMPTS, 2, sampling)
+    ref = sampler.sample(policy.params, PROMPTS, 2, seed=3, temperature=0.7)
+    assert whole.parts == () and whole.shape == ref.shape
+    np.testing.assert_array_equal(whole.tokens, ref.tokens)
+    # evaluation's helper keeps the engine's cap, with the parameters it is given
+    via = generate(JaxEngine(sampler, None, rows_per_call=5), policy.params, PROMPTS, 2,
+                   sampling)
+    np.testing.assert_array_equal(via.tokens, got.tokens)

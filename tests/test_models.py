@@ -365,7 +365,7 @@ def test_tokenizer_round_trip(tmp_path):
         load_tokenizer(os.path.join(tmp_path, "missing"))
 
 
-def reference_attend(q, k, v, mask, implementation="xla"):
+def reference_attend(q, k, v, mask, implementation="xla", q_chunk=0):
     """The grouped einsum attention the model used before jax.nn.dot_product_attention."""
     b, t, n, d = q.shape
     kv_heads = k.shape[2]
@@ -423,7 +423,9 @@ def test_attention_matches_einsum_reference(monkeypatch):
     full, decoded = jax.jit(run)()
     assert bool(jnp.all(jnp.isfinite(full))) and bool(jnp.all(jnp.isfinite(decoded)))
     monkeypatch.setattr(transformer, "attend", reference_attend)
-    ref_full, ref_decoded = jax.jit(run)()  # a new trace, through the reference
+    # A new function object, so jit traces again (through the reference) instead of reusing
+    # the cached trace of `run`.
+    ref_full, ref_decoded = jax.jit(lambda: run())()
     np.testing.assert_allclose(full, ref_full, atol=1e-5, rtol=0)
     np.testing.assert_allclose(decoded, ref_decoded, atol=1e-5, rtol=0)
 
@@ -550,3 +552,41 @@ def test_load_into_shardings_matches_unsharded_load(tmp_path):
                                atol=1e-6, rtol=0)
     with pytest.raises(ValueError, match="matching the parameter state"):
         load_pretrained(tmp_path, shardings=lambda abstract: {"embed_tokens": None})
+
+
+@pytest.mark.parametrize("chunk", [2, 3, 5])
+def test_chunked_attention_is_the_unchunked_one(chunk):
+    """model.attention_chunk: queries in blocks (the last one padded when the length is not a
+    multiple) give the same outputs and gradients as all at once."""
+    rng = np.random.default_rng(1)
+    q, k, v = (jnp.asarray(rng.standard_normal(s), jnp.float32)
+               for s in [(2, 7, 4, 8), (2, 7, 2, 8), (2, 7, 2, 8)])
+    mask = jnp.asarray(np.tril(np.ones((7, 7), bool))[None].repeat(2, 0))
+
+    def loss(q, k, v, c):
+        return jnp.sum(jnp.sin(transformer.attend(q, k, v, mask, "xla", c)))
+
+    whole = transformer.attend(q, k, v, mask)
+    blocked = transformer.attend(q, k, v, mask, "xla", chunk)
+    np.testing.assert_allclose(blocked, whole, atol=1e-6, rtol=0)
+    g_whole = jax.grad(loss, argnums=(0, 1, 2))(q, k, v, 0)
+    g_blocked = jax.grad(loss, argnums=(0, 1, 2))(q, k, v, chunk)
+    for a, b in zip(g_blocked, g_whole, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=0)
+
+
+def test_chunked_attention_scores_never_exist_whole():
+    """The point of the blocks: the compiled forward and backward hold one block's scores, so
+    their temporaries shrink with the block (4,096 positions: 512-query blocks)."""
+    q = jax.ShapeDtypeStruct((1, 4096, 4, 16), jnp.float32)
+    kv = jax.ShapeDtypeStruct((1, 4096, 2, 16), jnp.float32)
+    mask = jax.ShapeDtypeStruct((1, 4096, 4096), jnp.bool_)
+
+    def temps(chunk):
+        def f(q, k, v, m):
+            return jax.grad(lambda q: jnp.sum(transformer.attend(q, k, v, m, "xla", chunk)))(q)
+        return jax.jit(f).lower(q, kv, kv, mask).compile().memory_analysis().temp_size_in_bytes
+
+    whole, blocked = temps(0), temps(512)
+    # whole: [1, 4, 4096, 4096] float32 scores (256 MiB) and their softmax/gradient copies
+    assert whole > 256 * 2**20 and blocked < whole / 4, (whole, blocked)

@@ -64,6 +64,10 @@ class ModelConfig:
     # bfloat16 master weights lose updates below ~2^-8 of the weight (an lr-1e-6 step).
     param_dtype: str = "float32"
     attention: str = "xla"  # "xla" | "cudnn" | "auto" (jax.nn.dot_product_attention backend)
+    # On the XLA backend, queries in blocks of this many positions (0 = all at once), each
+    # block's [rows, heads, block, keys] scores recomputed in the backward pass: memory linear
+    # in the sequence, not quadratic (cuDNN's flash attention needs none of this).
+    attention_chunk: int = 0
     # Per decoder layer in the backward pass: "none" keeps all activations, "full" recomputes
     # the layer from its input, "dots" keeps only the projection matmuls' outputs.
     remat: str = "none"
@@ -97,6 +101,10 @@ class ModelConfig:
             if getattr(self, name) not in allowed:
                 raise ValueError(f"ModelConfig.{name}={getattr(self, name)!r} is not one of "
                                  f"{allowed}")
+        if isinstance(self.attention_chunk, bool) or not isinstance(self.attention_chunk, int) \
+                or self.attention_chunk < 0:
+            raise ValueError(f"ModelConfig.attention_chunk={self.attention_chunk!r} must be an "
+                             "int >= 0")
         if not isinstance(self.scan_layers, bool):
             raise ValueError(f"ModelConfig.scan_layers={self.scan_layers!r} must be a bool")
         for name in ("bos_token_id", "eos_token_id", "pad_token_id"):

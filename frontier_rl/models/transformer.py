@@ -169,19 +169,46 @@ class MLP(nnx.Module):
 
 
 def attend(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array,
-           implementation: str = "xla") -> jax.Array:
+           implementation: str = "xla", q_chunk: int = 0) -> jax.Array:
     """Grouped-query attention.
 
     q: [B, T, N, D]; k, v: [B, S, K, D] with N a multiple of K (query head n reads kv head
     n // (N // K), as HF's repeat_kv); mask: bool [B, T, S]. Returns [B, T, N * D].
     Scores and softmax are float32 for 16-bit inputs too. Masked scores are replaced by a
     large finite negative, so a fully masked row (a padding query) averages the values
-    uniformly instead of producing NaN.
+    uniformly instead of producing NaN. With `q_chunk` (XLA only) the queries run in blocks of
+    that many positions (`_attend_chunked`).
     """
     b, t, n, d = q.shape
+    if implementation == "xla" and 0 < q_chunk < t:
+        return _attend_chunked(q, k, v, mask, q_chunk)
     out = jax.nn.dot_product_attention(q, k, v, mask=mask[:, None], scale=d**-0.5,
                                        implementation=implementation)
     return out.reshape(b, t, n * d)
+
+
+def _attend_chunked(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array,
+                    chunk: int) -> jax.Array:
+    """`attend` over blocks of `chunk` queries, each against every key: a block's softmax is
+    its rows' softmax, so the result is the unblocked one; only one block's scores exist at a
+    time, and the backward pass recomputes them from the block's queries (jax.checkpoint)."""
+    b, t, n, d = q.shape
+    blocks = -(-t // chunk)
+    pad = blocks * chunk - t
+    # Padded queries attend to nothing (uniform weights, finite) and are sliced off.
+    q = jnp.pad(q, ((0, 0), (0, pad), (0, 0), (0, 0)))
+    mask = jnp.pad(mask, ((0, 0), (0, pad), (0, 0)))
+    qs = q.reshape(b, blocks, chunk, n, d).swapaxes(0, 1)
+    ms = mask.reshape(b, blocks, chunk, mask.shape[-1]).swapaxes(0, 1)
+
+    @jax.checkpoint
+    def block(args):
+        qb, mb = args
+        return jax.nn.dot_product_attention(qb, k, v, mask=mb[:, None], scale=d**-0.5,
+                                            implementation="xla")
+
+    out = jax.lax.map(block, (qs, ms))  # [blocks, b, chunk, n, d]
+    return out.swapaxes(0, 1).reshape(b, blocks * chunk, n * d)[:, :t]
 
 
 class Attention(nnx.Module):
@@ -203,6 +230,7 @@ class Attention(nnx.Module):
         self.num_heads, self.num_kv_heads, self.head_dim = (
             cfg.num_heads, cfg.num_kv_heads, cfg.head_dim)
         self.implementation = attention_impl(cfg)
+        self.q_chunk = cfg.attention_chunk
 
     def __call__(self, x: jax.Array, cos: jax.Array, sin: jax.Array, mask: jax.Array,
                  cache: KVCache | None = None, layer: int = 0,
@@ -228,7 +256,7 @@ class Attention(nnx.Module):
                 k=jax.lax.dynamic_update_slice(cache.k, k[None].astype(cache.k.dtype), start),
                 v=jax.lax.dynamic_update_slice(cache.v, v[None].astype(cache.v.dtype), start))
             k, v = cache.k[layer].astype(q.dtype), cache.v[layer].astype(q.dtype)
-        return self.o_proj(attend(q, k, v, mask, self.implementation)), cache
+        return self.o_proj(attend(q, k, v, mask, self.implementation, self.q_chunk)), cache
 
 
 class DecoderLayer(nnx.Module):

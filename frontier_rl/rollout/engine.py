@@ -22,7 +22,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Protocol
 
-from frontier_rl.rollout.sampler import Sampler, SampleResult
+import numpy as np
+
+from frontier_rl.rollout.sampler import Sampler, SampleResult, concat
 
 
 class EngineError(RuntimeError):
@@ -55,21 +57,35 @@ class Engine(Protocol):
 
 
 class JaxEngine:
-    """The embedded sampler behind the engine interface."""
+    """The embedded sampler behind the engine interface. With `rows_per_call` (> 0) a call's
+    rows are generated in consecutive sampler calls of at most that many rows (whole prompts,
+    so at least n rows each): the dense KV cache is rows x (prompt + cap), and this bounds it
+    where the papers' batches (8,192 rows of 20k tokens) would not fit. The first call keeps the
+    call's seed, so a call within the cap is exactly one sampler call."""
 
     external = False
 
-    def __init__(self, sampler: Sampler, params=None):
+    def __init__(self, sampler: Sampler, params=None, rows_per_call: int = 0):
         self.sampler = sampler
         self.params = params
+        self.rows_per_call = int(rows_per_call)
         self.step = 0
 
     def generate(self, prompt_ids, n: int, sampling: Sampling) -> SampleResult:
         if self.params is None:
             raise EngineError("generate() before sync(): the engine has no parameters")
-        return self.sampler.sample(self.params, prompt_ids, n, seed=sampling.seed,
-                                   temperature=sampling.temperature, top_p=sampling.top_p,
-                                   greedy=sampling.greedy, max_new_tokens=sampling.max_new_tokens)
+        per_call = len(prompt_ids)
+        if self.rows_per_call:
+            per_call = max(1, self.rows_per_call // n)
+        parts = []
+        for i, start in enumerate(range(0, len(prompt_ids), per_call)):
+            seed = sampling.seed if i == 0 else int(
+                np.random.SeedSequence([sampling.seed, i]).generate_state(1)[0])
+            parts.append(self.sampler.sample(
+                self.params, prompt_ids[start:start + per_call], n, seed=seed,
+                temperature=sampling.temperature, top_p=sampling.top_p, greedy=sampling.greedy,
+                max_new_tokens=sampling.max_new_tokens))
+        return concat(parts)
 
     def sync(self, params, step: int) -> None:
         self.params, self.step = params, step
@@ -82,8 +98,12 @@ class JaxEngine:
 
 
 def generate(engine, params, prompt_ids, n: int, sampling: Sampling) -> SampleResult:
-    """`engine.generate`, or a bare Sampler's `sample` with `params` (the callers that hold a
-    sampler and parameters of their own: `frontier-rl eval`, the warm start's check)."""
+    """Generation from `params` by a JaxEngine or a bare Sampler (the callers that hold
+    parameters of their own: evaluation, `frontier-rl eval`, the warm start's check), or by an
+    external engine, which serves the weights it was synced to."""
     if isinstance(engine, Sampler):
         return JaxEngine(engine, params).generate(prompt_ids, n, sampling)
+    if isinstance(engine, JaxEngine):
+        return JaxEngine(engine.sampler, params, engine.rows_per_call).generate(
+            prompt_ids, n, sampling)
     return engine.generate(prompt_ids, n, sampling)

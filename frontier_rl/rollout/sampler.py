@@ -77,6 +77,25 @@ class SampleResult:
     finished: np.ndarray  # bool [R]; True when the row emitted EOS within the cap
     prompt_lens: np.ndarray | None = None  # int32 [R]; real prompt tokens of each row
     shape: SampleShape | None = None  # the padded work the device did, for FLOPs accounting
+    parts: tuple[SampleResult, ...] = ()  # the calls this result joins (concat), else empty
+
+
+def concat(parts: Sequence[SampleResult]) -> SampleResult:
+    """One result of consecutive calls' rows, in order; each call stays in `parts` (its padded
+    shape is what the FLOPs accounting charges). The calls share their token cap."""
+    if len(parts) == 1:
+        return parts[0]
+    widths = {p.tokens.shape[1] for p in parts}
+    if len(widths) != 1:
+        raise ValueError(f"concat() of results with different token caps {sorted(widths)}")
+
+    def cat(field):
+        values = [getattr(p, field) for p in parts]
+        return None if any(v is None for v in values) else np.concatenate(values)
+
+    return SampleResult(tokens=cat("tokens"), logps=cat("logps"), entropies=cat("entropies"),
+                        lengths=cat("lengths"), finished=cat("finished"),
+                        prompt_lens=cat("prompt_lens"), parts=tuple(parts))
 
 
 def bucket(n: int, buckets: Sequence[int]) -> int:
