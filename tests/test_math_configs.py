@@ -71,7 +71,8 @@ def _metrics(workdir):
         return [json.loads(line) for line in f]
 
 
-@pytest.mark.parametrize("name", ["math_grpo.py", "math_hive.py", "math_heapa.py"])
+@pytest.mark.parametrize("name", ["math_grpo.py", "math_dapo.py", "math_hive.py",
+                                  "math_heapa.py"])
 def test_smoke_runs(name, tmp_path):
     c = _config(name, "smoke")
     out = train.run(c, str(tmp_path))
