@@ -86,13 +86,7 @@ def main(config: ml_collections.ConfigDict, workdir: str, repeats: int = 20,
     base.warmstart.cache_dir = os.path.join(os.path.abspath(workdir), "warmstart")
 
     def run(name: str, **fields) -> list[dict]:
-        c = ml_collections.ConfigDict(base.to_dict())
-        for key, value in fields.items():
-            section, leaf = key.rsplit(".", 1)
-            node = c
-            for part in section.split("."):
-                node = node[part]
-            node[leaf] = value
+        c = config_lib.set_fields(ml_collections.ConfigDict(base.to_dict()), fields)
         run_dir = os.path.join(workdir, name)
         if os.path.isdir(run_dir):
             import shutil

@@ -252,6 +252,22 @@ def augment_on_arith(c: ml_collections.ConfigDict, *, max_digits: int | None = N
     return c
 
 
+def set_fields(c: ml_collections.ConfigDict, fields: dict[str, Any]) -> ml_collections.ConfigDict:
+    """Sets dotted fields ("rollout.engine": "sglang", ...) in place, as the command line's
+    --config.<field>=value does; a path the config lacks is an error naming it."""
+    for key, value in fields.items():
+        node = c
+        *path, leaf = key.split(".")
+        for i, part in enumerate(path):
+            if part not in node:
+                raise ConfigError(f"{key}: the config has no section {'.'.join(path[:i + 1])!r}")
+            node = node[part]
+        if leaf not in node:
+            raise ConfigError(f"{key}: the config has no field {key!r}")
+        node[leaf] = value
+    return c
+
+
 def accelerator_memory(c: ml_collections.ConfigDict,
                        micro_batch_size: int) -> ml_collections.ConfigDict:
     """The memory settings of a real-size policy on one accelerator node (configs/scale.py and

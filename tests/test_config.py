@@ -71,3 +71,13 @@ def test_trusting_engine_logps_excludes_what_needs_the_trainers(field, value, me
 def test_unknown_config_arg():
     with pytest.raises(ValueError, match="unknown arg"):
         load("arith_grpo.py").get_config("huge")
+
+
+def test_set_fields_sets_dotted_paths_and_names_unknown_ones():
+    c = config_lib.set_fields(config_lib.default_config(),
+                              {"rl.learning_rate": 3e-4, "rollout.sglang.retries": 2})
+    assert c.rl.learning_rate == 3e-4 and c.rollout.sglang.retries == 2
+    with pytest.raises(config_lib.ConfigError, match="no section 'rollout.nope'"):
+        config_lib.set_fields(c, {"rollout.nope.x": 1})
+    with pytest.raises(config_lib.ConfigError, match="no field 'rl.lr'"):
+        config_lib.set_fields(c, {"rl.lr": 1})

@@ -32,13 +32,7 @@ def smoke(**overrides):
     c = config_lib.shrink_for_smoke(config_lib.default_config())
     c.log.progress = False
     c.log.tensorboard = False
-    for k, v in overrides.items():
-        node = c
-        *path, leaf = k.split(".")
-        for p in path:
-            node = node[p]
-        node[leaf] = v
-    return c
+    return config_lib.set_fields(c, overrides)
 
 
 def start_server(model: str) -> tuple[subprocess.Popen, str]:

@@ -53,13 +53,7 @@ def _smoke(tmp_path, **overrides):
     c = arith_grpo.get_config("smoke")
     c.log.progress = False
     c.log.tensorboard = False
-    for k, v in overrides.items():
-        node = c
-        *path, leaf = k.split(".")
-        for p in path:
-            node = node[p]
-        node[leaf] = v
-    return config_lib.validate(c)
+    return config_lib.validate(config_lib.set_fields(c, overrides))
 
 
 def _torch_logits(path, tokens):

@@ -19,13 +19,7 @@ def smoke_config(**overrides):
     c.log.progress = False
     c.log.tensorboard = False
     c.eval.every = 0  # eval at step 0 and at the end only
-    for k, v in overrides.items():
-        node = c
-        *path, leaf = k.split(".")
-        for part in path:
-            node = node[part]
-        node[leaf] = v
-    return config_lib.validate(c)
+    return config_lib.validate(config_lib.set_fields(c, overrides))
 
 
 def _comparable(records):
