@@ -22,48 +22,27 @@ from __future__ import annotations
 
 import json
 import os
-import socket
+import shutil
 import statistics
-import subprocess
-import sys
-import time
 
-import httpx
 import ml_collections
 
 from frontier_rl import config_lib
+from frontier_rl.rollout import serve
 
 SETTLE_STEPS = 20
 PHASES = ("step", "generate", "update", "select")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _serve(model: str) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "frontier_rl", "serve", f"--model={model}",
-                             f"--port={port}"], stdout=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"frontier-rl serve --model={model} exited ({proc.returncode})")
-        try:
-            if httpx.get(url + "/health", timeout=2.0).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    proc.kill()
-    raise RuntimeError(f"frontier-rl serve --model={model} did not answer /health in 300 s")
-
-
 def _records(run_dir: str) -> list[dict]:
     with open(os.path.join(run_dir, "metrics.jsonl")) as f:
         return [json.loads(line) for line in f]
+
+
+def _compared(recs: list[dict]) -> list[dict]:
+    """What must agree bit for bit between the embedded and the served run."""
+    return [{k: v for k, v in r.items() if k.startswith(("eval/", "evalset/", "train/"))}
+            for r in recs]
 
 
 def _medians(recs: list[dict], repeats: int) -> dict[str, float]:
@@ -88,17 +67,14 @@ def main(config: ml_collections.ConfigDict, workdir: str, repeats: int = 20,
     def run(name: str, **fields) -> list[dict]:
         c = config_lib.set_fields(ml_collections.ConfigDict(base.to_dict()), fields)
         run_dir = os.path.join(workdir, name)
-        if os.path.isdir(run_dir):
-            import shutil
-
-            shutil.rmtree(run_dir)
+        shutil.rmtree(run_dir, ignore_errors=True)
         print(f"[bench engine] {name}: {c.rl.num_steps} steps", flush=True)
         train.run(config_lib.validate(c), run_dir)
         return _records(run_dir)
 
     plain = run("embedded")  # also makes the warm start on the first call
     embedded = run("embedded_recompute", **{"rl.recompute_old_logp": "always"})
-    proc, url = _serve(base.warmstart.cache_dir)
+    proc, url = serve.spawn(base.warmstart.cache_dir)
     try:
         served = run("served", **{"rl.recompute_old_logp": "always", "rollout.engine": "sglang",
                                   "rollout.sglang.url": url})
@@ -107,10 +83,7 @@ def main(config: ml_collections.ConfigDict, workdir: str, repeats: int = 20,
         proc.wait()
     t = {name: _medians(recs, repeats) for name, recs in
          (("embedded", plain), ("embedded_recompute", embedded), ("served", served))}
-    same = [{k: v for k, v in r.items() if k.startswith(("eval/", "evalset/", "train/"))}
-            for r in embedded] == [
-        {k: v for k, v in r.items() if k.startswith(("eval/", "evalset/", "train/"))}
-        for r in served]
+    same = _compared(embedded) == _compared(served)
     syncs = [r["rollout/engine_sync_time"] for r in served if "rollout/engine_sync_time" in r]
     out = {
         "steps_timed": repeats,

@@ -133,17 +133,10 @@ def write(rows: list[dict], out_dir: str, k: int, title: str, extra: dict) -> tu
 # ----------------------------------------------------------------------------- the command
 
 
-def _policy_from_run(workdir: str, step: int | None, config):
-    """(graphdef, params, ModelConfig, tokenizer, step) of a run's checkpoint."""
-    from frontier_rl import export
-
-    return export.restore_policy(workdir, step, config)
-
-
 def run(config, workdir: str, *, step: int | None = None, model: str | None = None) -> dict:
     """`frontier-rl eval`: evaluates a run's checkpoint (or the HF checkpoint `model`) on the
     config's eval suite (or its task's held-out split) and writes the table."""
-    from frontier_rl import config_lib, tasks, train
+    from frontier_rl import config_lib, export, tasks, train
     from frontier_rl.rl import sharding
     from frontier_rl.rollout.sampler import Sampler
 
@@ -163,7 +156,7 @@ def run(config, workdir: str, *, step: int | None = None, model: str | None = No
         tokenizer = hf.load_tokenizer(config.model.path)
         label = os.path.basename(os.path.normpath(model))
     else:
-        graphdef, params, mcfg, tokenizer, step = _policy_from_run(workdir, step, config)
+        graphdef, params, mcfg, tokenizer, step = export.restore_policy(workdir, step, config)
         label = f"step_{step}"
     task_cfg = {k: v for k, v in config.task.items() if k != "name"}
     if config.eval.get("sets"):

@@ -462,8 +462,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
                 engine.sync(params, step)
             except EngineError as e:
                 raise RunError(f"evaluation at step {step}: {e}") from None
-        ev, counts = eval_suite.evaluate(engine, params,
-                                         tokenizer, task, config.eval, seed=seed + 7)
+        ev, counts = eval_suite.evaluate(engine, params, tokenizer, task, config.eval,
+                                         seed=seed + 7)
         eval_counts[:] = counts.tolist()
         return ev
 

@@ -53,8 +53,8 @@ def client(url, policy, root, **kw) -> SGLangEngine:
 
     opts = dict(pad_id=policy.tokenizer.pad_token_id, stop_ids=policy.stop_ids,
                 max_new_tokens=6, sync_dir=str(root / "sync"), export_fn=export_fn,
-                probe_fn=probe_fn, probe_ids=PROMPTS[0], probe_tol=1e-4, timeout=2.0,
-                deadline=4.0, retries=4, backoff=0.05)
+                probe_fn=probe_fn, probe_ids=PROMPTS[0], probe_tol=1e-4, timeout=30.0,
+                deadline=60.0, retries=4, backoff=0.05)
     opts.update(kw)
     return SGLangEngine(url, **opts)
 
@@ -174,7 +174,7 @@ def test_killed_server_restarted_gets_the_synced_weights_again(dirs):
     policy = serve.Policy(a)
     srv = Server(serve.make_app(policy))
     b = serve.Policy(b_dir).params
-    eng = client(srv.url, policy, root, deadline=20.0, retries=10, backoff=0.2)
+    eng = client(srv.url, policy, root, deadline=60.0, retries=10, backoff=0.2)
     eng.sync(b, 1)
     ref = eng.generate(PROMPTS, 2, Sampling(seed=9))
     srv.stop()

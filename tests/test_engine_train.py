@@ -12,13 +12,9 @@
 import asyncio
 import json
 import os
-import socket
-import subprocess
-import sys
 import threading
 import time
 
-import httpx
 import pytest
 from engine_testlib import Server
 from starlette.responses import PlainTextResponse
@@ -33,23 +29,6 @@ def smoke(**overrides):
     c.log.progress = False
     c.log.tensorboard = False
     return config_lib.set_fields(c, overrides)
-
-
-def start_server(model: str) -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "frontier_rl", "serve", f"--model={model}",
-                             f"--port={port}"], env=os.environ.copy())
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if httpx.get(url + "/health").status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("frontier-rl serve did not come up")
 
 
 def records(run_dir) -> list[dict]:
@@ -170,7 +149,7 @@ def test_server_failing_mid_run_stops_with_the_checkpoint_intact(reference, tmp_
 def test_train_through_serve_matches_embedded(tmp_path):
     ref = tmp_path / "jax"
     train.run(smoke(), str(ref))
-    proc, url = start_server(str(ref / "warmstart"))
+    proc, url = serve.spawn(str(ref / "warmstart"))
     try:
         run = tmp_path / "sglang"
         train.run(smoke(**{"rollout.engine": "sglang", "rollout.sglang.url": url,

@@ -73,15 +73,20 @@ def _assert_same_run(a: list[dict], b: list[dict]) -> None:
                 assert y[k] == x[k], (x["step"], k)
 
 
+def _one_process(flags: list[str], workdir) -> None:
+    """The reference: `frontier-rl train` as 1 process with 8 fake CPU devices."""
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    subprocess.run([sys.executable, "-m", "frontier_rl", "train", *flags, f"--workdir={workdir}"],
+                   cwd=ROOT, env=env, check=True, capture_output=True, timeout=900)
+
+
 @pytest.mark.slow
 def test_two_processes_equal_one_process(tmp_path):
     """`launch/multihost_local.sh 2` (2 processes x 4 fake devices) writes the metrics of one
     process with 8 fake devices, and only process 0's files."""
     one, two, logs = tmp_path / "one", tmp_path / "two", tmp_path / "logs"
-    env = dict(os.environ, JAX_PLATFORMS="cpu",
-               XLA_FLAGS="--xla_force_host_platform_device_count=8")
-    subprocess.run([sys.executable, "-m", "frontier_rl", "train", *SMOKE, f"--workdir={one}"],
-                   cwd=ROOT, env=env, check=True, capture_output=True, timeout=900)
+    _one_process(SMOKE, one)
     env = dict(os.environ, FRONTIER_RL_PYTHON=sys.executable, LOG_DIR=str(logs))
     r = subprocess.run(["bash", "launch/multihost_local.sh", "2", *SMOKE, f"--workdir={two}"],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
@@ -105,10 +110,7 @@ def test_two_processes_sigterm_checkpoint_then_resume(tmp_path):
 
     flags = [*SMOKE, "--config.checkpoint.every=100"]
     one, two, logs = tmp_path / "one", tmp_path / "two", tmp_path / "logs"
-    env = dict(os.environ, JAX_PLATFORMS="cpu",
-               XLA_FLAGS="--xla_force_host_platform_device_count=8")
-    subprocess.run([sys.executable, "-m", "frontier_rl", "train", *flags, f"--workdir={one}"],
-                   cwd=ROOT, env=env, check=True, capture_output=True, timeout=900)
+    _one_process(flags, one)
     env = dict(os.environ, FRONTIER_RL_PYTHON=sys.executable, LOG_DIR=str(logs))
     cmd = ["bash", "launch/multihost_local.sh", "2", *flags, f"--workdir={two}"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,

@@ -25,8 +25,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import socket
+import subprocess
+import sys
 import tempfile
 import threading
+import time
 import uuid
 
 import numpy as np
@@ -231,3 +235,33 @@ def main(model: str | None, workdir: str | None, port: int, host: str = "127.0.0
     policy = Policy(model_dir(model, workdir))
     print(f"serving {policy.path} on http://{host}:{port}", flush=True)
     uvicorn.run(make_app(policy), host=host, port=port, log_level="warning")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spawn(model: str, timeout: float = 300.0) -> tuple[subprocess.Popen, str]:
+    """`frontier-rl serve --model=MODEL` in a subprocess on a free port, once it answers
+    /health: (the process, its URL). The caller kills the process."""
+    import httpx
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "frontier_rl", "serve", f"--model={model}",
+                             f"--port={port}"], stdout=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"frontier-rl serve --model={model} exited ({proc.returncode})")
+        try:
+            if httpx.get(url + "/health", timeout=2.0).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError(f"frontier-rl serve --model={model} did not answer /health in "
+                       f"{timeout:.0f} s")

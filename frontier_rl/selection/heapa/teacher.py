@@ -16,10 +16,9 @@ worth a retry and return `Verdict(ok=False, reason=...)` for content they reject
   wrong-label rate (deterministic per candidate) supports label-noise studies.
 - `HttpTeacher` asks any OpenAI-compatible chat-completions endpoint for the spec's JSON object
   {"clean", "solvable", "answer", "difficulty"}, over httpx (the client the SGLang engine
-  uses). Fixes over the
-  released code: an answer must parse as a number ("no_numeric_answer" otherwise; the code let
-  a missing answer through as gt=None), and a JSON number answer is accepted as its string
-  (the code dropped it to None).
+  uses). Fixes over the released code: an answer must parse as a number ("no_numeric_answer"
+  otherwise; the code let a missing answer through as gt=None), and a JSON number answer is
+  accepted as its string (the code dropped it to None).
 
 `state_dict` snapshots queued and in-flight candidates (re-queued on load, so nothing is lost)
 and finished verdicts not yet drained.
