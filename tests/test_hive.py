@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from frontier_rl import config_lib, selection
 from frontier_rl.selection import common
 from frontier_rl.selection import hive as hive_lib
+from frontier_rl.selection.base import Group
 from frontier_rl.selection.common import EASY, HARD, INVALID, MIXED, PromptStream, adjust_p
 from frontier_rl.selection.scripted import ScriptedContext
 
@@ -43,6 +44,14 @@ HISTORIES = {  # prompt: its visits, oldest first
 }
 
 
+def group(i, outcomes, h=0.5):
+    """A group of prompt i with the given outcomes and mean response entropy h."""
+    o = np.asarray(outcomes, np.int8)
+    return Group(index=i, prompt_id=f"p{i}", outcomes=o, rewards=o.astype(np.float32),
+                 lengths=np.full(o.size, 4, np.int32),
+                 mean_entropy=np.full(o.size, h, np.float32))
+
+
 def scripted_history(**fields):
     ctx = ScriptedContext(np.full(8, 0.5), group_size=G, script=HISTORIES)
     sel = make(8, **fields)
@@ -69,15 +78,20 @@ def test_stage1_typed_runs_and_types():
 
 
 def test_stage1_entropy_mixing():
-    sel = scripted_history(lam=0.25)
-    sel._refresh_h_range()
-    h = sel.resp_entropy
-    seen = ~np.isnan(h)
-    lo, hi = h[seen].min(), h[seen].max()
-    s_ent = np.where(seen, (h - lo) / (hi - lo + 1e-8), 1.0)
-    s_rew = np.array([1.0, 0.25, 0.125, 0.5, 1.0, 0.25, 0.01, 0.25])
-    np.testing.assert_allclose(sel.stage1_prob(np.arange(8)), 0.25 * s_rew + 0.75 * s_ent,
-                               rtol=1e-6)
+    # The same histories, each prompt's latest group with a known mean response entropy H.
+    h_last = {1: 0.5, 2: 1.5, 3: 1.0, 4: 2.5, 5: 0.5, 6: 2.0, 7: 1.5}  # prompt 0: unseen
+    sel = make(8, lam=0.25)
+    for k in range(max(len(v) for v in HISTORIES.values())):
+        sel.observe([group(i, seq[k], h_last[i]) for i, seq in HISTORIES.items()
+                     if len(seq) > k])
+    sel._refresh_h_range()  # as build_batch does at the start of a step
+    # s_ent = (H - 0.5) / (2.5 - 0.5), 1 for the unseen prompt 0:
+    #   [1, 0, 0.5, 0.25, 1, 0, 0.75, 0.5]
+    # s_rew as in test_stage1_probability_after_histories:
+    #   [1, 0.25, 0.125, 0.5, 1, 0.25, 0.01, 0.25]
+    # P_S1 = 0.25 s_rew + 0.75 s_ent
+    want = [1.0, 0.0625, 0.40625, 0.3125, 1.0, 0.0625, 0.565, 0.4375]
+    np.testing.assert_allclose(sel.stage1_prob(np.arange(8)), want, rtol=1e-6)
 
 
 def test_adjust_p_rule():
@@ -157,6 +171,87 @@ def test_stage2_band_on_the_first_raw_batch():
     assert set(calls[1][1]) == band and calls[1][2] == G
     assert len(groups) == 8 and all(not g.zero_variance for g in groups)
     assert sel.metrics()["stage2_threshold"] == pytest.approx(min(entropy[i] for i in band))
+
+
+@pytest.mark.parametrize("scope", ["raw_batch", "pooled"])
+def test_stage2_scope_gates_raw_batches_or_the_whole_round(scope):
+    # b_raw = 8, B_t = 8, so B_cand = 12. Stage 1 accepts every (unseen) prompt; s_j is the
+    # j-th prompt of the stream and V(s_j) = 32 - j falls along the stream.
+    # raw_batch: 8 survivors keep ⌊8·0.5⌋ → 0 groups, so they are carried; at 16 the band keeps
+    #   8 (drops ⌊16·0.25⌋ = 4): sets s0..s15 and s16..s31, kept s4..s11 and s20..s27.
+    # pooled: keeps of 8, 16, 24 pending survivors are 0, 8, 8 < 12; at 32 it is 16, so one
+    #   set s0..s31: drop s0..s7, keep s8..s23.
+    n = 64
+    sel = make(n, b_raw=8, scope=scope)
+    order = copy.deepcopy(sel.stream).next(32).tolist()
+    entropy = np.zeros(n, np.float32)
+    entropy[order] = 32 - np.arange(32)
+    ctx = ScriptedContext(np.full(n, 0.5), batch_size=8, group_size=G, entropy=entropy,
+                          script={i: [MIXED_OUT] for i in range(n)})
+    ctx.record_calls = True
+    groups = sel.build_batch(ctx)
+    calls = list(ctx.calls)
+    assert [c[0] for c in calls] == ["prompt_entropy", "rollout"]
+    assert sorted(calls[0][1]) == sorted(order)  # one entropy pass over all 32
+    want = order[4:12] + order[20:28] if scope == "raw_batch" else order[8:24]
+    assert sorted(calls[1][1]) == sorted(want)
+    assert sel.mechanisms()["stage2_dropped"] == 16 and len(groups) == 8
+
+
+def test_stage2_random_drops_as_many_as_the_entropy_gate():
+    n = 64
+    entropy = np.random.default_rng(3).permutation(n).astype(np.float32)
+
+    def first_step(seed=0, **fields):
+        ctx = ScriptedContext(np.full(n, 0.5), batch_size=8, group_size=G, entropy=entropy,
+                              script={i: [MIXED_OUT] for i in range(n)})
+        ctx.record_calls = True
+        sel = selection.make("hive", {"hive": fields}, n, seed=seed)
+        sel.build_batch(ctx)
+        return sel, [c for c in ctx.calls if c[0] == "rollout"], ctx
+
+    ent, ent_rolls, _ = first_step()
+    rnd, rnd_rolls, rnd_ctx = first_step(stage2="random")
+    # the same 32 Stage-1 survivors (the first raw batch); both keep 16 and drop 16
+    assert ent.mechanisms()["stage2_dropped"] == rnd.mechanisms()["stage2_dropped"] == 16
+    assert len(ent_rolls[0][1]) == len(rnd_rolls[0][1]) == 16
+    assert set(rnd_rolls[0][1]) != set(ent_rolls[0][1])
+    assert rnd_ctx.counters["entropy_prompts"] == 0  # no entropy pass at all
+    assert "stage2_threshold" not in rnd.metrics()
+    again, again_rolls, _ = first_step(stage2="random")
+    assert again_rolls == rnd_rolls  # deterministic by seed
+    other, other_rolls, _ = first_step(stage2="random", seed=1)
+    assert set(other_rolls[0][1]) != set(rnd_rolls[0][1])
+
+
+def test_random_gate_keeps_the_band_count_uniformly():
+    sel = make(64, stage2="random")
+    unit = np.arange(100, 132)
+    counts = np.zeros(32, int)
+    for _ in range(4000):
+        kept = sel.random_gate(unit, G)
+        assert kept.size == 16 and np.all(np.diff(kept) > 0)  # the band's count, stream order
+        counts[kept - 100] += 1
+    # each position is kept with probability 1/2: 2000 ± 5 sd (sd = √(4000/4) ≈ 31.6)
+    assert counts.min() > 1840 and counts.max() < 2160
+    sel.cfg.gate = "median"
+    assert sel.random_gate(np.arange(31), G).size == 16  # ⌈31/2⌉, the median gate's count
+
+
+def test_stage1_off_never_rejects():
+    p = np.where(np.arange(128) % 2 == 0, 1.0, 0.5)  # half the pool always solved
+    rejected = {}
+    for stage1 in (True, False):
+        ctx = ScriptedContext(p, batch_size=8, group_size=G, seed=1)
+        sel = make(128, stage1=stage1)
+        accept = []
+        for step in range(1, 25):  # several passes of the pool: histories build up
+            _step(sel, ctx, step)
+            accept.append(sel.metrics()["stage1_accept"])
+        rejected[stage1] = sel.mechanisms()["stage1_rejected"]
+        if not stage1:
+            assert accept == [1.0] * 24
+    assert rejected[False] == 0 and rejected[True] > 0
 
 
 def test_exact_batch_under_scripted_zero_variance():

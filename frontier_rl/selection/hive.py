@@ -63,10 +63,23 @@ so GRESO's code settles what the paper leaves open):
 - One ctx.prompt_entropy call per round covers all its Stage-1 survivors: the band's kept counts
   depend only on survivor counts, so the raw batches a round needs are known before V is.
 
+Ablations (config fields; the defaults run the method as above):
+- stage1=False: no history filter; every raw prompt survives Stage 1 (no Stage-1 RNG draw) and
+  stage1_rejected stays 0. Histories, p_easy and p_hard are still kept, and unused.
+- stage2="random": each gated set keeps exactly as many Stage-1 survivors as the entropy gate
+  would (the band's counts depend only on the set's size; for the median gate, ⌈n/2⌉, its count
+  when no two V tie), chosen uniformly at random with the selector's seeded RNG. No prompt
+  entropy is computed (no ctx.prompt_entropy call). The entropy arm differs from this one only
+  in *which* survivors it keeps, so this pair is the test of the gate's information.
+
 Mechanism counters (`mechanisms()`, cumulative): pool_passes (completed passes of the stream),
 stage1_rejected (raw prompts Stage 1 rejected), stage2_dropped (Stage-1 survivors the Stage-2
 gate dropped), topup_rounds (rollout rounds of a step beyond the first), p_easy_moves /
-p_hard_moves (updates that changed p_easy / p_hard).
+p_hard_moves (updates that changed p_easy / p_hard). stage2_dropped is non-zero by
+construction (the band drops at least half of every gated set whatever the entropies are, and
+the random ablation drops the same number), so it shows that the gate ran, not that entropy chose
+well; likewise the p moves happen every step after the first epoch unless p sits at a clip
+bound. selection/mechanisms.py says which counters are proof and which are information.
 """
 
 from __future__ import annotations
@@ -108,6 +121,8 @@ DEFAULTS = dict(
     alpha=0.25,  # α: total target zero-variance ratio; α_easy = α/3, α_hard = 2α/3
     z_mode="any",  # z: "any" = trailing zero-variance visits (paper), "typed" = same type (GRESO)
     skip_first_epoch=True,  # [RECON, GRESO code] no p update during the dataloader's 1st epoch
+    stage1=True,  # ablation: False = no history filter (every raw prompt survives Stage 1)
+    stage2="entropy",  # ablation: "random" = drop as many survivors as the gate, at random
     gate="band",  # Stage 2: "band" (Table 4 / App. B.3, deployed) or "median" (Eq. 9 / Alg. 1)
     scope="raw_batch",  # Stage-2 gate per b_raw raw batch (App. B.3) or "pooled" (Alg. 1)
     k_off=0.25,  # k_off: top fraction by prompt entropy dropped by the band
@@ -137,6 +152,8 @@ def validate(section) -> None:
     c("alpha", lambda x: is_num(x, 0, 1, lo_open=True, hi_open=True), "a number in (0, 1) (α)")
     c("z_mode", lambda x: x in ("any", "typed"), "'any' or 'typed'")
     c("skip_first_epoch", lambda x: isinstance(x, bool), "True or False")
+    c("stage1", lambda x: isinstance(x, bool), "True or False")
+    c("stage2", lambda x: x in ("entropy", "random"), "'entropy' or 'random'")
     c("gate", lambda x: x in ("band", "median"), "'band' or 'median'")
     c("scope", lambda x: x in ("raw_batch", "pooled"), "'raw_batch' or 'pooled'")
     c("k_off", lambda x: is_num(x, 0, 1, hi_open=True), "a number in [0, 1)")
@@ -249,6 +266,15 @@ class Hive:
                           group_size=group_size)
         return unit[sel], thr
 
+    def random_gate(self, unit: np.ndarray, group_size: int) -> np.ndarray:
+        """The stage2="random" ablation over one gated set: keeps as many prompts as the entropy
+        gate would (`_unit_keep`: the band's count depends only on the set's size; the median
+        gate's is ⌈n/2⌉, its count when no two V tie), chosen uniformly at random with the
+        selector's RNG; returns them in stream order."""
+        keep = self._unit_keep(unit.size, group_size)
+        pos = np.sort(self.rng.choice(unit.size, size=keep, replace=False))
+        return unit[pos]
+
     # ------------------------------------------------------------------ one round's candidates
 
     def _assemble(self, ctx: StepContext, target: int, st: _Stats) -> np.ndarray:
@@ -262,7 +288,10 @@ class Hive:
             raw = self.stream.next(c.b_raw)
             last_raw = raw
             inspected += raw.size
-            surv = raw[self.rng.random(raw.size) < self.stage1_prob(raw)]
+            if c.stage1:
+                surv = raw[self.rng.random(raw.size) < self.stage1_prob(raw)]
+            else:  # ablation: the history filter is off
+                surv = raw
             st.accepted += surv.size
             self.mech.add("stage1_rejected", raw.size - surv.size)
             pending = np.concatenate([pending, surv]) if pending.size else surv
@@ -278,7 +307,12 @@ class Hive:
         if c.scope == "pooled" and self._unit_keep(pending.size, g) > 0:
             units, pending = [pending], np.zeros(0, np.int64)
         kept: list[np.ndarray] = []
-        if units:
+        if units and c.stage2 == "random":  # ablation: no entropy pass at all
+            for unit in units:
+                sel = self.random_gate(unit, g)
+                kept.append(sel)
+                self.mech.add("stage2_dropped", unit.size - sel.size)
+        elif units:
             flat = np.concatenate(units)
             v = np.asarray(st.call(ctx.prompt_entropy, flat.tolist()), np.float64)
             start = 0
