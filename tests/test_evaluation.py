@@ -1,0 +1,133 @@
+"""Held-out evaluation (frontier_rl/evaluation.py) against a scripted engine and verifier: Avg@k,
+pass@k, invalid@k, response length and greedy accuracy per bucket, worked out by hand, with the
+prompts split over several chunks (each chunk's rows must land on their own prompts)."""
+
+import numpy as np
+import pytest
+from engine_testlib import ScriptedEngine
+
+from frontier_rl import evaluation
+from frontier_rl.rollout.engine import Sampling
+from frontier_rl.tasks import Prompt
+
+K = 3
+# Five prompts with distinct answers, buckets interleaved (a, a, b, b, a), so a row scored
+# against the wrong prompt or put in the wrong bucket changes the figures.
+PROMPTS = [Prompt("p0", "1+1=", "2", "a"), Prompt("p1", "2+2=", "4", "a"),
+           Prompt("p2", "3+3=", "6", "b"), Prompt("p3", "4+4=", "8", "b"),
+           Prompt("p4", "5+5=", "01", "a")]
+# (response, finished) of sample j of each prompt; "" is no answer, an unfinished row hit the cap.
+SAMPLED = {"1+1=": [("2", True), ("3", True), ("2", True)],  # outcomes 1 0 1, lengths 2 2 2
+           "2+2=": [("5", True), ("", True), ("444444", False)],  # 0 -1 -1, lengths 2 1 6
+           "3+3=": [("6", True), ("6", True), ("6", True)],  # 1 1 1, lengths 2 2 2
+           "4+4=": [("7", True), ("9", True), ("", True)],  # 0 0 -1, lengths 2 2 1
+           "5+5=": [("10", True), ("01", True), ("01", True)]}  # 0 1 1, lengths 3 3 3
+GREEDY = {"1+1=": ("2", True), "2+2=": ("4", True), "3+3=": ("5", True), "4+4=": ("", True),
+          "5+5=": ("01", True)}  # 1 1 0 -1 1
+
+# By hand. Bucket a = p0, p1, p4: 9 samples, 4 correct, 2 invalid; p0 and p4 pass; lengths
+# 2+2+2 + 2+1+6 + 3+3+3 = 24; greedy 3 of 3. Bucket b = p2, p3: 6 samples, 3 correct,
+# 1 invalid; p2 passes; lengths 6 + 5 = 11; greedy 0 of 2 (one wrong, one invalid).
+EXPECTED = {
+    "eval/avg@3/a": 400 / 9, "eval/pass@3/a": 200 / 3, "eval/invalid@3/a": 200 / 9,
+    "eval/response_len/a": 24 / 9, "eval/greedy/a": 100.0,
+    "eval/avg@3/b": 50.0, "eval/pass@3/b": 50.0, "eval/invalid@3/b": 100 / 6,
+    "eval/response_len/b": 11 / 6, "eval/greedy/b": 0.0,
+    "eval/avg@3/all": 700 / 15, "eval/pass@3/all": 60.0, "eval/invalid@3/all": 20.0,
+    "eval/response_len/all": 35 / 15, "eval/greedy/all": 60.0,
+    "eval/verify_timeouts": 0.0,
+}
+CORRECT_PER_PROMPT = [2, 0, 3, 0, 2]
+
+
+def verify(prompt, text, finished):
+    """+1 for the prompt's own answer, -1 without one (empty, or cut at the cap), else 0."""
+    if not finished or not text:
+        return -1
+    return 1 if text == prompt.answer else 0
+
+
+def _engine(tokenizer):
+    return ScriptedEngine(tokenizer, SAMPLED, GREEDY)
+
+
+def _close(got, want):
+    assert set(got) == set(want)
+    for key, value in want.items():
+        assert got[key] == pytest.approx(value, abs=1e-9), key
+
+
+# chunk rows -> the prompt offsets of the sampled calls (k = 3 rows per prompt) and of the
+# greedy calls (1 row per prompt)
+CHUNKINGS = {1024: ([0], [0]), 7: ([0, 2, 4], [0]), 2: ([0, 1, 2, 3, 4], [0, 2, 4])}
+
+
+@pytest.mark.parametrize("chunk_rows", sorted(CHUNKINGS))
+def test_hand_computed_metrics_for_every_chunking(chunk_rows, tokenizer, monkeypatch):
+    monkeypatch.setattr(evaluation, "CHUNK_ROWS", chunk_rows)
+    eng = _engine(tokenizer)
+    metrics, counts = evaluation.evaluate(eng, None, tokenizer, PROMPTS, verify, k=K,
+                                          temperature=0.6, top_p=0.8, seed=100, per_prompt=True,
+                                          max_new_tokens=5)
+    _close(metrics, EXPECTED)
+    assert counts.dtype == np.int32 and counts.tolist() == CORRECT_PER_PROMPT
+    # The calls: sampled chunks at the eval temperature / top-p, seeded seed + offset, then the
+    # greedy pass; every call with the eval token cap.
+    sampled_at, greedy_at = CHUNKINGS[chunk_rows]
+    per_chunk = [max(1, chunk_rows // K), max(1, chunk_rows // 1)]
+    want = []
+    for offsets, n, size, greedy in ((sampled_at, K, per_chunk[0], False),
+                                     (greedy_at, 1, per_chunk[1], True)):
+        for c in offsets:
+            texts = [p.text for p in PROMPTS[c:c + size]]
+            want.append((texts, n, Sampling(
+                temperature=1.0 if greedy else 0.6, top_p=1.0 if greedy else 0.8,
+                greedy=greedy, max_new_tokens=5, seed=100 + c)))
+    assert eng.calls == want
+
+
+def test_verify_many_gets_each_chunks_rows_and_its_timeouts_are_summed(tokenizer, monkeypatch):
+    """A task's pool instead of one-by-one checks: the same figures, the rows of each chunk in
+    order, and the checks it reports as timed out summed over every chunk and the greedy pass
+    (here: the empty responses, two sampled and one greedy)."""
+    monkeypatch.setattr(evaluation, "CHUNK_ROWS", 7)
+    batches = []
+
+    def verify_many(rows, texts, finished):
+        batches.append([(p.id, t, f) for p, t, f in zip(rows, texts, finished, strict=True)])
+        return [verify(p, t, f) for p, t, f in zip(rows, texts, finished, strict=True)], \
+            sum(t == "" for t in texts)
+
+    metrics, counts = evaluation.evaluate(_engine(tokenizer), None, tokenizer, PROMPTS, None,
+                                          k=K, per_prompt=True, verify_many=verify_many)
+    _close(metrics, {**EXPECTED, "eval/verify_timeouts": 3.0})
+    assert counts.tolist() == CORRECT_PER_PROMPT
+    rows = [(p.id, *SAMPLED[p.text][j]) for p in PROMPTS for j in range(K)]
+    greedy = [(p.id, *GREEDY[p.text]) for p in PROMPTS]
+    assert batches == [rows[0:6], rows[6:12], rows[12:15], greedy]
+
+
+def test_without_greedy_no_greedy_pass(tokenizer):
+    eng = _engine(tokenizer)
+    metrics = evaluation.evaluate(eng, None, tokenizer, PROMPTS, verify, k=K, greedy=False)
+    _close(metrics, {k: v for k, v in EXPECTED.items() if "/greedy/" not in k})
+    assert [(n, s.greedy) for _, n, s in eng.calls] == [(K, False)]
+    # evaluation's defaults: HeaPA's 0.7 / 0.7, seed 0, the engine's own cap
+    assert eng.calls[0][2] == Sampling(temperature=0.7, top_p=0.7, seed=0)
+
+
+def test_k_names_the_metrics_and_one_sample_is_avg_equals_pass(tokenizer):
+    """k = 1: sample 0 of each prompt only (p0 right, p1 wrong, p2 right, p3 wrong, p4 wrong)."""
+    metrics = evaluation.evaluate(_engine(tokenizer), None, tokenizer, PROMPTS, verify, k=1,
+                                  greedy=False)
+    _close(metrics, {"eval/avg@1/a": 100 / 3, "eval/pass@1/a": 100 / 3,
+                     "eval/invalid@1/a": 0.0, "eval/response_len/a": 7 / 3,
+                     "eval/avg@1/b": 50.0, "eval/pass@1/b": 50.0, "eval/invalid@1/b": 0.0,
+                     "eval/response_len/b": 2.0, "eval/avg@1/all": 40.0,
+                     "eval/pass@1/all": 40.0, "eval/invalid@1/all": 0.0,
+                     "eval/response_len/all": 11 / 5, "eval/verify_timeouts": 0.0})
+
+
+def test_needs_a_verifier(tokenizer):
+    with pytest.raises(ValueError, match="needs verify or verify_many"):
+        evaluation.evaluate(_engine(tokenizer), None, tokenizer, PROMPTS, None, k=K)
