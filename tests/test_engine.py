@@ -237,3 +237,118 @@ def test_jax_engine_rows_per_call_splits_whole_prompts(served):
     via = generate(JaxEngine(sampler, None, rows_per_call=5), policy.params, PROMPTS, 2,
                    sampling)
     np.testing.assert_array_equal(via.tokens, got.tokens)
+
+
+# -- PolicyContext.rollout: rows, prompts and outcomes line up ------------------------------------
+
+G = 4
+# The verifier's answer for sample j of prompt i: q0 all right (easy), q1 all wrong (hard), q2
+# all invalid, q3 and q4 mixed (q4 wrong and invalid: none of the zero-variance types).
+CONTEXT_OUTCOMES = [[1, 1, 1, 1], [0, 0, 0, 0], [-1, -1, -1, -1], [1, 0, -1, 1], [0, -1, 0, 0]]
+
+
+def _context(tokenizer, verify_many=None):
+    from engine_testlib import ScriptedEngine
+
+    from frontier_rl.rollout.context import PolicyContext
+    from frontier_rl.tasks import Prompt
+
+    prompts = [Prompt(f"q{i}", f"{i}=", "", "x") for i in range(5)]
+    # sample j of prompt i answers "<i><j>"; q3's sample 2 runs to the cap of 6 tokens
+    script = {p.text: [(f"{i}{j}", True) for j in range(G)] for i, p in enumerate(prompts)}
+    script["3="][2] = ("320000", False)
+    seen = []
+
+    def verify(p, text, finished):
+        seen.append((p.id, text, finished))
+        i = int(p.id[1:])
+        assert text[0] == str(i), f"{p.id} was given {text!r}, a response to another prompt"
+        return CONTEXT_OUTCOMES[i][int(text[1])]
+
+    ctx = PolicyContext(sampler=None, tokenizer=tokenizer, prompts=prompts, verify=verify,
+                        shape_rewards=lambda o, lengths: o - 0.01 * lengths, group_size=G,
+                        batch_size=2, temperature=0.9, top_p=0.95, seed=11,
+                        flops_per_token=2.0, verify_many=verify_many,
+                        engine=ScriptedEngine(tokenizer, script))
+    return ctx, seen
+
+
+def _seed(run_seed, step, call):
+    return int(np.random.SeedSequence([run_seed, step, call]).generate_state(1)[0])
+
+
+def test_rollout_lines_up_rows_prompts_and_outcomes(tokenizer):
+    ctx, seen = _context(tokenizer)
+    ctx.begin_step(3, params=None)
+    groups = ctx.rollout([3, 0, 4, 2], G)  # out of index order; q1 not rolled
+    assert [g.index for g in groups] == [3, 0, 4, 2]
+    assert [g.prompt_id for g in groups] == ["q3", "q0", "q4", "q2"]
+    lengths = {3: [3, 3, 6, 3], 0: [3] * 4, 4: [3] * 4, 2: [3] * 4}  # "<i><j>" + EOS
+    for row0, g in zip(range(0, 16, G), groups, strict=True):
+        i = g.index
+        assert g.outcomes.dtype == np.int8 and g.outcomes.tolist() == CONTEXT_OUTCOMES[i]
+        assert g.lengths.tolist() == lengths[i]
+        # the shaping sees each row's own outcome and length
+        np.testing.assert_allclose(g.rewards, np.array(CONTEXT_OUTCOMES[i]) - 0.01 * np.array(
+            lengths[i]), rtol=1e-6)
+        want_texts = [f"{i}{j}" for j in range(G)]
+        if i == 3:
+            want_texts[2] = "320000"
+        assert g.texts == want_texts
+        np.testing.assert_allclose(g.mean_entropy, 0.25 * np.arange(row0 + 1, row0 + G + 1))
+        for j in range(G):  # the token rows are the texts' (EOS after a finished one)
+            toks = tokenizer.encode(want_texts[j], add_special_tokens=False)
+            if (i, j) != (3, 2):
+                toks.append(tokenizer.eos_token_id)
+            assert g.tokens[j, :len(toks)].tolist() == toks
+            np.testing.assert_allclose(g.logps[j, :len(toks)], -0.25 * (row0 + j + 1))
+    # the verifier saw each row with its own prompt and finish flag, prompt-major
+    assert seen == [(f"q{i}", t, not (i == 3 and j == 2))
+                    for i, g in zip([3, 0, 4, 2], groups, strict=True)
+                    for j, t in enumerate(g.texts)]
+    # one engine call at the rollout temperature / top-p, seeded by (run seed, step, call 1)
+    (texts, n, sampling), = ctx.engine.calls
+    assert texts == ["3=", "0=", "4=", "2="] and n == G
+    assert sampling == Sampling(temperature=0.9, top_p=0.95, seed=_seed(11, 3, 1))
+    # 16 responses of 15 x 3 + 6 tokens; prompts of BOS + 2 tokens, each rolled G times;
+    # 2 FLOPs per token
+    c = ctx.counters
+    assert (c["rollouts"], c["response_tokens"], c["prompt_tokens"]) == (16, 51, 48)
+    assert c["rollout_flops"] == 2.0 * (51 + 48) and c["verify_timeouts"] == 0
+    # q0 easy, q2 invalid, q3 and q4 neither; correct counts 2, 4, 0, 0 of G
+    m = ctx.rolled.metrics()
+    assert m["rollout/rolled_groups"] == 4.0
+    assert (m["rollout/rolled_zero_var_easy"], m["rollout/rolled_zero_var_hard"],
+            m["rollout/rolled_zero_var_invalid"]) == (0.25, 0.0, 0.25)
+    assert [m[f"rollout/rolled_pass_hist/{k}"] for k in range(G + 1)] == [0.5, 0, 0.25, 0, 0.25]
+
+    # A second call in the step: the next seed, n = 2 (q1 hard, binned by pass rate).
+    (g1,) = ctx.rollout([1], 2)
+    assert g1.outcomes.tolist() == [0, 0] and g1.texts == ["10", "11"]
+    assert ctx.engine.calls[-1][2].seed == _seed(11, 3, 2)
+    m = ctx.rolled.metrics()
+    assert m["rollout/rolled_groups"] == 5.0 and m["rollout/rolled_zero_var_hard"] == 0.2
+    assert m["rollout/rolled_pass_hist/0"] == pytest.approx(3 / 5)
+    # the next step starts its calls and its rolled groups afresh
+    ctx.begin_step(4, params=None)
+    ctx.rollout([0], G)
+    assert ctx.engine.calls[-1][2].seed == _seed(11, 4, 1)
+    assert ctx.rolled.metrics()["rollout/rolled_groups"] == 1.0
+    assert ctx.rollout([], G) == [] and len(ctx.engine.calls) == 3
+
+
+def test_rollout_through_verify_many_counts_its_timeouts(tokenizer):
+    calls = []
+
+    def verify_many(rows, texts, finished):
+        calls.append([p.id for p in rows])
+        return [CONTEXT_OUTCOMES[int(p.id[1:])][int(t[1])]
+                for p, t in zip(rows, texts, strict=True)], 2
+
+    ctx, seen = _context(tokenizer, verify_many=verify_many)
+    ctx.begin_step(1, params=None)
+    groups = ctx.rollout([4, 1], G)
+    assert calls == [["q4"] * G + ["q1"] * G] and seen == []
+    assert [g.outcomes.tolist() for g in groups] == [CONTEXT_OUTCOMES[4], CONTEXT_OUTCOMES[1]]
+    ctx.rollout([0], 1)
+    assert ctx.counters["verify_timeouts"] == 4
