@@ -14,7 +14,7 @@ P_BY_OPERANDS = {2: 0.95, 3: 0.7, 4: 0.35, 5: 0.1}
 
 class ArithCtx:
     def __init__(self, n: int = 120, *, batch_size: int = 8, group_size: int = 4,
-                 seed: int = 0, junk: float = 0.2):
+                 seed: int = 0, junk: float = 0.2, allow_wrong: bool = False):
         task = tasks.make_task("arith", {"train_size": n, "eval_per_bucket": 1}, seed)
         self.prompts = list(task.train)
         self.batch_size = batch_size
@@ -25,6 +25,8 @@ class ArithCtx:
         self.rolled: list[list[int]] = []
         self.generated = 0
         self.added = 0
+        self.allow_wrong = allow_wrong  # a teacher_error_rate run: children may be mislabelled
+        self.wrong = 0  # children added with an answer that is not their sum
 
     def p(self, index: int) -> float:
         return P_BY_OPERANDS.get(self.prompts[index].text.count("+") + 1, 0.05)
@@ -69,7 +71,9 @@ class ArithCtx:
             if p.id in known:
                 idx.append(known[p.id])
                 continue
-            assert tasks.solve(p.text) == p.answer, (p.text, p.answer)
+            if tasks.solve(p.text) != p.answer:
+                assert self.allow_wrong, (p.text, p.answer)
+                self.wrong += 1
             self.prompts.append(p)
             known[p.id] = len(self.prompts) - 1
             idx.append(len(self.prompts) - 1)

@@ -181,7 +181,12 @@ def test_pcl_keeps_the_m_candidates_nearest_tau():
     assert sel.global_prior == 0.5
     groups = step(sel, ctx)  # k·m = 8 candidates: the whole pool
     assert sorted(g.index for g in groups) == [2, 3, 4, 5]
-    assert sel.mechanisms()["value_selected"] == 4
+    # |V - τ| = 0.2, 0.1, 0.1, 0.2 for the chosen, >= 0.3 for the rest: all four decided by V
+    assert sel.mechanisms()["value_selected"] == sel.mechanisms()["value_decided"] == 4
+    blind = make("pcl", 8, k=2)  # nothing observed: V = the prior for every candidate
+    step(blind, ScriptedContext(np.full(8, 0.5), batch_size=4, group_size=G))
+    assert blind.mechanisms()["value_selected"] == 4  # chosen, by construction...
+    assert blind.mechanisms()["value_decided"] == 0  # ...but only by the random tie-break
 
 
 def test_pcl_prefers_prompts_near_tau_once_it_has_seen_them():

@@ -1,6 +1,7 @@
 """HeaPA-HIVE: HeaPA's pool and boundary candidates, verified by HIVE's Stage-2 entropy gate.
 
-A composite of two methods (ALGORITHMS.md §2 and §3.4); neither paper runs it. Each round of a
+A composite of two methods (HeaPA, arXiv 2601.22448, and HIVE's Stage 2, arXiv 2603.25184);
+neither paper runs it. Each round of a
 step, where HeaPA would take k records (cold first, then boundary), this selector:
 
 1. splits the k as HeaPA does: n_c from the cold queue (`Pool.cold_share`), n_b = k - n_c from
@@ -46,8 +47,11 @@ Metrics (select/*), besides all of HeaPA's: gate_candidates (candidates gated th
 gate_rejected (outside the band), gate_reject_frac, gate_topped_up (out-of-band candidates
 rolled out to make up B), gate_returned (candidates put back), gate_v_lo / gate_v_hi (the
 band's edges on V: the lowest and highest V kept, averaged over the step's gated sets).
-Mechanism counters: HeaPA's (heapa/selector.py) plus stage2_dropped, the gated candidates the
-gate sent back to the pool instead of the rollout (cumulative).
+Mechanism counters: HeaPA's (heapa/selector.py; boundary_selective counts the boundary records
+taken while the scored pool held more than the M_b candidates) plus stage2_dropped, the gated
+candidates the gate sent back to the pool instead of the rollout (cumulative). stage2_dropped is
+non-zero by construction (M - n of every gated part), so it is information, not proof that
+entropy chose well (selection/mechanisms.py).
 
 Deviations from the two methods it composes:
 - HIVE gates a stream filtered by its Stage 1 (history) and rolls out whatever the band keeps,
@@ -139,6 +143,7 @@ class HeapaHive(Heapa):
             return []
         n_cold = p.cold_share(k)
         n_bnd = k - n_cold
+        scored = p.n_scored
         cold, bnd = p.take_candidates(self._overdrawn(n_cold) if c.gate_cold else n_cold,
                                       self._overdrawn(n_bnd))
         parts = [(cold, n_cold, c.gate_cold), (bnd, n_bnd, True)]
@@ -180,6 +185,8 @@ class HeapaHive(Heapa):
             out += [recs[i] for i in order[:n]]
             back += [recs[i] for i in order[n:]]
             st[f"sampled_{name}"] += min(n, m)
+            if name == "boundary" and scored > m:  # records away from the boundary passed over
+                st["sampled_boundary_selective"] += min(n, m)
         st["gate_returned"] += len(back)
         self.counters["gate_returned"] += len(back)
         self.mech.add("stage2_dropped", len(back))

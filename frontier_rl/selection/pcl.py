@@ -38,7 +38,11 @@ an epoch), so candidates passed over are not offered again until the next epoch.
 
 Mechanism counters (`mechanisms()`, cumulative): pool_passes (completed passes of the stream),
 value_selected (prompts chosen by V out of a larger candidate set: m per step when k > 1),
-value_fitted (rolled-out prompts whose p̂_x was fitted on their outcomes).
+value_decided (those of them strictly closer to τ than every candidate left out, so chosen by
+V rather than by the random tie-break: 0 while V is the same for every candidate, e.g. all
+unseen), value_fitted (rolled-out prompts whose p̂_x was fitted on their outcomes).
+value_selected and value_fitted are non-zero by construction; value_decided is the one that
+shows V told candidates apart.
 """
 
 from __future__ import annotations
@@ -100,7 +104,7 @@ class PCL:
         self._bucket_of = np.full(num_prompts, -1, np.int32)  # cache: index -> bucket id
         self._bucket_names: list[str] = []
         self._bucket_ids: dict[str, int] = {}
-        self.mech = Tally("value_selected", "value_fitted")
+        self.mech = Tally("value_selected", "value_decided", "value_fitted")
         self._stats: StepStats | None = None
         self._last: dict[str, float] = {}
 
@@ -170,6 +174,11 @@ class PCL:
         chosen = cand[order]
         if cand.size > chosen.size:
             self.mech.add("value_selected", chosen.size)
+            # chosen by V itself, not by the random tie-break: strictly closer to τ than every
+            # candidate left out
+            left = np.ones(cand.size, bool)
+            left[order] = False
+            self.mech.add("value_decided", int(np.count_nonzero(dist[order] < dist[left].min())))
         groups = st.rollout(ctx, chosen, g)
         outcomes = outcome_matrix(groups)
         st.book(classify(outcomes))

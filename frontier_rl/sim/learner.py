@@ -54,7 +54,7 @@ an empty, ill-formed or token-cap continuation, cut at the stop strings. A promp
     d_child = d_parent + aug_size_slope * ln(digits(child) / digits(parent)) + aug_sigma * eps
 
 (the digit ratio is HeaPA's own difficulty factor before clamping), and m_child = 0. A child
-whose answer is not the true sum (the teacher's injected label noise, `wrong_label_rate`) or
+whose answer is not the true sum (the teacher's injected label noise, `teacher_error_rate`) or
 that draws the sim's own `label_noise` is unsolvable: p = 0 forever. An added prompt with no
 known parent gets a difficulty drawn from the mixture.
 

@@ -1,5 +1,5 @@
-"""On-policy query augmentation (ALGORITHMS.md §2.6): the current policy writes n_aug candidate
-queries per sampled prompt through `ctx.generate`; each is parsed into a new problem and a
+"""On-policy query augmentation (HeaPA, arXiv 2601.22448): the current policy writes n_aug
+candidate queries per sampled prompt through `ctx.generate`; each is parsed into a new problem and a
 relative difficulty d (clamped to [d_min, d_max]), and gets the estimated statistic
 
     est = clip(r_p / d if r_p >= 0 else r_p * d, -1, 1)

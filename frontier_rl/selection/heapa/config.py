@@ -51,7 +51,11 @@ COMMON = dict(
     teacher_max_tokens=4196,
     teacher_max_tokens_field="max_completion_tokens",  # or "max_tokens" for older servers
     teacher_reasoning_effort="",  # sent only if set (e.g. "low" for OpenAI reasoning models)
-    wrong_label_rate=0.0,  # arith teacher: injected label-noise rate
+    # A fair teacher (any teacher kind): wrong labels and latency. Both 0 = the exact, instant
+    # teacher; a real LLM teacher already errs, so leave teacher_error_rate at 0 for it.
+    teacher_error_rate=0.0,  # P(an accepted child's answer is replaced by a wrong one)
+    teacher_latency_s=0.0,  # seconds each teacher call takes before its verdict is posted
+    teacher_step_s=1.0,  # inline teacher: seconds of training one step stands for (latency)
     max_question_chars=4000,  # template path dataset filter
 )
 
@@ -138,7 +142,9 @@ def checker(name: str, defaults: dict):
         num("teacher_max_tokens", 1, integer=True)
         choice("teacher_max_tokens_field", ("max_completion_tokens", "max_tokens"))
         choice("teacher_reasoning_effort", EFFORTS)
-        num("wrong_label_rate", 0.0, 1.0)
+        num("teacher_error_rate", 0.0, 1.0)
+        num("teacher_latency_s", 0.0)
+        num("teacher_step_s", 0.0, lo_open=True)
         num("max_question_chars", 1, integer=True)
         if name == "heapa":
             num("alpha", 0.05, 0.95)

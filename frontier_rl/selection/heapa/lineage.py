@@ -1,4 +1,5 @@
-"""HeaPA's lineage graph and bottom-up re-estimation of pool statistics (ALGORITHMS.md §2.9).
+"""HeaPA's lineage graph and bottom-up re-estimation of pool statistics (HeaPA, arXiv 2601.22448;
+the released code's ChildAgg / PathAgg refresh).
 
 Nodes are record ids; each augmented record adds an edge parent -> child. The refresh visits
 the internal nodes (those with children) in order of increasing depth (depth(leaf) = 0,

@@ -443,11 +443,15 @@ class Pool:
         """Removes and returns up to k records: cold first, then boundary (or mixed/uniform).
 
         With max_cold_frac < 1, cold items fill at most that share of the batch while scored
-        items remain.
+        items remain. `last` counts this draw's records by source; boundary_selective counts
+        the boundary draws made while the scored records outnumbered the candidate set (so the
+        boundary rule passed records over), uniform_selective the uniform draws made while they
+        outnumbered the draw.
         """
         k = min(int(k), self.size)
         out: list[int] = []
-        self.last = {"cold": 0, "easy": 0, "boundary": 0, "uniform": 0}
+        self.last = {"cold": 0, "easy": 0, "boundary": 0, "uniform": 0,
+                     "boundary_selective": 0, "uniform_selective": 0}
         if k <= 0:
             return []
         n_cold = self.cold_share(k)
@@ -459,7 +463,10 @@ class Pool:
         need = k - n_cold
         if need > 0:
             if self.sampling == "uniform":
+                scored = self.n_scored
                 out += self._uniform(need)
+                if scored > need:  # the draw chose among more records than it took
+                    self.last["uniform_selective"] = self.last["uniform"]
             else:
                 if self.sampling == "mixed":  # optional easy mixing: half from the easy end
                     for _ in range(need // 2):
@@ -518,7 +525,8 @@ class Pool:
         """k records drawn uniformly from the 2k boundary candidates (all if k >= scored)."""
         if k <= 0:
             return []
-        cands, sides = self._pop_alternating(min(self.candidate_factor * k, self.n_scored))
+        scored = self.n_scored
+        cands, sides = self._pop_alternating(min(self.candidate_factor * k, scored))
         if k >= len(cands):
             chosen = cands
         else:
@@ -529,6 +537,8 @@ class Pool:
             for i in np.flatnonzero(~keep).tolist():
                 self._revive(cands[i], sides[i])
         self.last["boundary"] += len(chosen)
+        if scored > len(cands):  # records away from the boundary were passed over
+            self.last["boundary_selective"] += len(chosen)
         return chosen
 
     def _pop_alternating(self, t: int) -> tuple[list[int], list[int]]:

@@ -1,4 +1,4 @@
-"""Prioritized Sampling (HeaPA's "PS" baseline, ALGORITHMS.md §4.6) as a pool with HeaPA's
+"""Prioritized Sampling (HeaPA's "PS" baseline, arXiv 2601.22448) as a pool with HeaPA's
 interface, so augmentation, the teacher and checkpointing are shared ("PS+PA").
 
 - Scored records keep a success rate s_i in [0, 1], the running mean of the normalised group
@@ -222,7 +222,7 @@ class PSPool:
 
     def sample(self, k: int) -> list[Record]:
         k = min(int(k), self.size)
-        self.last = {"cold": 0, "prioritized": 0}
+        self.last = {"cold": 0, "prioritized": 0, "prioritized_selective": 0}
         out: list[Record] = []
         for _ in range(self.cold_share(k)):
             rec = self.cold.popleft()
@@ -248,6 +248,8 @@ class PSPool:
                 self._set_weight(slot, self._weight(self._s[slot]))
                 out.append(self._slot_rec[slot])
             self.last["prioritized"] = len(drawn)
+            if self.n_scored > len(drawn):  # the priorities chose among more than they took
+                self.last["prioritized_selective"] = len(drawn)
         return out
 
     def observe(self, rec: Record, stat: float, step: int) -> None:

@@ -17,7 +17,7 @@ One step (build_batch, then after_update once the policy is updated):
 Rollouts of augmented records need them in the context: `ctx.add_prompts(list[Prompt]) ->
 list[int]` appends them (id = record_id, answer = the teacher's) and returns their indices.
 
-Selectors and ablations (ALGORITHMS.md §2, §4.6, §4.8):
+Selectors and ablations (HeaPA, arXiv 2601.22448: the method, its PS baseline and its ablations):
     heapa                          HeaPA + PathAgg (default: refresh="path")
     heapa, refresh="child"         HeaPA + ChildAgg
     heapa, augment=False           heap sampling only
@@ -73,13 +73,25 @@ behaviour stays available where it is a reasonable choice):
 Mechanism counters (`mechanisms()`, cumulative since step 0; those the configuration cannot
 move are not reported): cold_draws (records drawn from the cold queue), boundary_draws (drawn
 by the dual-heap boundary sampler; sampling="mixed" adds easy_draws, sampling="uniform" has
-uniform_draws instead), evicted, recycled (archive records reinserted); with augment:
+uniform_draws instead), boundary_selective / uniform_selective (those draws made while the
+scored pool held more records than the boundary candidate set / the draw, so the rule passed
+records over), evicted (every eviction, the initial fill's included), recycled (archive
+records reinserted); with augment: evicted_after_fill (evictions after the seeds were loaded:
+children, or records recycled once children have grown the pool, arriving at a full pool),
 children_rolled_out and children_trained (augmented records rolled out / in a trained batch),
-and unless refresh="none", lineage_refreshes (refresh passes over a non-empty lineage graph)
-and parents_refreshed (archived parents whose statistic a refresh changed); with
-filter_groups: topup_rounds and groups_discarded (DAPO rounds beyond the first, zero-variance
-groups dropped). PS reports priority_draws instead of the boundary and uniform draws, and has
-no recycling or lineage refresh.
+teacher_wrong_labels (children given a wrong answer, when teacher_error_rate > 0), and unless
+refresh="none", lineage_refreshes (refresh passes over a non-empty lineage graph) and
+parents_refreshed (archived parents whose statistic a refresh changed); with filter_groups:
+topup_rounds and groups_discarded (DAPO rounds beyond the first, zero-variance groups dropped).
+PS reports priority_draws and priority_selective instead of the boundary and uniform draws, and
+has no recycling or lineage refresh. selection/mechanisms.py says which of them prove the
+method ran and which are non-zero by construction.
+
+A fair teacher (teacher.py): teacher_error_rate replaces an accepted child's answer by a wrong
+one with that probability (decided from the run seed and the candidate id, so runs repeat; the
+child keeps its text), and teacher_latency_s delays every verdict (inline: by
+⌈teacher_latency_s / teacher_step_s⌉ steps). Both default to 0, the exact instant teacher;
+the arith comparison sets the error rate to the paper's 1.2%.
 """
 
 from __future__ import annotations
@@ -100,9 +112,13 @@ from frontier_rl.tasks.base import Prompt
 # `_step` key of each kind of draw -> its mechanism counter.
 DRAWS = {"sampled_cold": "cold_draws", "sampled_boundary": "boundary_draws",
          "sampled_easy": "easy_draws", "sampled_uniform": "uniform_draws",
-         "sampled_prioritized": "priority_draws"}
+         "sampled_prioritized": "priority_draws",
+         "sampled_boundary_selective": "boundary_selective",
+         "sampled_uniform_selective": "uniform_selective",
+         "sampled_prioritized_selective": "priority_selective"}
 MECHANISMS = (*DRAWS.values(), "children_rolled_out", "children_trained", "lineage_refreshes",
-              "topup_rounds", "groups_discarded", "stage2_dropped")
+              "topup_rounds", "groups_discarded", "stage2_dropped", "evicted_after_fill",
+              "teacher_wrong_labels")
 
 # Every rejection reason has a metric (select/reject_<reason>), zero when it did not occur.
 REASONS = ("empty", "ill_formed", "token_cap", "duplicate", "queue_full", "unsolvable",
@@ -137,7 +153,8 @@ class Heapa:
         self.teacher = teacher.AsyncTeacher(
             workers=c.teacher_workers, queue_size=c.teacher_queue,
             timeout_s=c.teacher_timeout_s, max_retries=c.teacher_max_retries,
-            backoff_s=c.teacher_backoff_s)
+            backoff_s=c.teacher_backoff_s, latency_s=c.teacher_latency_s,
+            step_s=c.teacher_step_s)
         self.fmt = ""  # resolved augmentation format ("arith" / "template")
         self.augmenter: augment.Augmenter | None = None
         self.seeded = False
@@ -158,6 +175,7 @@ class Heapa:
         self._by_index: dict[int, bool] = {}  # this step's rolled-out index -> augmented
         self._kept = 0
         self._aug_in_batch = 0
+        self._evicted_seen = 0  # pool evictions already counted (or made by the seed fill)
 
     @classmethod
     def check_config(cls, cfg) -> None:
@@ -198,8 +216,7 @@ class Heapa:
         if kind == "arith":
             self.teacher.teacher = teacher.ArithTeacher(
                 max_operands=c.arith_max_operands, max_digits=c.arith_max_digits,
-                reverse_digits=c.reverse_digits, wrong_label_rate=c.wrong_label_rate,
-                seed=self.seed)
+                reverse_digits=c.reverse_digits)
         else:
             if not c.teacher_url:
                 raise ValueError(f"selector.{self.kind}.teacher_url is empty: augmentation of "
@@ -229,6 +246,7 @@ class Heapa:
                 self.seen.add(text_key(self._body(p.text)))
         self.pool.add_many(recs)
         self.seeded = True
+        self._evicted_seen = self.pool.counters["evicted"]  # the fill's evictions do not count
 
     # ------------------------------------------------------------------ build_batch
 
@@ -281,8 +299,16 @@ class Heapa:
             self.mech.add(name, self._step[key])
         self.mech.add("children_rolled_out", self._step["aug_groups"])
         self.mech.add("children_trained", self._aug_in_batch)
+        self._count_evictions()
         self._host_s = time.perf_counter() - t0 - self._ctx_s
         return kept
+
+    def _count_evictions(self) -> None:
+        """Adds the pool's evictions since the last call to evicted_after_fill (the seed fill's
+        evictions were set aside in `_seed`)."""
+        ev = self.pool.counters["evicted"]
+        self.mech.add("evicted_after_fill", ev - self._evicted_seen)
+        self._evicted_seen = ev
 
     def _sample(self, ctx: StepContext, k: int) -> list[pool.RecordView]:
         """Takes one round's k records out of the pool (heapa_hive gates them here)."""
@@ -372,7 +398,7 @@ class Heapa:
     # ------------------------------------------------------------------ teacher results
 
     def _drain(self) -> None:
-        for cand, verdict in self.teacher.drain():
+        for cand, verdict in self.teacher.drain(step=self.step):
             if not verdict.ok:
                 self._step[f"reject_{verdict.reason}"] += 1
                 continue
@@ -386,7 +412,14 @@ class Heapa:
                     self._step["reject_duplicate"] += 1
                     continue
                 self.seen.add(key)
-            rec = pool.Record(f"aug/{self.next_rid:x}", text=text, answer=verdict.answer,
+            answer = verdict.answer
+            if self.c.teacher_error_rate > 0:
+                rng = np.random.default_rng([self.seed, 0x7EAC, cand.cid])
+                if rng.random() < self.c.teacher_error_rate:
+                    answer = teacher.wrong_answer(answer, rng, is_arith=self.fmt == "arith",
+                                                  reverse_digits=self.c.reverse_digits)
+                    self.mech.add("teacher_wrong_labels")
+            rec = pool.Record(f"aug/{self.next_rid:x}", text=text, answer=answer,
                               stat=cand.est if self.c.aug_entry == "heap" else None,
                               est=cand.est, aug=True, parent=cand.parent, d=cand.d)
             self.next_rid += 1
@@ -431,6 +464,7 @@ class Heapa:
                     self._step[k if k.startswith("note_") else f"reject_{k}"] += v
         if getattr(c, "refresh_every", 0) and self.step % c.refresh_every == 0:
             self._refresh(apply=True)
+        self._count_evictions()
         self._host_s += time.perf_counter() - t0 - ctx_s
         self._finish_metrics()
 
@@ -480,8 +514,9 @@ class Heapa:
         """The counters this configuration can move (see the module docstring)."""
         c = self.c
         names = ["cold_draws"]
-        names += {"boundary": ["boundary_draws"], "mixed": ["boundary_draws", "easy_draws"],
-                  "uniform": ["uniform_draws"]}[c.sampling]
+        names += {"boundary": ["boundary_draws", "boundary_selective"],
+                  "mixed": ["boundary_draws", "boundary_selective", "easy_draws"],
+                  "uniform": ["uniform_draws", "uniform_selective"]}[c.sampling]
         names += ["evicted", "recycled"]
         if c.augment and c.refresh != "none":  # the lineage graph holds augmented children
             names += ["lineage_refreshes", "parents_refreshed"]
@@ -489,8 +524,10 @@ class Heapa:
 
     def _common_mechanism_names(self) -> list[str]:
         names = []
-        if self.c.augment:
-            names += ["children_rolled_out", "children_trained"]
+        if self.c.augment:  # without children the records after the fill fit the bound
+            names += ["evicted_after_fill", "children_rolled_out", "children_trained"]
+            if self.c.teacher_error_rate > 0:
+                names.append("teacher_wrong_labels")
         if self.c.filter_groups:
             names += ["topup_rounds", "groups_discarded"]
         return names
@@ -527,6 +564,7 @@ class Heapa:
         self.mech.load_state_dict(state.get("mechanisms"))
         set_rng_state(self.rng, state["rng"])
         self.pool.load_state_dict(state["pool"])
+        self._evicted_seen = self.pool.counters["evicted"]
         self.lineage.rebuild(self.pool.records)
         self.augmenter = None
         if self.fmt:
@@ -553,4 +591,5 @@ class PrioritizedSampling(Heapa):
                          max_cold_frac=c.max_cold_frac, seed=self.seed, on_evict=self._evicted)
 
     def _mechanism_names(self) -> list[str]:
-        return ["cold_draws", "priority_draws", "evicted"] + self._common_mechanism_names()
+        return (["cold_draws", "priority_draws", "priority_selective", "evicted"]
+                + self._common_mechanism_names())

@@ -1,4 +1,5 @@
-"""Asynchronous teacher annotation (ALGORITHMS.md §2.7): candidates in, (question, answer) out.
+"""Asynchronous teacher annotation (HeaPA, arXiv 2601.22448; the released code's
+AsyncTeacherAnnotator): candidates in, (question, answer) out.
 
 The RL loop never waits on the teacher. `AsyncTeacher.submit` appends to a bounded queue and
 returns at once (a full queue drops the candidate and counts it: back-pressure); worker
@@ -12,8 +13,7 @@ Teachers are callables `teacher(candidate) -> Verdict`; they raise `TeacherError
 worth a retry and return `Verdict(ok=False, reason=...)` for content they reject:
 
 - `ArithTeacher` solves embedded arith problems with `tasks.arith.solve`: ill-formed ones are
-  "unsolvable"; operand count and digit filters are "filter"; an optional injected
-  wrong-label rate (deterministic per candidate) supports label-noise studies.
+  "unsolvable"; operand count and digit filters are "filter". It is exact and instant.
 - `HttpTeacher` asks any OpenAI-compatible chat-completions endpoint for the spec's JSON object
   {"clean", "solvable", "answer", "difficulty"}, over httpx (the client the SGLang engine
   uses). Fixes over the released code: an answer must parse as a number ("no_numeric_answer"
@@ -22,12 +22,29 @@ worth a retry and return `Verdict(ok=False, reason=...)` for content they reject
 
 `state_dict` snapshots queued and in-flight candidates (re-queued on load, so nothing is lost)
 and finished verdicts not yet drained.
+
+A fair teacher. The programmatic teacher is exact, instant and free; HeaPA's LLM teacher is
+none of these (the paper estimates a 1.2% wrong-label rate among accepted augmented queries,
+and counts teacher annotation as about 13.1% of main training time in auxiliary service time).
+Two settings make the embedded teacher pay what a real one does:
+- wrong labels (`selector.<name>.teacher_error_rate`, applied by the selector to accepted
+  children, so for any teacher): with that probability, decided per candidate from (run seed,
+  candidate id), the child keeps its text and gets `wrong_answer` as its reference answer;
+- latency (`latency_s`, `selector.<name>.teacher_latency_s`): every call takes that many more
+  seconds before its verdict is posted. With worker threads the delay is real: each call holds
+  its worker (throughput = workers / (latency + service time)) and the step at which a verdict
+  is drained depends on wall-clock time, as with a remote teacher. Inline (workers=0) it is
+  simulated so that runs stay deterministic: a step stands for `step_s` seconds
+  (`teacher_step_s`) and calls run concurrently, so a candidate submitted after step t's update
+  is drained at step t + 1 + ⌈latency_s / step_s⌉ (t + 1 without latency).
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import decimal
+import fractions
 import json
 import math
 import os
@@ -77,12 +94,10 @@ class ArithTeacher:
     enforces_timeout = True  # instant: no timeout thread needed
 
     def __init__(self, *, min_operands: int = 2, max_operands: int = 6, max_digits: int = 3,
-                 reverse_digits: bool = True, wrong_label_rate: float = 0.0, seed: int = 0):
+                 reverse_digits: bool = True):
         self.min_operands, self.max_operands = min_operands, max_operands
         self.max_digits = max_digits
         self.reverse = reverse_digits
-        self.wrong_label_rate = wrong_label_rate
-        self.seed = seed
 
     def __call__(self, cand: Candidate) -> Verdict:
         try:
@@ -95,14 +110,29 @@ class ArithTeacher:
         lead = -1 if self.reverse else 0  # the most significant digit's position
         if any(len(o) > self.max_digits or (len(o) > 1 and o[lead] == "0") for o in ops):
             return Verdict(False, "filter")  # too long, or not written the task's way
-        if self.wrong_label_rate > 0:
-            rng = np.random.default_rng([self.seed, 0x7EAC, cand.cid])
-            if rng.random() < self.wrong_label_rate:
-                value = int(answer[::-1] if self.reverse else answer)
-                delta = int(rng.integers(1, 10))
-                value = value + delta if value < delta or rng.random() < 0.5 else value - delta
-                answer = arith.format_answer(value, self.reverse)
         return Verdict(True, question=cand.text, answer=answer, teacher_d=cand.d)
+
+
+def wrong_answer(answer: str, rng: np.random.Generator, *, is_arith: bool,
+                 reverse_digits: bool = True) -> str:
+    """A wrong reference answer in place of `answer`: the number moved by d in 1..9, up or down
+    at random (up when down would go below 0 on arith). Arith answers keep the task's digit
+    order; others (bare numbers: integers, decimals, fractions a/b) are written as given."""
+    delta = int(rng.integers(1, 10))
+    if is_arith:
+        value = int(answer[::-1] if reverse_digits else answer)
+        value = value + delta if value < delta or rng.random() < 0.5 else value - delta
+        return arith.format_answer(value, reverse_digits)
+    sign = 1 if rng.random() < 0.5 else -1
+    try:
+        return str(decimal.Decimal(answer) + sign * delta)
+    except decimal.InvalidOperation:
+        pass
+    try:
+        f = fractions.Fraction(answer) + sign * delta
+    except (ValueError, ZeroDivisionError):
+        return answer + str(delta)  # not a number we can move: still not the answer
+    return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
 
 
 # ----------------------------------------------------------------------------- HTTP
@@ -285,9 +315,14 @@ class AsyncTeacher:
 
     def __init__(self, teacher: Callable[[Candidate], Verdict] | None = None, *,
                  workers: int = 2, queue_size: int = 20000, timeout_s: float = 30.0,
-                 max_retries: int = 1, backoff_s: float = 1.0):
+                 max_retries: int = 1, backoff_s: float = 1.0, latency_s: float = 0.0,
+                 step_s: float = 1.0):
         self.teacher = teacher
         self.workers = int(workers)
+        self.latency_s = float(latency_s)
+        self.step_s = float(step_s)
+        # inline: steps beyond the next one before a submitted candidate is drained
+        self.delay_steps = math.ceil(self.latency_s / self.step_s - 1e-9) if latency_s else 0
         self.queue_size = int(queue_size)
         self.timeout_s = float(timeout_s)
         self.max_retries = int(max_retries)
@@ -329,12 +364,20 @@ class AsyncTeacher:
         with self._cv:
             return dict(self.counters)
 
-    def drain(self) -> list[tuple[Candidate, Verdict]]:
-        """Finished (candidate, verdict) pairs in submission order; runs inline if workers=0."""
+    def ready(self, cand: Candidate, step: int | None) -> bool:
+        """Inline mode: whether a queued candidate's simulated call has finished by the drain
+        of `step` (always, without latency or without a step)."""
+        return step is None or cand.step + 1 + self.delay_steps <= step
+
+    def drain(self, step: int | None = None) -> list[tuple[Candidate, Verdict]]:
+        """Finished (candidate, verdict) pairs in submission order; runs inline if workers=0,
+        where `step` (the step about to be built) holds back the candidates whose simulated
+        latency has not passed (module docstring)."""
         if not self.workers and self.teacher is not None:
             while True:
                 with self._cv:
-                    if not self._queue:
+                    # FIFO by candidate id, so by submission step: the rest are not ready either
+                    if not self._queue or not self.ready(self._queue[0], step):
                         break
                     cand = self._queue.popleft()
                 t0 = time.monotonic()
@@ -387,6 +430,12 @@ class AsyncTeacher:
                 gen = self._gen
             t0 = time.monotonic()
             verdict, faults, attempts = self._process(cand)
+            if self.latency_s and stop.wait(self.latency_s):  # closed while the call "ran"
+                with self._cv:
+                    self._inflight.pop(cand.cid, None)
+                    if gen == self._gen:
+                        self._queue.appendleft(cand)  # not lost: asked again on restart
+                return
             self._finish(cand, verdict, faults, attempts, gen=gen, t0=t0)
 
     def _finish(self, cand, verdict, faults, attempts, *, gen: int, t0: float | None = None):
