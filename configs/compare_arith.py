@@ -66,6 +66,11 @@ ARGS = ("", "claims", "full", "smoke")
 
 
 def _methods() -> ml_collections.ConfigDict:
+    # HeaPA's teacher is an LLM: the paper estimates a 1.2% wrong-label rate among accepted
+    # augmented queries (HeaPA, arXiv 2601.22448, efficiency analysis). The embedded arith
+    # teacher is exact, so every augmenting arm gets the paper's rate (the selector default
+    # stays 0, right for a real LLM teacher that already errs).
+    fair = {"teacher_error_rate": 0.012}
     m = {
         "uniform": {"selector": {"name": "uniform"}},
         "ds": {"selector": {"name": "ds"}},
@@ -74,14 +79,21 @@ def _methods() -> ml_collections.ConfigDict:
         "prefilter": {"selector": {"name": "prefilter"}},
         "reinforce_ada": {"selector": {"name": "reinforce_ada"}},
         "hive": {"selector": {"name": "hive"}},
-        "heapa": {"selector": {"name": "heapa"}},
-        "heapa_childagg": {"selector": {"name": "heapa", "heapa": {"refresh": "child"}}},
+        # ablations of HIVE: Stage 2 by a random drop at the same rate; no Stage 1
+        "hive_random_drop": {"selector": {"name": "hive", "hive": {"stage2": "random"}}},
+        "hive_no_stage1": {"selector": {"name": "hive", "hive": {"stage1": False}}},
+        "heapa": {"selector": {"name": "heapa", "heapa": dict(fair)}},
+        "heapa_childagg": {"selector": {"name": "heapa",
+                                        "heapa": {"refresh": "child", **fair}}},
+        # ablations of HeaPA: no augmentation; uniform draws from the same evolving pool
         "heap_only": {"selector": {"name": "heapa", "heapa": {"augment": False}}},
+        "heapa_uniform_pool": {"selector": {"name": "heapa",
+                                            "heapa": {"sampling": "uniform", **fair}}},
         "ps": {"selector": {"name": "ps"}},
-        "ps_aug": {"selector": {"name": "ps", "ps": {"augment": True}}},
+        "ps_aug": {"selector": {"name": "ps", "ps": {"augment": True, **fair}}},
     }
     if "heapa_hive" in selection.names():
-        m["heapa_hive"] = {"selector": {"name": "heapa_hive"}}
+        m["heapa_hive"] = {"selector": {"name": "heapa_hive", "heapa_hive": dict(fair)}}
     return ml_collections.ConfigDict(m)
 
 

@@ -1,54 +1,141 @@
-"""Which `mech/` counters prove that a run exercised its selection method.
+"""Which `mech/` counters prove that a run exercised its selection method, and which are shown
+only as information.
 
-A selector counts its mechanism's events (selection/base.py `mechanisms`); a comparison run that
-leaves a counter of its method's proof list at zero did not test the method.
+A selector counts its mechanism's events (selection/base.py `mechanisms`). A counter is proof
+(`required_mechanisms`) only if it could stay at zero were the mechanism idle or ineffective
+under the run's settings: a comparison run that leaves one of its method's proof counters at
+zero did not test the method. A counter that is non-zero by construction, whatever the prompts,
+the policy or the mechanism's inputs, proves nothing and is information
+(`information_mechanisms`): kept, logged and shown, never accepted as proof. Some questions no
+counter can answer, e.g. whether HIVE's entropy gate keeps better prompts than a coin would;
+those are the ablation arms' (hive stage2="random", heapa sampling="uniform", ...).
+
+Proof, and why each can be zero:
+- pool_passes (stream methods but prefilter, pcl, reinforce_ada): 0 when the budget ends within
+  the first pass, so no prompt is revisited and history-based rules never act.
+- topup_rounds, groups_discarded (ds; greso, hive: topup_rounds; heapa family with
+  filter_groups): 0 when the first round always yields enough non-zero-variance groups.
+- skipped (greso), stage1_rejected (hive with stage1 on): 0 until a prompt has a zero-variance
+  history and the exploration coin turns it away.
+- prefiltered_out (prefilter): 0 when no prompt's offline pass rate falls outside the band.
+- value_decided (pcl, k > 1): prompts chosen because their V was strictly nearer τ than every
+  candidate left out; 0 while V is the same for every candidate (e.g. all unseen), when the
+  choice is the random tie-break.
+- extra_rounds (reinforce_ada): 0 when every prompt has both a correct and a wrong response
+  after its first round.
+- boundary_selective / uniform_selective / priority_selective (heapa and heapa_hive by their
+  sampling; ps): draws made while the scored pool held more records than the rule's candidate
+  set (the 2B boundary candidates; the B draws), so the rule passed records over; 0 while the
+  pool is no bigger, when every scored record is drawn whatever the rule.
+- evicted_after_fill (augmenting heapa family without the capacity check): evictions after the
+  seeds were loaded, i.e. children (or records recycled once children have grown the pool)
+  arriving at a full pool; 0 when no child is accepted or the pool never fills again.
+- children_rolled_out, children_trained (augmenting): 0 when no child is accepted, or none is
+  drawn.
+- recycled (heapa, heapa_hive with an archive threshold): 0 when the archive never reaches
+  the threshold and the pool never runs short.
+- lineage_refreshes, parents_refreshed (heapa, heapa_hive with children, recycling and a
+  refresh mode): 0 without children in the graph / when a refresh moves no statistic.
+
+Information, and why it is non-zero by construction:
+- stage2_dropped (hive, heapa_hive): the band drops at least half of every gated set whatever
+  the entropies, and heapa_hive over-draws 1 / k_keep candidates per prompt; it shows that the
+  gate ran, not that entropy chose (that is the stage2="random" ablation's question).
+- p_easy_moves, p_hard_moves (greso, hive): after the first epoch p moves by Δp every step
+  unless it sits at a clip bound.
+- cold_draws (heapa family): the seeds start in the cold queue and are drawn first.
+- boundary_draws, easy_draws, uniform_draws, priority_draws: every draw of a scored record is
+  one, including draws from a pool no bigger than the draw (the *_selective counts are the
+  proof).
+- evicted (heapa family): includes the initial fill (1,500 seeds into N = 1,400 evict 100 at
+  step 0); also evicted_after_fill where the capacity check may keep the bound from binding.
+- value_selected, value_fitted (pcl): m prompts per step when k > 1 / every rolled-out prompt.
+- offline_rollouts (prefilter): n per pool prompt, spent before the first step.
+- resampled_prompts (reinforce_ada): non-zero exactly when extra_rounds is.
+- pool_passes where the method need not pass its pool (prefilter, pcl, reinforce_ada).
+- teacher_wrong_labels (teacher_error_rate > 0): the injected label noise, not a mechanism.
+- recycled, lineage_refreshes, parents_refreshed where the configuration does not make them
+  proof (no archive threshold; no children).
 """
 
 from __future__ import annotations
 
 import ml_collections
 
+HEAPA_FAMILY = ("heapa", "heapa_hive", "ps")
+
+
+def _split(cfg: ml_collections.ConfigDict) -> tuple[list[str], list[str]]:
+    """(proof, information) counters of the config's method (module docstring)."""
+    name = cfg.selector.name
+    s = cfg.selector.get(name, {})
+    if name == "uniform":
+        return ["pool_passes"], []
+    if name == "ds":
+        return ["pool_passes", "topup_rounds", "groups_discarded"], []
+    if name == "greso":
+        return ["pool_passes", "skipped", "topup_rounds"], ["p_easy_moves", "p_hard_moves"]
+    if name == "hive":
+        stage1 = ["stage1_rejected"] if s.get("stage1", True) else []
+        info = [] if stage1 else ["stage1_rejected"]
+        return (["pool_passes", *stage1, "topup_rounds"],
+                info + ["stage2_dropped", "p_easy_moves", "p_hard_moves"])
+    if name == "prefilter":
+        return ["prefiltered_out"], ["offline_rollouts", "pool_passes"]
+    if name == "pcl":
+        decided = ["value_decided"] if s.get("k", 4) > 1 else []
+        return decided, (["value_decided"] if not decided else []) + [
+            "value_selected", "value_fitted", "pool_passes"]
+    if name == "reinforce_ada":  # spends many responses per prompt: it need not pass the pool
+        return ["extra_rounds"], ["resampled_prompts", "pool_passes"]
+    if name in HEAPA_FAMILY:
+        return _split_heapa(cfg, name, s)
+    return [], []
+
+
+def _split_heapa(cfg, name: str, s) -> tuple[list[str], list[str]]:
+    augment = s.get("augment", name != "ps")
+    proof, info = [], ["cold_draws"]
+    if name == "ps":
+        proof.append("priority_selective")
+        info.append("priority_draws")
+    elif s.get("sampling", "boundary") == "uniform":
+        proof.append("uniform_selective")
+        info.append("uniform_draws")
+    else:
+        proof.append("boundary_selective")
+        info.append("boundary_draws")
+        if s.get("sampling", "boundary") == "mixed":
+            info.append("easy_draws")
+    info.append("evicted")
+    if augment:
+        # without the capacity check children enter a full pool and evict; with it the bound
+        # need not bind again after the fill
+        after = "evicted_after_fill"
+        (info if s.get("aug_require_capacity", True) else proof).append(after)
+        proof += ["children_rolled_out", "children_trained"]
+        if s.get("teacher_error_rate", 0.0) > 0:
+            info.append("teacher_wrong_labels")
+    if name != "ps":  # PS has no archive
+        recycles = s.get("recycle_archive_max", 0) > 0
+        (proof if recycles else info).append("recycled")
+        if augment and s.get("refresh", "path") != "none":  # a lineage needs children
+            (proof if recycles else info).extend(["lineage_refreshes", "parents_refreshed"])
+    if s.get("filter_groups", False):
+        proof += ["topup_rounds", "groups_discarded"]
+    if name == "heapa_hive":
+        info.append("stage2_dropped")
+    return proof, info
+
 
 def required_mechanisms(cfg: ml_collections.ConfigDict) -> list[str]:
     """The `mech/` counters (selection/base.py `mechanisms`) that must be > 0 for a run of this
-    config to have exercised its method: what makes the method differ from its neighbours."""
-    name = cfg.selector.name
-    s = cfg.selector.get(name, {})
-    stream = ["pool_passes"]
-    if name == "uniform":
-        return stream
-    if name == "ds":
-        return stream + ["topup_rounds", "groups_discarded"]
-    if name == "greso":
-        return stream + ["skipped", "topup_rounds", "p_easy_moves", "p_hard_moves"]
-    if name == "hive":
-        return stream + ["stage1_rejected", "stage2_dropped", "topup_rounds", "p_easy_moves",
-                         "p_hard_moves"]
-    if name == "prefilter":
-        return ["offline_rollouts", "prefiltered_out"]
-    if name == "pcl":
-        return ["value_selected"]
-    if name == "reinforce_ada":  # spends many responses per prompt: it need not pass the pool
-        return ["extra_rounds"]
-    if name in ("heapa", "heapa_hive", "ps"):
-        augment = s.get("augment", name != "ps")
-        out = ["cold_draws"]
-        if name == "ps":
-            out.append("priority_draws")
-        else:
-            out.append("uniform_draws" if s.get("sampling") == "uniform" else "boundary_draws")
-        # the bound binds once children arrive (if they may enter a full pool), or from the
-        # start if the seeds overflow it
-        if (augment and not (name == "ps" and s.get("aug_require_capacity", True))) or s.get(
-                "capacity", 0) < cfg.task.get("train_size", 0):
-            out.append("evicted")
-        if augment:
-            out += ["children_rolled_out", "children_trained"]
-        if name != "ps" and s.get("recycle_archive_max", 0) > 0:  # PS has no archive
-            out.append("recycled")
-            if augment and s.get("refresh", "path") != "none":  # a lineage needs children
-                out += ["lineage_refreshes", "parents_refreshed"]
-        if name == "heapa_hive":
-            out.append("stage2_dropped")
-        return out
-    return []
+    config to have exercised its method: those that could stay at zero were the mechanism idle
+    or ineffective (module docstring)."""
+    return _split(cfg)[0]
+
+
+def information_mechanisms(cfg: ml_collections.ConfigDict) -> list[str]:
+    """The other counters the config's selector reports: non-zero by construction (or not made
+    proof by this configuration), shown but never accepted as proof (module docstring)."""
+    return _split(cfg)[1]
