@@ -81,3 +81,52 @@ class ScriptedEngine:
 
     def metrics(self):
         return {}
+
+
+class FakeSGLang:
+    """A stand-in for SGLang's /generate (the native API, `--skip-tokenizer-init`) whose answer
+    is a function of the request: row r (prompt ids p) generates 1 + (sum(p) + r) % max_new
+    tokens, token k being 20 + (sum(p) + seed + k) % 30 with log-prob -(k + 1) / 10; a row
+    of max_new tokens finishes "length", a shorter one ends in the first stop id and finishes
+    "stop". `fault(row_answer)` (if set) edits each row's answer of the first `faults`
+    requests (None: every request). Requests are recorded in `requests`."""
+
+    def __init__(self, fault=None, faults: int | None = None, status: int = 200):
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
+        self.fault, self.faults, self.status = fault, faults, status
+        self.requests: list[dict] = []
+        self.app = Starlette(routes=[Route("/generate", self._generate, methods=["POST"])])
+
+    @staticmethod
+    def answer(prompt: list[int], r: int, params: dict) -> dict:
+        max_new, seed = params["max_new_tokens"], params["sampling_seed"]
+        n = 1 + (sum(prompt) + r) % max_new
+        ids = [20 + (sum(prompt) + seed + k) % 30 for k in range(n)]
+        if n < max_new:
+            ids[-1] = params["stop_token_ids"][0]
+            reason = {"type": "stop", "matched": ids[-1]}
+        else:
+            reason = {"type": "length", "length": n}
+        logps = [[-(k + 1) / 10, t, None] for k, t in enumerate(ids)]
+        return {"text": "", "output_ids": ids,
+                "meta_info": {"id": str(r), "prompt_tokens": len(prompt),
+                              "completion_tokens": n, "output_token_logprobs": logps,
+                              "finish_reason": reason}}
+
+    async def _generate(self, request):
+        import json
+
+        from starlette.responses import PlainTextResponse, Response
+
+        body = await request.json()
+        self.requests.append(body)
+        if self.status != 200:
+            return PlainTextResponse(f"bad request {self.status}", status_code=self.status)
+        out = [self.answer(p, r, body["sampling_params"]) for r, p in enumerate(body["input_ids"])]
+        if self.fault is not None and (self.faults is None or len(self.requests) <= self.faults):
+            for row in out:
+                self.fault(row)
+        # json.dumps, not JSONResponse: a NaN goes out as the bare NaN some servers write
+        return Response(json.dumps(out), media_type="application/json")

@@ -2,13 +2,15 @@
 protocol and gives the sampler's exact tokens, and the SGLang client survives the faults the issue
 names (a server killed and restarted, garbage / 500 / hangs, a server keeping old weights)."""
 
+import asyncio
+import re
 import threading
 import time
 
 import jax
 import numpy as np
 import pytest
-from engine_testlib import Server
+from engine_testlib import FakeSGLang, Server
 from flax import nnx
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse, PlainTextResponse
@@ -114,33 +116,56 @@ def test_stale_server_is_caught_by_the_probe(served, dirs):
         stale.stop()
 
 
-@pytest.mark.parametrize("fault", ["500", "garbage", "hang", "short"])
-def test_bad_server_fails_after_the_deadline(fault, served, dirs):
-    policy, _ = served
-
+def _bad_server(fault, seen):
     async def generate(request):
+        seen.append(1)
         if fault == "500":
             return PlainTextResponse("boom", status_code=500)
         if fault == "garbage":
             return PlainTextResponse("<html>not json")
         if fault == "short":  # JSON, but one result for three rows
             return JSONResponse([{"output_ids": [1], "meta_info": {}}])
-        time.sleep(1.0)
+        await asyncio.sleep(2.0)  # hang past the client's timeout
         return JSONResponse([])
 
-    bad = Server(Starlette(routes=[Route("/generate", generate, methods=["POST"])]))
-    eng = client(bad.url, policy, dirs[2], timeout=0.3, deadline=1.5, retries=3)
-    t0 = time.monotonic()
+    return Server(Starlette(routes=[Route("/generate", generate, methods=["POST"])]))
+
+
+@pytest.mark.parametrize("fault", ["500", "garbage", "hang", "short"])
+def test_bad_server_fails_after_the_retries(fault, served, dirs):
+    policy, _ = served
+    seen = []
+    bad = _bad_server(fault, seen)
+    eng = client(bad.url, policy, dirs[2], timeout=0.3 if fault == "hang" else 30.0,
+                 deadline=60.0, retries=3)
     try:
         with pytest.raises(EngineError, match="failed 3 times"):
             eng.generate(PROMPTS, 1, Sampling())
     finally:
         bad.stop()
-    assert time.monotonic() - t0 < 5
+    assert len(seen) == 3 and eng.counters["requests"] == 3
     assert eng.counters["retries"] == 2 and eng.counters["failures"] == 1
     key = {"500": "server_errors", "garbage": "malformed", "hang": "timeouts",
            "short": "malformed"}[fault]
     assert eng.counters[key] == 3
+
+
+def test_hanging_server_fails_at_the_deadline(served, dirs):
+    """retries=100 but deadline=1 s with requests timing out at 0.3 s: the deadline ends the
+    retries after at most 3 attempts (a 4th could not start before it), whatever the load."""
+    policy, _ = served
+    seen = []
+    bad = _bad_server("hang", seen)
+    eng = client(bad.url, policy, dirs[2], timeout=0.3, deadline=1.0, retries=100)
+    try:
+        with pytest.raises(EngineError, match=r"retries=100, deadline=1.0s\); last error: "
+                                              r"ReadTimeout") as err:
+            eng.generate(PROMPTS, 1, Sampling())
+    finally:
+        bad.stop()
+    attempts = int(re.search(r"failed (\d+) times", str(err.value)).group(1))
+    assert 1 <= attempts <= 3 and eng.counters["requests"] == attempts
+    assert eng.counters["timeouts"] == attempts and eng.counters["failures"] == 1
 
 
 def test_transient_500_is_retried(served, dirs):
@@ -352,3 +377,154 @@ def test_rollout_through_verify_many_counts_its_timeouts(tokenizer):
     assert [g.outcomes.tolist() for g in groups] == [CONTEXT_OUTCOMES[4], CONTEXT_OUTCOMES[1]]
     ctx.rollout([0], 1)
     assert ctx.counters["verify_timeouts"] == 4
+
+
+# -- the SGLang client's protocol branches, against a fake SGLang ---------------------------------
+
+
+def _fake_client(url, tmp_path, **kw):
+    opts = dict(pad_id=0, stop_ids=[3, 2], max_new_tokens=5, sync_dir=str(tmp_path),
+                timeout=30.0, deadline=60.0, retries=2, backoff=0.01)
+    opts.update(kw)
+    return SGLangEngine(url, **opts)
+
+
+def _fake_answer(prompts, n, sampling, max_rows, max_new):
+    """What the client must return from FakeSGLang, row by row, worked out from its rule."""
+    rows = [p for p in prompts for _ in range(n)]
+    out = []
+    for c in range(0, len(rows), max_rows):
+        params = {"max_new_tokens": max_new, "sampling_seed": sampling.seed + c // max_rows,
+                  "stop_token_ids": [3, 2]}
+        out += [FakeSGLang.answer(p, r, params) for r, p in enumerate(rows[c:c + max_rows])]
+    return out
+
+
+@pytest.mark.parametrize("max_rows", [4, 64])
+def test_sglang_client_requests_rows_and_chunks(max_rows, tmp_path):
+    """3 prompts x n=2: each prompt sent n times with n=1, prompt-major, in requests of at most
+    max_rows rows seeded seed + request index; the answers' ids, log-probs, lengths and finish
+    reasons land in the rows they belong to, padded to the cap."""
+    fake = FakeSGLang()
+    srv = Server(fake.app)
+    try:
+        eng = _fake_client(srv.url, tmp_path, max_rows=max_rows)
+        sampling = Sampling(temperature=0.7, top_p=0.9, seed=40)
+        got = eng.generate(PROMPTS, 2, sampling)
+        greedy = eng.generate(PROMPTS[:1], 1, Sampling(greedy=True, max_new_tokens=3, seed=1))
+    finally:
+        srv.stop()
+    rows = [p for p in PROMPTS for _ in range(2)]
+    sent = fake.requests[:-1]
+    assert [r["input_ids"] for r in sent] == [rows[i:i + max_rows]
+                                              for i in range(0, 6, max_rows)]
+    for i, r in enumerate(sent):
+        assert r["return_logprob"] is True
+        assert r["sampling_params"] == {"temperature": 0.7, "top_p": 0.9, "max_new_tokens": 5,
+                                        "stop_token_ids": [3, 2], "n": 1,
+                                        "sampling_seed": 40 + i}
+    assert fake.requests[-1]["sampling_params"] == {
+        "temperature": 0.0, "top_p": 1.0, "max_new_tokens": 3, "stop_token_ids": [3, 2], "n": 1,
+        "sampling_seed": 1}
+    want = _fake_answer(PROMPTS, 2, sampling, max_rows, 5)
+    assert got.tokens.shape == (6, 5) and greedy.tokens.shape == (1, 3)
+    for i, a in enumerate(want):
+        ids = a["output_ids"]
+        assert got.tokens[i].tolist() == ids + [0] * (5 - len(ids))
+        np.testing.assert_allclose(got.logps[i], [-(k + 1) / 10 for k in range(len(ids))]
+                                   + [0.0] * (5 - len(ids)), rtol=1e-6)
+        assert got.lengths[i] == len(ids)
+        assert got.finished[i] == (a["meta_info"]["finish_reason"]["type"] == "stop")
+    assert got.prompt_lens.tolist() == [len(p) for p in rows]
+    assert not np.any(got.entropies)  # SGLang sends none
+    assert set(got.finished.tolist()) == {True, False}  # both finish reasons occurred
+    assert eng.counters["requests"] == len(sent) + 1 and eng.counters["retries"] == 0
+
+
+def _drop(key):
+    def fault(row):
+        (row["meta_info"] if key != "output_ids" else row).pop(key)
+    return fault
+
+
+def _set(**meta):
+    def fault(row):
+        row["meta_info"].update(meta)
+    return fault
+
+
+def _nan(row):
+    row["meta_info"]["output_token_logprobs"][0][0] = float("nan")
+
+
+def _one_fewer_logprob(row):
+    row["meta_info"]["output_token_logprobs"].pop()
+
+
+def _too_long(row):  # one token past max_new_tokens=5, finished on a stop id
+    row["output_ids"] = [20, 21, 22, 23, 24, 3]
+    row["meta_info"]["output_token_logprobs"] = [[-0.1, t, None] for t in row["output_ids"]]
+    row["meta_info"]["finish_reason"] = {"type": "stop", "matched": 3}
+
+
+MALFORMED = {
+    "no output_ids": (_drop("output_ids"), "lacks output_ids / meta_info fields"),
+    "no finish_reason": (_drop("finish_reason"), "lacks output_ids / meta_info fields"),
+    "no logprobs": (_drop("output_token_logprobs"), "lacks output_ids / meta_info fields"),
+    "logprob count": (_one_fewer_logprob, r"output_ids but \d+ output_token_logprobs"),
+    "abort": (_set(finish_reason={"type": "abort", "message": "memory"}), "aborted the request"),
+    "unknown finish_reason": (_set(finish_reason={"type": "eos"}), "finish_reason {'type': 'eos'}"),
+    "finish_reason not a dict": (_set(finish_reason="stop"), "finish_reason 'stop'"),
+    "nan logprob": (_nan, r"output_token_logprobs\[0\] is nan .*must be finite"),
+    "longer than max_new": (_too_long, "6 output_ids, more than the max_new_tokens=5"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_sglang_client_rejects_malformed_answers(case, tmp_path):
+    """Every malformed answer is retried and then stops generate with an error naming what was
+    wrong; nothing of it reaches the rollout."""
+    fault, message = MALFORMED[case]
+    fake = FakeSGLang(fault)
+    srv = Server(fake.app)
+    try:
+        eng = _fake_client(srv.url, tmp_path)
+        with pytest.raises(EngineError, match="failed 2 times") as err:
+            eng.generate(PROMPTS, 1, Sampling())
+    finally:
+        srv.stop()
+    assert re.search(message, str(err.value)), str(err.value)
+    assert len(fake.requests) == 2
+    assert {k: eng.counters[k] for k in ("requests", "malformed", "retries", "failures")} == \
+        {"requests": 2, "malformed": 2, "retries": 1, "failures": 1}
+
+
+def test_sglang_client_malformed_once_then_good_is_the_good_answer(tmp_path):
+    fake = FakeSGLang(_nan, faults=1)
+    srv = Server(fake.app)
+    try:
+        eng = _fake_client(srv.url, tmp_path)
+        got = eng.generate(PROMPTS, 1, Sampling(seed=6))
+    finally:
+        srv.stop()
+    want = _fake_answer(PROMPTS, 1, Sampling(seed=6), 4096, 5)
+    assert [got.tokens[i, :got.lengths[i]].tolist() for i in range(3)] == \
+        [a["output_ids"] for a in want]
+    assert len(fake.requests) == 2 and fake.requests[0] == fake.requests[1]
+    assert (eng.counters["malformed"], eng.counters["retries"], eng.counters["failures"]) == \
+        (1, 1, 0)
+
+
+@pytest.mark.parametrize("status", [400, 422])
+def test_sglang_client_4xx_is_not_retried(status, tmp_path):
+    fake = FakeSGLang(status=status)
+    srv = Server(fake.app)
+    try:
+        eng = _fake_client(srv.url, tmp_path, retries=5)
+        with pytest.raises(EngineError, match=f"/generate: HTTP {status}: bad request {status}"):
+            eng.generate(PROMPTS, 1, Sampling())
+    finally:
+        srv.stop()
+    assert len(fake.requests) == 1
+    assert (eng.counters["requests"], eng.counters["retries"], eng.counters["failures"]) == \
+        (1, 0, 1)

@@ -14,10 +14,13 @@ sync: export the policy (HF safetensors) to `sync_dir`, `POST /update_weights_fr
   {model_path}, `POST /flush_cache` (the radix cache holds the old policy's KV), then the probe:
   the engine's log-probs of a fixed sampled sequence against the trainer's, mean |diff| within
   `rollout.probe_tol`, else EngineError (never a silent stale policy).
-faults: connection errors, timeouts, 5xx and malformed answers are retried with exponential
-  backoff until `retries` attempts or `deadline` seconds, then EngineError; after a connection
-  error the next attempt first reloads the last synced weights (a restarted server comes back
-  with the weights it was started from). Counted under rollout/engine_*.
+faults: connection errors, timeouts, 5xx and malformed answers (a missing field, log-probs
+  not one per output id or not finite, more output ids than max_new_tokens, a finish reason
+  other than stop / length, an abort) are retried with exponential backoff until `retries`
+  attempts or `deadline` seconds, then EngineError naming the last error; a 4xx (our request
+  is wrong) is an EngineError at once. After a connection error the next attempt first reloads
+  the last synced weights (a restarted server comes back with the weights it was started
+  from). Counted under rollout/engine_*.
 
 Deviation: SGLang returns no per-token entropies; rows get 0 unless the server sends the
 `output_token_entropy` extension (as `frontier-rl serve` does).
@@ -49,7 +52,9 @@ class Malformed(ValueError):
     """A 200 answer that is not what the protocol says."""
 
 
-def _parse_rows(body, rows: int) -> list[dict]:
+def _parse_rows(body, rows: int, max_new: int) -> list[dict]:
+    """The rows of a /generate answer; Malformed unless each has as many finite log-probs as
+    output ids, at most `max_new` of them, and a stop or length finish."""
     if isinstance(body, dict):
         body = [body]
     if not isinstance(body, list) or len(body) != rows:
@@ -67,6 +72,13 @@ def _parse_rows(body, rows: int) -> list[dict]:
             raise Malformed(f"a result lacks output_ids / meta_info fields ({e!r})") from None
         if len(logps) != len(ids):
             raise Malformed(f"{len(ids)} output_ids but {len(logps)} output_token_logprobs")
+        if len(ids) > max_new:
+            raise Malformed(f"{len(ids)} output_ids, more than the max_new_tokens={max_new} "
+                            "asked for")
+        if not np.all(np.isfinite(logps)):
+            bad = next(i for i, x in enumerate(logps) if not np.isfinite(x))
+            raise Malformed(f"output_token_logprobs[{bad}] is {logps[bad]} (a sampled token's "
+                            "log-prob must be finite)")
         if kind not in ("stop", "length", "abort"):
             raise Malformed(f"finish_reason {reason!r}")
         if kind == "abort":
@@ -169,7 +181,7 @@ class SGLangEngine:
                   "max_new_tokens": int(max_new), "stop_token_ids": self.stop_ids, "n": 1,
                   "sampling_seed": int(seed)}
         payload = {"input_ids": rows, "sampling_params": params, "return_logprob": True}
-        return self._post("/generate", payload, lambda b: _parse_rows(b, len(rows)),
+        return self._post("/generate", payload, lambda b: _parse_rows(b, len(rows), max_new),
                           reload=True)
 
     def generate(self, prompt_ids, n: int, sampling: Sampling) -> SampleResult:
@@ -192,11 +204,11 @@ class SGLangEngine:
         ents = np.zeros((R, max_new), np.float32)
         lengths = np.zeros(R, np.int32)
         finished = np.zeros(R, bool)
-        for i, r in enumerate(out):
-            k = min(len(r["ids"]), max_new)
-            tokens[i, :k], logps[i, :k] = r["ids"][:k], r["logps"][:k]
+        for i, r in enumerate(out):  # _parse_rows checked that each row fits max_new
+            k = len(r["ids"])
+            tokens[i, :k], logps[i, :k] = r["ids"], r["logps"]
             if r["ent"] is not None:
-                ents[i, :k] = r["ent"][:k]
+                ents[i, :k] = r["ent"]
             lengths[i] = k
             finished[i] = r["stop"]
         return SampleResult(tokens=tokens, logps=logps, entropies=ents, lengths=lengths,
