@@ -1,10 +1,12 @@
 """HeaPA pool: boundary sampler, eviction order, recycling, and property-based invariants over
 random sequences of sample / observe / insert / recycle / evict / checkpoint."""
 
+import collections
 import json
 
+import numpy as np
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -247,3 +249,237 @@ def test_records_module_does_not_import_the_pool():
             imported |= {f"{node.module}.{a.name}" for a in node.names}
     assert not [m for m in imported if "heapa.pool" in m or m.endswith(".pool")
                 or m == "pool"], imported
+
+
+# ----------------------------------------------------------------------------- reference model
+
+
+class ReferencePool:
+    """A brute-force model of the pool's eviction and boundary rules over plain lists, for
+    distinct statistics (so no tie order is involved): the cold FIFO, the scored records by
+    statistic, the archive and the recycling queue."""
+
+    def __init__(self, capacity):
+        self.capacity = capacity
+        self.cold: list[str] = []
+        self.scored: dict[str, float] = {}
+        self.archive: dict[str, float] = {}  # in arrival order, as the pool's
+        self.queue: list[str] = []
+        self.evicted: list[str] = []
+
+    @property
+    def size(self):
+        return len(self.cold) + len(self.scored)
+
+    def _evict_hardest(self):  # a scored arrival, or a lowered capacity
+        if self.scored:
+            rid = min(self.scored, key=self.scored.get)
+            del self.scored[rid]
+        else:
+            rid = self.cold.pop(0)
+        self.evicted.append(rid)
+
+    def place(self, rid, stat):
+        if stat is None:
+            if self.size >= self.capacity:  # a cold arrival evicts the easiest scored record
+                if self.scored:
+                    gone = max(self.scored, key=self.scored.get)
+                    del self.scored[gone]
+                else:
+                    gone = self.cold.pop(0)
+                self.evicted.append(gone)
+            self.cold.append(rid)
+        else:
+            full = self.size >= self.capacity
+            self.scored[rid] = stat
+            if full:
+                self._evict_hardest()
+
+    def set_capacity(self, capacity):
+        self.capacity = capacity
+        while self.size > capacity:
+            self._evict_hardest()
+
+    def boundary_candidates(self, n_low, t):
+        """The t records the boundary sampler pops, in order: min(HIGH), max(LOW), ..."""
+        by_stat = sorted(self.scored, key=self.scored.get)
+        low, high = by_stat[:n_low][::-1], by_stat[n_low:]  # nearest the boundary first
+        out, side = [], "high"
+        while len(out) < t:
+            if side == "high" and high:
+                out.append(high.pop(0))
+            elif side == "low" and low:
+                out.append(low.pop(0))
+            elif high:
+                out.append(high.pop(0))
+            else:
+                out.append(low.pop(0))
+            side = "low" if side == "high" else "high"
+        return out
+
+    def sample(self, k, n_low, factor, rng):
+        """The ids `Pool.sample(k)` returns (max_cold_frac = 1), drawing picks from `rng`."""
+        k = min(k, self.size)
+        n_cold = min(len(self.cold), k)
+        out, self.cold = self.cold[:n_cold], self.cold[n_cold:]
+        need = k - n_cold
+        if need > 0:
+            cands = self.boundary_candidates(n_low, min(factor * need, len(self.scored)))
+            if need < len(cands):
+                cands = [cands[i] for i in rng.choice(len(cands), size=need,
+                                                      replace=False).tolist()]
+            out += cands
+        for rid in out:
+            self.scored.pop(rid, None)
+        return out
+
+
+def clone_rng(rng):
+    twin = np.random.default_rng()
+    twin.bit_generator.state = rng.bit_generator.state
+    return twin
+
+
+class ReferenceMachine(RuleBasedStateMachine):
+    """The pool against `ReferencePool` over random operation sequences: every eviction (which
+    record, in which order) and every boundary draw must be the model's."""
+
+    @initialize(alpha=st.sampled_from([0.05, 0.3, 0.5, 0.8]), capacity=st.integers(1, 24),
+                factor=st.integers(1, 3), seed=st.integers(0, 3))
+    def init(self, alpha, capacity, factor, seed):
+        self.factor = factor
+        self.pool = Pool(alpha=alpha, capacity=capacity, candidate_factor=factor, seed=seed)
+        self.pool.on_evict = lambda r: self.evicted.append(r.rid)
+        self.evicted = []
+        self.model = ReferencePool(capacity)
+        self.n = 0
+        self.out = []
+        self.step = 0
+
+    def _stat(self, x):
+        """A statistic no other record has: x on a 1/1000 grid plus a unique offset < 1e-6."""
+        self.n += 1
+        return x / 1000 + self.n * 1e-9
+
+    @precondition(lambda self: not self.out)
+    @rule(xs=st.lists(st.integers(-1000, 1000) | st.none(), min_size=1, max_size=5))
+    def add(self, xs):
+        for x in xs:
+            stat = None if x is None else self._stat(x)
+            rid = f"x{self.n}-{len(self.model.evicted)}-{self.step}-{x}"
+            self.n += 1
+            self.pool.add(Record(rid, stat=stat))
+            self.model.place(rid, stat)
+
+    @precondition(lambda self: not self.out)
+    @rule(k=st.integers(1, 10))
+    def sample(self, k):
+        want = self.model.sample(k, self.pool.n_low, self.factor, clone_rng(self.pool.rng))
+        self.out = self.pool.sample(k)
+        assert [r.rid for r in self.out] == want
+
+    @precondition(lambda self: self.out)
+    @rule(keep=st.integers(0, 10), xs=st.lists(st.integers(-1000, 1000), min_size=10,
+                                               max_size=10))
+    def observe_or_restore(self, keep, xs):
+        self.step += 1
+        for rec, x in zip(self.out[:keep], xs, strict=False):
+            stat = self._stat(x)
+            self.model.archive[rec.rid] = stat
+            self.pool.observe(rec, stat, self.step)
+        for rec in self.out[keep:]:
+            stat = rec.stat
+            self.pool.restore(rec)
+            self.model.place(rec.rid, stat)
+        self.out = []
+
+    @precondition(lambda self: not self.out)
+    @rule(chunk=st.integers(0, 4), need=st.integers(0, 8), x=st.integers(-1000, 1000))
+    def recycle(self, chunk, need, x):
+        if not self.pool.recycling:
+            ids = list(self.model.archive)
+            values = {ids[0]: self._stat(x)} if ids else {}
+            self.model.archive.update(values)
+            order = clone_rng(self.pool.rng).permutation(len(ids)).tolist()
+            self.model.queue = [ids[i] for i in order]
+            self.pool.begin_recycle(values)
+        moved = 0
+        while self.model.queue and (chunk <= 0 or moved < chunk or self.model.size < need):
+            rid = self.model.queue.pop(0)
+            self.model.place(rid, self.model.archive.pop(rid))
+            moved += 1
+        assert self.pool.recycle_some(chunk, need) == moved
+
+    @precondition(lambda self: not self.out)
+    @rule(capacity=st.integers(1, 24))
+    def set_capacity(self, capacity):
+        self.pool.set_capacity(capacity)
+        self.model.set_capacity(capacity)
+
+    @invariant()
+    def agrees_with_the_model(self):
+        p, m = self.pool, self.model
+        assert self.evicted == m.evicted
+        assert p.cold_ids() == m.cold
+        assert list(p.archive) == list(m.archive)
+        scored = {rid: r.stat for rid, r in p.records.items() if r.loc in (LOW, HIGH)}
+        assert scored == m.scored
+        # LOW holds exactly the n_low hardest scored records
+        low = {rid for rid, r in p.records.items() if r.loc == LOW}
+        assert low == set(sorted(m.scored, key=m.scored.get)[:p.n_low])
+
+
+TestReferenceMachine = ReferenceMachine.TestCase
+TestReferenceMachine.settings = settings(max_examples=80, stateful_step_count=30,
+                                         deadline=None,
+                                         suppress_health_check=[HealthCheck.too_slow])
+
+
+@given(stats=st.lists(st.integers(-1000, 1000), min_size=1, max_size=60, unique=True),
+       alpha=st.sampled_from([0.1, 0.5, 0.9]), k=st.integers(1, 20), factor=st.integers(1, 3),
+       seed=st.integers(0, 5))
+@settings(max_examples=150, deadline=None)
+def test_boundary_draw_matches_the_sorted_list(stats, alpha, k, factor, seed):
+    p = scored_pool([s / 1000 for s in stats], alpha=alpha, candidate_factor=factor, seed=seed)
+    model = ReferencePool(p.capacity)
+    model.scored = {f"r{i}": s / 1000 for i, s in enumerate(stats)}
+    want = model.sample(k, p.n_low, factor, clone_rng(p.rng))
+    got = p.sample(k)
+    assert [r.rid for r in got] == want
+    chosen = min(k, len(stats))
+    assert p.last["boundary"] == chosen
+    # the rule passed records over only when the scored pool outnumbered its candidates
+    assert p.last["boundary_selective"] == (chosen if len(stats) > factor * k else 0)
+
+
+@given(stats=st.lists(st.integers(-1000, 1000), min_size=2, max_size=40, unique=True),
+       capacity=st.integers(1, 39))
+@settings(max_examples=150, deadline=None)
+def test_lowering_capacity_evicts_the_hardest_first(stats, capacity):
+    p = scored_pool([s / 1000 for s in stats], alpha=0.5)
+    evicted = []
+    p.on_evict = lambda r: evicted.append(r.stat)
+    p.set_capacity(capacity)
+    assert evicted == sorted(s / 1000 for s in stats)[:max(0, len(stats) - capacity)]
+
+
+def test_uniform_draws_ignore_the_heap_order():
+    """The same records, arriving in the same order with their statistics permuted, give the
+    same uniform draws; every record is drawn about equally often, the extremes included."""
+    stats = [i / 100 for i in range(100)]
+    flipped = stats[::-1]
+    draws = {}
+    for name, ss in (("sorted", stats), ("flipped", flipped)):
+        p = scored_pool(ss, alpha=0.5, sampling="uniform", seed=7)
+        seq = []
+        for _ in range(200):
+            got = p.sample(10)
+            seq += [r.rid for r in got]
+            for r in got:
+                p.restore(r)
+        draws[name] = seq
+        p.check()
+    assert draws["sorted"] == draws["flipped"]
+    counts = collections.Counter(draws["sorted"])
+    # 2,000 draws over 100 records: 20 each, sd ≈ 4.4; ±4.5 sd
+    assert len(counts) == 100 and min(counts.values()) >= 1 and max(counts.values()) <= 40
