@@ -384,7 +384,6 @@ def test_bench_selection(name, capsys):
     assert row["pool"] == 2000 and out["batch_size"] == 256 and out["group_size"] == G
     assert lo <= row["rollouts_per_step"] <= hi and row["rollouts_per_step"] % G == 0
     assert mem <= row["mem_bytes_per_prompt"] < mem + 64
-    assert row["min_ms"] <= row["median_ms"] <= row["max_ms"]
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == json.loads(
         json.dumps(out))
 

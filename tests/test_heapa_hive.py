@@ -192,9 +192,7 @@ def test_thirty_steps_with_augmentation_charge_exactly_b_times_g():
         sel.pool.check()
         m = sel.metrics()
         rejected += m["gate_rejected"]
-        if "gate_v_lo" in m:
-            assert m["gate_v_lo"] <= m["gate_v_hi"]
-    assert rejected > 0 and len(ctx.extra_prompts) > 0 and m["aug_accepted"] >= 0
+    assert rejected > 0 and len(ctx.extra_prompts) > 0
     assert ctx.counters["entropy_prompts"] > 0 and sel.pool.counters["recycles"] > 0
 
 

@@ -137,7 +137,8 @@ def test_band_counts(n, drop, keep):
 def test_band_counts_invariants(n, k_off, k_keep, g):
     k_keep = min(k_keep, 1.0 - k_off)
     drop, keep = hive_lib.band_counts(n, k_off, k_keep, g)
-    assert keep % g == 0 and 0 <= drop and drop + keep <= n
+    assert drop <= n * k_off + 1e-6 < drop + 1  # ⌊n k_off⌋
+    assert keep % g == 0 and drop + keep <= n
     assert keep > n * k_keep - g - 1e-6  # at most one group short of ⌊n k_keep⌋
 
 
