@@ -128,12 +128,30 @@ def get_config(arg: str | None = None):
     c.compare.methods = _methods()  # name -> delta over the base config
     c.compare.run = "uniform,ds,hive,heapa"  # methods to run, in this order
     c.compare.seeds = "0,1"
+    c.compare.budget = "rollouts"  # matched rollouts; "steps": matched updates (compare.steps)
     c.compare.rollout_budget = 38400  # rollouts per run (every generated response counts)
-    c.compare.evals = 4  # held-out evaluations per run, evenly spaced in rollouts (+ step 0)
-    c.compare.metric = "all"  # the Avg@k bucket compared: "all" (every eval prompt) or "4op"...
-    c.compare.target = "uniform"  # target = this method's best held-out Avg@k (per seed)
+    c.compare.steps = 0  # steps per run when budget = "steps"
+    c.compare.evals = 6  # held-out evaluations per run, evenly spaced (+ step 0)
+    c.compare.metric = "4op"  # the pre-registered primary bucket (the frontier); "all" secondary
+    c.compare.target = "uniform"  # reference of the paired differences and of the target
+    c.compare.target_value = 0.0  # > 0: a fixed rollouts-to-target target (points on metric)
+    c.compare.target_margin = 0.0  # target = compare.target's final accuracy minus this
     c.compare.rollout_reference = "ds"  # rollouts-to-target ratios are against this method
+    c.compare.shared_start = False  # False: one warm start per seed; True: one for all seeds
+    c.compare.ablations = ml_collections.ConfigDict()  # name -> (method, ablation, question)
+    c.compare.settings_notes = ml_collections.ConfigDict()  # method -> why non-default settings
 
+    if arg in ("claims", "full"):
+        c.compare.ablations = ml_collections.ConfigDict({
+            "hive_stage2": dict(method="hive", ablation="hive_random_drop", question=(
+                "does prompt entropy carry information beyond dropping at the same rate?")),
+            "hive_stage1": dict(method="hive", ablation="hive_no_stage1", question=(
+                "does the history-based Stage 1 add accuracy beyond Stage 2 alone?")),
+            "heapa_sampling": dict(method="heapa", ablation="heapa_uniform_pool", question=(
+                "does boundary sampling beat uniform draws from the same evolving pool?")),
+            "heapa_augment": dict(method="heapa", ablation="heap_only", question=(
+                "do augmented children add accuracy beyond the heaps alone?")),
+        })
     if arg == "claims":
         names = ["uniform", "ds", "greso", "hive", "heapa", "heapa_childagg", "ps_aug"]
         if "heapa_hive" in c.compare.methods:
@@ -149,5 +167,6 @@ def get_config(arg: str | None = None):
         c.compare.seeds = "0"
         c.compare.rollout_budget = 96
         c.compare.evals = 2
+        c.compare.metric = "all"
         c.log.progress = False
     return config_lib.validate(c)

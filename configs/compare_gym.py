@@ -102,11 +102,18 @@ def get_config(arg: str | None = None):
     c.compare.methods = _methods()  # name -> delta over the base config
     c.compare.run = "uniform,ds,hive"  # methods to run, in this order
     c.compare.seeds = "0,1"
+    c.compare.budget = "rollouts"  # matched rollouts; "steps": matched updates (compare.steps)
     c.compare.rollout_budget = 38400  # 75 uniform steps of 64 x 8
-    c.compare.evals = 4  # held-out evaluations per run, evenly spaced in rollouts (+ step 0)
-    c.compare.metric = "all"  # or the frontier bucket, "num_terms=5"
+    c.compare.steps = 0  # steps per run when budget = "steps"
+    c.compare.evals = 6  # held-out evaluations per run, evenly spaced (+ step 0)
+    c.compare.metric = "num_terms=5"  # the pre-registered primary (frontier) bucket
     c.compare.target = "uniform"
+    c.compare.target_value = 0.0  # > 0: a fixed rollouts-to-target target (points on metric)
+    c.compare.target_margin = 0.0  # target = compare.target's final accuracy minus this
     c.compare.rollout_reference = "ds"
+    c.compare.shared_start = False  # False: one warm start per seed; True: one for all seeds
+    c.compare.ablations = ml_collections.ConfigDict()  # name -> (method, ablation, question)
+    c.compare.settings_notes = ml_collections.ConfigDict()  # method -> why non-default settings
 
     if smoke:
         c.task.train_size = 200
@@ -121,5 +128,6 @@ def get_config(arg: str | None = None):
         c.compare.seeds = "0"
         c.compare.rollout_budget = 96
         c.compare.evals = 2
+        c.compare.metric = "all"
         c.log.progress = False
     return config_lib.validate(c)

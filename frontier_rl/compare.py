@@ -1,24 +1,37 @@
-"""Matched-budget comparison: methods x seeds from one base config, each to one rollout budget.
+"""Matched-budget comparison: methods x seeds from one base config, each to one budget.
 
 `frontier-rl compare --config=configs/compare_arith.py --workdir=DIR` runs every method named in
 `compare.run` (each a config delta in `compare.methods`, merged over the base config) for every
 seed in `compare.seeds`:
 
-- all runs start from the same warm start (one cache in DIR/warmstart, made once with
-  `warmstart.seed`) and the same task (`task.data_seed`); a run's `seed` drives its rollouts,
-  its selector and its update RNG, so run (method, s) and (method', s) share initial RNG;
-- every run ends at the step boundary nearest `compare.rollout_budget` rollouts (every generated
-  response counts, DESIGN.md "Accounting"), and is evaluated every `budget / compare.evals`
-  rollouts, so curves share an x-axis;
+- every run at one seed starts from the same warm start and every run uses the same task
+  (`task.data_seed`); a run's `seed` drives its rollouts, its selector and its update RNG, so
+  runs (method, s) and (method', s) share their initial RNG. With `compare.shared_start=False`
+  (the default) each seed has its own warm start (`warmstart.seed = seed`, cached in
+  DIR/warmstart/s<seed>), so the spread over seeds includes the starting point; with True one
+  warm start (DIR/warmstart, `warmstart.seed`, or the base seed when that is -1) serves every
+  seed, and the report says its verdicts are conditional on that one starting point;
+- `compare.budget` matches either the rollouts ("rollouts", the default: every run ends at the
+  step boundary nearest `compare.rollout_budget` generated responses, and is evaluated each
+  time it crosses a multiple of budget / `compare.evals`) or the updates ("steps": every run
+  takes `compare.steps` steps, is evaluated every max(1, steps // evals) steps, and reports the
+  rollouts it spent); the report gives every run's steps, optimizer updates and rollouts;
 - runs live in DIR/runs/<method>-s<seed>; a finished run (`compare_done.json` holding its config
   fingerprint) is skipped on rerun, an interrupted one resumes from its checkpoint (train.py).
 
 Then `results.json`, `report.md` and PNG plots are written (frontier_rl/report.py) and the main
-table is printed. `results.json["mechanisms"]` holds, per method, the cumulative counters that
-show its mechanism ran (summed over seeds); `required_mechanisms` says which must be non-zero,
-and a run that leaves one at zero is flagged in the report and on the console. Runs execute
-one after another in this process, sharing a persistent XLA
-compilation cache in DIR/.jax_cache, so later runs skip most compiles.
+table is printed. The compared accuracy is `compare.metric`, an eval bucket named in the config
+before the runs (the frontier bucket; "all" for every eval prompt). The rollouts-to-target
+target is pre-registered too: `compare.target_value` points, or, when that is 0, per seed the
+final accuracy of `compare.target` minus `compare.target_margin` points. `compare.ablations`
+names (method, ablation) pairs whose paired difference the report gives as the effect of a
+mechanism, and `compare.settings_notes` the methods run at non-default settings, with why.
+
+`results.json["mechanisms"][method][counter]` holds the counter's total over seeds and its
+value per seed; `required_mechanisms` says which must be non-zero, and every (method, seed,
+counter) left at zero is listed in `mechanisms_missing`, flagged in the report and on the
+console. Runs execute one after another in this process, sharing a persistent XLA compilation
+cache in DIR/.jax_cache, so later runs skip most compiles.
 """
 
 from __future__ import annotations
@@ -35,9 +48,13 @@ import numpy as np
 
 from frontier_rl import config_lib, report
 from frontier_rl.selection.mechanisms import required_mechanisms
-from frontier_rl.stats import first_reaching
+from frontier_rl.stats import to_target
 
 DONE = "compare_done.json"
+BUDGETS = ("rollouts", "steps")
+# Fields a `compare` section may leave out (configs written before them), with their defaults.
+DEFAULTS = {"budget": "rollouts", "steps": 0, "target_value": 0.0, "target_margin": 0.0,
+            "shared_start": False, "ablations": {}, "settings_notes": {}}
 
 
 @dataclasses.dataclass
@@ -57,6 +74,15 @@ class RunSpec:
 
 def _csv(s: str) -> list[str]:
     return [x.strip() for x in str(s).split(",") if x.strip()]
+
+
+def _get(c: ml_collections.ConfigDict, field: str):
+    """compare.<field>, or its default when the section predates the field."""
+    return c.get(field, DEFAULTS[field])
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def validate(config: ml_collections.ConfigDict) -> None:
@@ -83,16 +109,54 @@ def validate(config: ml_collections.ConfigDict) -> None:
     if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
         raise config_lib.ConfigError(
             f"compare.seeds={c.seeds!r} is not allowed: distinct comma-separated integers >= 0")
+    budget, steps = _get(c, "budget"), _get(c, "steps")
+    if budget not in BUDGETS:
+        raise config_lib.ConfigError(
+            f"compare.budget={budget!r} is not allowed: 'rollouts' (every run to "
+            "compare.rollout_budget rollouts) or 'steps' (every run to compare.steps steps)")
     if not (isinstance(c.rollout_budget, int) and c.rollout_budget > 0):
         raise config_lib.ConfigError(
             f"compare.rollout_budget={c.rollout_budget!r} is not allowed: an integer >= 1")
-    if not (isinstance(c.evals, int) and 1 <= c.evals <= c.rollout_budget):
+    if not (isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0):
+        raise config_lib.ConfigError(f"compare.steps={steps!r} is not allowed: an integer >= 0")
+    if budget == "steps" and steps < 1:
         raise config_lib.ConfigError(
-            f"compare.evals={c.evals!r} is not allowed: an integer in [1, rollout_budget]")
+            f"compare.steps={steps!r} is not allowed with compare.budget='steps': the steps "
+            "every run takes, an integer >= 1")
+    span, unit = (c.rollout_budget, "rollout_budget") if budget == "rollouts" else (steps, "steps")
+    if not (isinstance(c.evals, int) and 1 <= c.evals <= span):
+        raise config_lib.ConfigError(
+            f"compare.evals={c.evals!r} is not allowed: an integer in [1, compare.{unit}]")
+    if not (isinstance(c.metric, str) and c.metric):
+        raise config_lib.ConfigError(
+            f"compare.metric={c.metric!r} is not allowed: an eval bucket's name, or 'all'")
     for field in ("target", "rollout_reference"):
         if c[field] and c[field] not in methods:
             raise config_lib.ConfigError(
                 f"compare.{field}={c[field]!r} is not in compare.methods {sorted(methods)}")
+    for field in ("target_value", "target_margin"):
+        if not (_number(_get(c, field)) and _get(c, field) >= 0):
+            raise config_lib.ConfigError(
+                f"compare.{field}={_get(c, field)!r} is not allowed: accuracy points >= 0")
+    if not isinstance(_get(c, "shared_start"), bool):
+        raise config_lib.ConfigError(
+            f"compare.shared_start={_get(c, 'shared_start')!r} is not allowed: True or False")
+    for name, ab in _get(c, "ablations").items():
+        where = f"compare.ablations.{name}"
+        if not isinstance(ab, (dict, ml_collections.ConfigDict)) or set(ab.keys()) != {
+                "method", "ablation", "question"}:
+            raise config_lib.ConfigError(
+                f"{where} is not allowed: a ConfigDict of exactly method, ablation and question")
+        for field in ("method", "ablation"):
+            if ab[field] not in methods:
+                raise config_lib.ConfigError(
+                    f"{where}.{field}={ab[field]!r} is not in compare.methods {sorted(methods)}")
+        if not (isinstance(ab["question"], str) and ab["question"]):
+            raise config_lib.ConfigError(f"{where}.question is empty: say what the pair tests")
+    for name, note in _get(c, "settings_notes").items():
+        if not (isinstance(note, str) and note):
+            raise config_lib.ConfigError(
+                f"compare.settings_notes.{name}={note!r} is not allowed: a non-empty reason")
     for m in methods:  # every delta must name existing fields with valid values
         _apply_delta(copy.deepcopy(_base(config)), c.methods[m], f"compare.methods.{m}")
 
@@ -124,23 +188,33 @@ def plan(config: ml_collections.ConfigDict, workdir: str) -> list[RunSpec]:
     validate(config)
     c = config.compare
     base = _base(config)
-    budget = c.rollout_budget
+    shared = _get(c, "shared_start")
     specs = []
     for method in _csv(c.run):
         for seed in (int(s) for s in _csv(c.seeds)):
             cfg = copy.deepcopy(base)
             _apply_delta(cfg, c.methods[method], f"compare.methods.{method}")
             cfg.seed = seed
-            if cfg.warmstart.seed < 0:
-                cfg.warmstart.seed = base.seed
             with cfg.task.unlocked():
                 if cfg.task.name == "arith" and "data_seed" not in cfg.task:
                     cfg.task.data_seed = base.seed
-            cfg.warmstart.cache_dir = os.path.join(workdir, "warmstart")
-            cfg.rl.rollout_budget = budget
-            cfg.rl.num_steps = max(cfg.rl.num_steps, budget)  # only an upper bound now
-            cfg.eval.every = 0
-            cfg.eval.every_rollouts = max(1, budget // c.evals)
+            if shared:  # one starting point for every seed
+                if cfg.warmstart.seed < 0:
+                    cfg.warmstart.seed = base.seed
+                cfg.warmstart.cache_dir = os.path.join(workdir, "warmstart")
+            else:  # each seed its own, shared by the methods at that seed
+                cfg.warmstart.seed = seed
+                cfg.warmstart.cache_dir = os.path.join(workdir, "warmstart", f"s{seed}")
+            if _get(c, "budget") == "rollouts":
+                cfg.rl.rollout_budget = c.rollout_budget
+                cfg.rl.num_steps = max(cfg.rl.num_steps, c.rollout_budget)  # an upper bound
+                cfg.eval.every = 0
+                cfg.eval.every_rollouts = max(1, c.rollout_budget // c.evals)
+            else:
+                cfg.rl.rollout_budget = 0
+                cfg.rl.num_steps = c.steps
+                cfg.eval.every = max(1, c.steps // c.evals)
+                cfg.eval.every_rollouts = 0
             try:
                 config_lib.validate(cfg)
             except config_lib.ConfigError as e:
@@ -199,8 +273,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
         if _finished(spec):
             print(f"{head}: finished earlier, skipped", flush=True)
             continue
-        print(f"{head}: {spec.config.selector.name}, budget {config.compare.rollout_budget:,} "
-              f"rollouts -> {spec.dir}", flush=True)
+        budget = (f"{spec.config.rl.rollout_budget:,} rollouts" if spec.config.rl.rollout_budget
+                  else f"{spec.config.rl.num_steps:,} steps")
+        print(f"{head}: {spec.config.selector.name}, budget {budget} -> {spec.dir}", flush=True)
         t0 = time.perf_counter()
         train.run(spec.config, spec.dir)
         with open(os.path.join(spec.dir, DONE), "w") as f:
@@ -212,9 +287,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
         json.dump(results, f, indent=1, default=float)
     text = report.write(results, workdir)
     print(report.main_table(results))
-    for method, gone in results["mechanisms_missing"].items():
-        print(f"WARNING: {method}: mechanism counters stayed at zero: {', '.join(gone)} "
-              "(the comparison did not exercise this method; see report.md)")
+    for method, seed, counter in results["mechanisms_missing"]:
+        print(f"WARNING: {method} seed {seed}: mechanism counter {counter} stayed at zero (this "
+              "run did not exercise its method; see report.md)")
     print(f"\nwrote {os.path.join(workdir, 'results.json')}, {os.path.join(workdir, 'report.md')}"
           f" and {len(text['plots'])} plots")
     return results
@@ -278,7 +353,12 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
         "method": spec.method, "seed": spec.seed, "selector": spec.config.selector.name, "k": k,
         "eval_prompts": int(next((r["task/eval_prompts"] for r in recs
                                   if "task/eval_prompts" in r), 0)),
-        "steps": int(last.get("step", 0)), "rollouts": int(last.get("rollout/total", 0)),
+        "steps": int(last.get("step", 0)),
+        # optimizer updates: epochs x minibatches per step, less those skipped on a non-finite
+        # loss or gradient norm
+        "updates": int(last.get("step", 0)) * spec.config.rl.epochs * spec.config.rl.minibatches
+        - int(sum(series("train/skipped_updates"))),
+        "rollouts": int(last.get("rollout/total", 0)),
         "max_step_rollouts": int(max(series("rollout/step"), default=0)),
         "effective_rollouts": int(last.get("rollout/effective_total", 0)),
         "pflops": _pflops(last)[0] if last else 0.0,
@@ -312,34 +392,62 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
     }
 
 
+def _per_seed_targets(c: ml_collections.ConfigDict, runs: list[dict]) -> dict[int, float]:
+    """The pre-registered rollouts-to-target target per seed: compare.target_value points, or
+    (when 0) the final accuracy of compare.target's run at that seed minus
+    compare.target_margin points (its final value, not its best over the evaluations)."""
+    seeds = {r["seed"] for r in runs}
+    if _get(c, "target_value") > 0:
+        return {s: float(_get(c, "target_value")) for s in seeds}
+    return {r["seed"]: r["final"] - _get(c, "target_margin") for r in runs
+            if r["method"] == c.target and np.isfinite(r["final"])}
+
+
+def _mechanisms(runs: list[dict]) -> tuple[dict, list]:
+    """Counters per method ({"total", "per_seed"}) and the (method, seed, counter) triples of
+    required counters that stayed at zero in that run (checked per run, never on totals)."""
+    out: dict[str, dict[str, dict]] = {}
+    for r in runs:
+        for name, v in r["mechanisms"].items():
+            entry = out.setdefault(r["method"], {}).setdefault(name, {"total": 0, "per_seed": {}})
+            entry["total"] += v
+            entry["per_seed"][str(r["seed"])] = v
+    missing = [[r["method"], r["seed"], m] for r in runs for m in r["mechanisms_required"]
+               if not r["mechanisms"].get(m)]
+    return out, missing
+
+
 def collect(config: ml_collections.ConfigDict, specs: list[RunSpec]) -> dict:
+    """Every run's result, the per-seed targets, the mechanism counters and what the report
+    needs from the config."""
     c = config.compare
     k = specs[0].config.eval.k
     runs = [run_result(s, c.metric, k) for s in specs]
-    # Targets per seed: the target method's best held-out Avg@k in that seed's run.
-    targets = {r["seed"]: r["best"] for r in runs if r["method"] == c.target}
+    targets = _per_seed_targets(c, runs)
     for r in runs:
         t = targets.get(r["seed"])
         r["target"] = t
-        r["rollouts_to_target"] = first_reaching(r["curve"], t, "rollouts") if t else None
-        r["pflops_to_target"] = first_reaching(r["curve"], t, "pflops") if t else None
-    mechanisms: dict[str, dict[str, int]] = {}
-    missing: dict[str, list[str]] = {}
-    for r in runs:
-        tot = mechanisms.setdefault(r["method"], {})
-        for name, v in r["mechanisms"].items():
-            tot[name] = tot.get(name, 0) + v
-    for r in runs:
-        gone = [m for m in r["mechanisms_required"] if not mechanisms[r["method"]].get(m)]
-        if gone:
-            missing[r["method"]] = gone
+        r["rollouts_to_target"] = to_target(r["curve"], t, "rollouts") if t is not None else None
+        r["pflops_to_target"] = to_target(r["curve"], t, "pflops") if t is not None else None
+    mechanisms, missing = _mechanisms(runs)
+    seeds = [int(s) for s in _csv(c.seeds)]
+    starts = {str(s): next((r["start"] for r in runs if r["seed"] == s and r["start"]), {})
+              for s in seeds}
     return {
-        "mechanisms": mechanisms,  # method -> counter -> total over its seeds
+        "mechanisms": mechanisms,  # method -> counter -> {"total", "per_seed": {seed: value}}
         "mechanisms_required": {r["method"]: r["mechanisms_required"] for r in runs},
-        "mechanisms_missing": missing,  # method -> required counters that stayed at zero
-        "metric": f"eval/avg@{k}/{c.metric}", "k": k, "budget": c.rollout_budget,
+        "mechanisms_missing": missing,  # [method, seed, counter] left at zero in that run
+        "metric": f"eval/avg@{k}/{c.metric}", "k": k,
+        "budget_kind": _get(c, "budget"), "budget": c.rollout_budget,
+        "steps_budget": _get(c, "steps"),
         "target_method": c.target, "rollout_reference": c.rollout_reference,
-        "methods": _csv(c.run), "seeds": [int(s) for s in _csv(c.seeds)],
+        "target_value": float(_get(c, "target_value")),
+        "target_margin": float(_get(c, "target_margin")),
+        "methods": _csv(c.run), "seeds": seeds,
+        "shared_start": _get(c, "shared_start"), "starts": starts,
+        "ablations": {n: {f: a[f] for f in ("method", "ablation", "question")}
+                      for n, a in _get(c, "ablations").items()},
+        "settings_notes": {n: str(v) for n, v in _get(c, "settings_notes").items()},
         "eval_prompts": runs[0]["eval_prompts"],
         "group_size": specs[0].config.rl.group_size, "batch_size": specs[0].config.rl.batch_size,
         "runs": runs,

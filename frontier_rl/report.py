@@ -1,20 +1,33 @@
 """The comparison report: markdown tables, PNG plots and the papers' claims checked.
 
 `write(results, workdir)` turns `compare.collect`'s results into `report.md` and `plots/*.png`.
-Accuracy is given as the mean over seeds with a 95% interval from a bootstrap over seeds and
-eval prompts, and every method is compared with the reference (`compare.target`) paired on the
-same seeds and prompts: "better", "worse" or "not distinguishable at this budget" (stats.py).
-Other tables give mean ± std over seeds (sample std). The mechanisms table shows, per method,
-the cumulative counters that prove its mechanism ran (a required one at zero is flagged).
-Ratios:
 
-- rollouts-to-target ratio = reference (DS) rollouts / method rollouts, as HIVE reports its
-  "x fewer rollouts than DS" (> 1 = fewer rollouts);
-- PFLOPs-to-target ratio = method PFLOPs / uniform-GRPO PFLOPs, as HeaPA reports "less compute"
-  (< 1 = cheaper).
+Statistics (stats.py). The unit of replication is the seed: a method's accuracy at one seed is
+its mean over the eval prompts (each sampled k times, independently per run), and a method is
+compared with the reference (`compare.target`) through the per-seed paired differences d_s on
+the same seeds and eval prompts, with a 95% Student-t interval on the S values (S - 1 degrees
+of freedom). The verdict is "better" or "worse" when the interval excludes 0 and there are at
+least 3 seeds, "not distinguishable at this budget" when it does not, and "too few seeds for a
+verdict" below 3 seeds. Every comparison states its minimum detectable difference (80% power,
+two-sided 5%, from the measured sd of the d_s). The same paired t-interval gives the per-bucket
+table, the ablation effects, the change from step 0 and the papers' claims, seed-level claims
+(zero-variance share, medium-band share) included.
 
-A method that never reaches the target within the budget has no X-to-target (shown as "—",
-with how many seeds reached it).
+The primary metric is `compare.metric`, the eval bucket the config pre-registers (the frontier
+bucket; "all" = every eval prompt); "all" is reported beside it when it is not the primary.
+
+Rollouts-to-target is read off each run's accuracy curve on the primary bucket, linearly
+interpolated between evaluation points (stats.to_target), against a pre-registered target
+(`compare.target_value`, or per seed the reference's final accuracy minus
+`compare.target_margin`). Ratios to a reference method (reference / method, > 1 = the method
+needs less) get a t-interval on the per-seed log ratios. A run that never reaches the target is
+censored at its final rollouts (PFLOPs): its value is a lower bound, so the ratio is a bound in
+a known direction, and a verdict that the bound could fake is withheld (stats.verdict `bound`);
+a seed where neither run reaches the target is left out and counted.
+
+Other tables give mean ± std over seeds (sample std). The mechanism table has one row per
+(method, seed): a counter of the method's proof list (selection.mechanisms.required_mechanisms)
+left at zero in that run is flagged; other counters are shown as information.
 """
 
 from __future__ import annotations
@@ -25,7 +38,7 @@ import os
 import numpy as np
 
 from frontier_rl import stats
-from frontier_rl.stats import first_reaching
+from frontier_rl.stats import to_target
 
 
 def _by_method(results: dict) -> dict[str, list[dict]]:
@@ -51,7 +64,12 @@ def _fmt(values, digits: int = 1) -> str:
     return f"{m:,.{digits}f} ± {s:,.{digits}f}"
 
 
-# ----------------------------------------------------------------------------- tables
+def _primary(results: dict) -> str:
+    """The pre-registered bucket compared (compare.metric)."""
+    return results["metric"].rsplit("/", 1)[1]
+
+
+# ----------------------------------------------------------------------------- accuracy
 
 
 POOLED = ("bench_mean", "all")
@@ -80,7 +98,7 @@ def _cells(r: dict, point: int = -1, bucket: str = "all") -> np.ndarray | None:
         return c * (len(c) / (len(names) * sizes[inverse]))
     if bucket != "all":
         keep = np.asarray([b == bucket for b in (r.get("eval_buckets") or [])], bool)
-        if keep.shape != c.shape:
+        if keep.shape != c.shape or not keep.any():
             return None
         c = c[keep]
     return c
@@ -93,64 +111,120 @@ def _matrix(rs: list[dict], seeds: list[int], point: int = -1, bucket: str = "al
     rows = [_cells(by_seed[s], point, bucket) if s in by_seed else None for s in seeds]
     if not rows or any(x is None for x in rows) or len({x.shape for x in rows}) != 1:
         return None
-    return 100.0 * np.stack(rows) / _k_of(rs)
-
-
-def _k_of(rs: list[dict]) -> int:
-    return int(rs[0]["k"])
-
-
-def _strata(rs: list[dict], bucket: str) -> np.ndarray | None:
-    """The eval prompts' buckets (resampled within) for the pooled metrics ("all" and the
-    unweighted "bench_mean"); one stratum else."""
-    b = rs[0].get("eval_buckets")
-    return np.asarray(b) if bucket in ("all", "bench_mean") and b else None
+    return 100.0 * np.stack(rows) / int(rs[0]["k"])
 
 
 def accuracy(rs: list[dict], bucket: str = "all") -> stats.Interval | None:
-    """Mean final accuracy of a method's runs with its 95% interval (seeds x eval prompts)."""
+    """Mean final accuracy of a method's runs with the t-interval over its seeds."""
     m = _matrix(rs, sorted(r["seed"] for r in rs), -1, bucket)
-    return None if m is None else stats.interval(m, strata=_strata(rs, bucket))
+    return None if m is None else stats.interval(m)
 
 
 def paired(a: list[dict], b: list[dict], bucket: str = "all", point_a: int = -1,
            point_b: int = -1) -> stats.Interval | None:
-    """Final accuracy of a minus b on their common seeds and the same eval prompts."""
+    """Accuracy of a minus b (at eval points point_a, point_b) on their common seeds and the
+    same eval prompts: the t-interval over the per-seed differences."""
     seeds = sorted({r["seed"] for r in a} & {r["seed"] for r in b})
     ma, mb = _matrix(a, seeds, point_a, bucket), _matrix(b, seeds, point_b, bucket)
     if ma is None or mb is None or ma.shape != mb.shape:
         return None
-    return stats.paired(ma, mb, strata=_strata(a, bucket))
+    return stats.paired(ma, mb)
+
+
+def _diff_cells(d: stats.Interval | None) -> list[str]:
+    """[difference [CI], verdict, MDD] of a paired comparison."""
+    if d is None:
+        return ["—", "no common seeds with per-prompt eval counts", "—"]
+    return [d.fmt(signed=True), stats.verdict(d), d.fmt_mdd()]
+
+
+def _acc_cell(rs: list[dict], bucket: str) -> str:
+    acc = accuracy(rs, bucket)
+    if acc is not None:
+        return acc.fmt()
+    return _fmt([r["final_buckets"].get(bucket) for r in rs])  # no per-prompt counts
 
 
 def main_table(results: dict) -> str:
-    k, metric = results["k"], results["metric"].rsplit("/", 1)[1]
+    """Per method: budget spent (steps, optimizer updates, rollouts, PFLOPs), accuracy on the
+    primary bucket with its interval, the paired difference to the reference with verdict and
+    MDD, the same on "all" when the primary is a bucket, and the rolled-out groups' shares."""
+    k, metric = results["k"], _primary(results)
     by = _by_method(results)
     ref = results["target_method"]
-    buckets = _bucket_columns({b for r in results["runs"] for b in r["final_buckets"]},
-                              ("bench_mean",))
-    head = (f"| method | seeds | rollouts | PFLOPs | Avg@{k} {metric} at budget [95% CI] | "
-            f"vs {ref} [95% CI] | verdict | " + " | ".join(buckets)
-            + " | zero-var easy / hard | effective share |")
+    pooled = [] if metric == "all" else ["all"]
+    head = (f"| method | seeds | steps | updates | rollouts | PFLOPs | Avg@{k} {metric} "
+            f"[95% CI] | vs {ref} [95% CI] | verdict | MDD (80% power) | "
+            + "".join(f"Avg@{k} {b} [95% CI] | {b} vs {ref} [95% CI] | {b} verdict | "
+                      for b in pooled)
+            + "zero-var easy / hard | effective share |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for m, rs in by.items():
         if not rs:
             continue
         eff = [r["effective_rollouts"] / r["rollouts"] if r["rollouts"] else None for r in rs]
-        acc = accuracy(rs, metric)
-        acc_txt = acc.fmt() if acc is not None else _fmt([r["final"] for r in rs])
-        if m == ref or not by.get(ref):
-            diff_txt, verdict = "—", "reference" if m == ref else "—"
+        cells = [m, str(len(rs)), _fmt([r.get("steps") for r in rs], 0),
+                 _fmt([r.get("updates") for r in rs], 0), _fmt([r["rollouts"] for r in rs], 0),
+                 _fmt([r["pflops"] for r in rs], 4)]
+        for b in [metric, *pooled]:
+            cells.append(_acc_cell(rs, b))
+            if m == ref or not by.get(ref):
+                diff = ["—", "reference" if m == ref else f"{ref} not run", "—"]
+            else:
+                diff = _diff_cells(paired(rs, by[ref], b))
+            cells += diff if b == metric else diff[:2]
+        cells += [f"{_fmt([r['zero_var_easy'] for r in rs], 2)} / "
+                  f"{_fmt([r['zero_var_hard'] for r in rs], 2)}", _fmt(eff, 2)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def bucket_table(results: dict) -> str:
+    """Every eval bucket (pooled ones last), every method: final accuracy and the paired
+    difference to the reference with its interval, verdict and MDD."""
+    k, metric = results["k"], _primary(results)
+    by = _by_method(results)
+    ref = results["target_method"]
+    buckets = _bucket_columns({b for r in results["runs"] for b in r["final_buckets"]},
+                              POOLED)
+    lines = [f"| bucket | method | Avg@{k} [95% CI] | vs {ref} [95% CI] | verdict | "
+             "MDD (80% power) |", "|---|---|---|---|---|---|"]
+    for b in buckets:
+        name = f"**{b}** (primary)" if b == metric else b
+        for m, rs in by.items():
+            if not rs:
+                continue
+            if m == ref or not by.get(ref):
+                diff = ["—", "reference" if m == ref else f"{ref} not run", "—"]
+            else:
+                diff = _diff_cells(paired(rs, by[ref], b))
+            lines.append("| " + " | ".join([name, m, _acc_cell(rs, b), *diff]) + " |")
+    return "\n".join(lines)
+
+
+def ablation_table(results: dict) -> str:
+    """Each `compare.ablations` pair: method minus ablation, paired per seed, on the primary
+    bucket and on "all" (interval, verdict, MDD), or "not run"."""
+    ablations = results.get("ablations") or {}
+    if not ablations:
+        return "(no ablations configured: compare.ablations is empty)"
+    metric = _primary(results)
+    by = _by_method(results)
+    pooled = [] if metric == "all" else ["all"]
+    head = ("| ablation | question | method − ablation | "
+            + " | ".join(f"{b}: effect [95% CI] | {b} verdict | {b} MDD" for b in [metric, *pooled])
+            + " |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for name, ab in ablations.items():
+        m, a = ab["method"], ab["ablation"]
+        cells = [name, ab["question"], f"{m} − {a}"]
+        if not (by.get(m) and by.get(a)):
+            absent = ", ".join(x for x in (m, a) if not by.get(x))
+            cells += [f"not run (add {absent} to compare.run)", "—", "—"] * (1 + len(pooled))
         else:
-            d = paired(rs, by[ref], metric)
-            diff_txt = d.fmt(signed=True) if d is not None else "—"
-            verdict = stats.verdict(d) if d is not None else "no common seeds"
-        lines.append(
-            f"| {m} | {len(rs)} | {_fmt([r['rollouts'] for r in rs], 0)} | "
-            f"{_fmt([r['pflops'] for r in rs], 4)} | {acc_txt} | {diff_txt} | {verdict} | "
-            + " | ".join(_fmt([r["final_buckets"].get(b) for r in rs]) for b in buckets)
-            + f" | {_fmt([r['zero_var_easy'] for r in rs], 2)} / "
-            f"{_fmt([r['zero_var_hard'] for r in rs], 2)} | {_fmt(eff, 2)} |")
+            for b in [metric, *pooled]:
+                cells += _diff_cells(paired(by[m], by[a], b))
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -162,110 +236,190 @@ def _num(x, default: float = float("nan")) -> float:
         return default
 
 
+def _pct(x) -> str:
+    v = _num(x)
+    return "—" if math.isnan(v) else f"{100 * v:.1f}%"
+
+
 def start_table(results: dict) -> str:
-    """Where every run started: the shared warm start and the step-0 held-out accuracy."""
+    """Every seed's warm start (its seed, attempts, supervised steps, held-out greedy exact
+    match on the warm-start buckets and on the next-harder bucket, loss) and its step-0 held-out
+    accuracy per bucket."""
     k = results["k"]
     runs = results["runs"]
+    shared = results.get("shared_start", True)
+    starts = results.get("starts") or {}
     buckets = _bucket_columns({b for r in runs for b in r["curve"]["buckets"]}, POOLED)
-    st = next((r["start"] for r in runs if r.get("start")), {})
-    head = "| seed | " + " | ".join(f"Avg@{k} {b} at step 0" for b in buckets) + " |"
-    lines = []
-    if st:
-        acc = _num(st.get("check_acc"))
-        front = _num(st.get("frontier_acc"))
-        check = ("no held-out check (warmstart.target_acc = 0)" if math.isnan(acc) else
-                 f"held-out greedy exact match {100 * acc:.1f}% on the warm-start buckets"
-                 + ("" if math.isnan(front) else
-                    f" and {100 * front:.1f}% on the next-harder bucket, never trained on"))
-        lines += [f"Warm start: {int(_num(st.get('steps'), 0)):,} supervised steps, {check} "
-                  f"(loss {_num(st.get('loss')):.4f}); every method and seed starts from it.",
-                  ""]
+    lines = [
+        ("One warm start serves every seed (compare.shared_start = True): every verdict in this "
+         "report is conditional on that one starting point, and the spread over seeds leaves "
+         "out the spread of warm starts." if shared else
+         "Each seed has its own warm start (warmstart.seed = the seed, compare.shared_start = "
+         "False), shared by the methods at that seed, so the spread over seeds includes the "
+         "starting point."),
+        "",
+        "Warm-start accuracies are held-out greedy exact match; — = not recorded (a warm start "
+        "with warmstart.target_acc = 0 has no held-out check).",
+        ""]
+    head = ("| seed | warm-start seed | attempts | supervised steps | easy buckets | frontier "
+            "bucket | loss | " + " | ".join(f"Avg@{k} {b} at step 0" for b in buckets) + " |")
     lines += [head, "|" + "---|" * (head.count("|") - 1)]
+    used = {}
     for seed in results["seeds"]:
-        r = next((x for x in runs if x["seed"] == seed and x["curve"]["step"]
+        st = starts.get(str(seed)) or next(
+            (r["start"] for r in runs if r["seed"] == seed and r.get("start")), {})
+        r = next((x for x in runs if x["seed"] == seed and x["curve"].get("step")
                   and x["curve"]["step"][0] == 0), None)
-        if r is None:
-            continue
-        lines.append(f"| {seed} | " + " | ".join(
-            f"{r['curve']['buckets'].get(b, [float('nan')])[0]:.1f}" for b in buckets) + " |")
+        ws_seed = st.get("seed")
+        if ws_seed is not None:
+            used.setdefault(int(_num(ws_seed)), []).append(seed)
+        step0 = [f"{r['curve']['buckets'].get(b, [float('nan')])[0]:.1f}" if r else "—"
+                 for b in buckets]
+        cells = [str(seed), "—" if ws_seed is None else str(int(_num(ws_seed))),
+                 "—" if st.get("attempts") is None else str(int(_num(st["attempts"]))),
+                 "—" if st.get("steps") is None else f"{int(_num(st['steps'])):,}",
+                 _pct(st.get("check_acc")), _pct(st.get("frontier_acc")),
+                 "—" if math.isnan(_num(st.get("loss"))) else f"{_num(st['loss']):.4f}", *step0]
+        lines.append("| " + " | ".join(cells) + " |")
+    same = {s: seeds for s, seeds in used.items() if len(seeds) > 1}
+    if same and not shared:
+        lines += ["", "THE SAME WARM-START SEED SERVED SEVERAL SEEDS (a retried attempt uses the "
+                  "next seed): " + "; ".join(f"warm-start seed {s}: seeds {v}"
+                                             for s, v in same.items())
+                  + "; their starting points are not independent."]
     return "\n".join(lines)
 
 
 def gain_table(results: dict) -> str:
-    """Final minus step-0 accuracy per bucket, paired on seeds and prompts, with 95% CIs."""
+    """Final minus step-0 accuracy per bucket, paired per seed, with 95% t-intervals."""
     by = _by_method(results)
     buckets = _bucket_columns({b for r in results["runs"] for b in r["final_buckets"]}, POOLED)
     head = "| method | " + " | ".join(f"{b}: change [95% CI]" for b in buckets) + " |"
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    words = {"better": "rose", "worse": "fell", stats.TOO_FEW: "(too few seeds)"}
     for m, rs in by.items():
         if not rs:
             continue
         cells = []
         for b in buckets:
             d = paired(rs, rs, b, point_a=-1, point_b=0)
-            if d is None:
-                cells.append("—")
-                continue
-            word = {"better": "rose", "worse": "fell"}.get(stats.verdict(d), "n.d.")
-            cells.append(f"{d.fmt(signed=True)} {word}")
+            cells.append("—" if d is None else
+                         f"{d.fmt(signed=True)} {words.get(stats.verdict(d), 'n.d.')}")
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def mechanisms_table(results: dict) -> str:
-    """Cumulative mechanism counters per method (summed over seeds); a counter the method
-    requires (compare.required_mechanisms) that stayed at zero is shown as **0 (!)**."""
+    """Mechanism counters per (method, seed); a counter of the method's proof list
+    (required_mechanisms) at zero in that run is shown as **0 (!)**."""
     mech = results.get("mechanisms", {})
     req = results.get("mechanisms_required", {})
     names = sorted({n for c in mech.values() for n in c} | {n for r in req.values() for n in r})
     if not names:
         return "(no run reported mechanism counters)"
-    lines = ["| method | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    lines = ["| method | seed | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
     for m in results["methods"]:
-        c, need = mech.get(m, {}), set(req.get(m, []))
-        cells = []
-        for n in names:
-            v = c.get(n)
-            if n in need and not v:
-                cells.append("**0 (!)**")
-            elif v is None:
-                cells.append("·")
-            else:
-                cells.append(f"{v:,}" + ("" if n in need else "*"))
-        lines.append(f"| {m} | " + " | ".join(cells) + " |")
-    missing = results.get("mechanisms_missing") or {}
-    verdict = ("Every method's required counters are non-zero: each mechanism ran."
-               if not missing else "MECHANISMS THAT NEVER RAN: " + "; ".join(
-                   f"{m}: {', '.join(v)}" for m, v in missing.items()))
+        need = set(req.get(m, []))
+        for seed in results["seeds"]:
+            cells = []
+            for n in names:
+                v = mech.get(m, {}).get(n, {}).get("per_seed", {}).get(str(seed))
+                if n in need and not v:
+                    cells.append("**0 (!)**")
+                elif v is None:
+                    cells.append("·")
+                else:
+                    cells.append(f"{v:,}" + ("" if n in need else "*"))
+            lines.append(f"| {m} | {seed} | " + " | ".join(cells) + " |")
+    missing = results.get("mechanisms_missing") or []
+    verdict = ("Every required counter is non-zero in every run: each method's mechanism ran "
+               "at every seed." if not missing else "MECHANISMS THAT NEVER RAN: " + "; ".join(
+                   f"{m} seed {s}: {n}" for m, s, n in missing))
     return "\n".join(lines) + (
-        "\n\nCounts are totals over seeds; `·` = not applicable to the method, `*` = counted but "
-        "not required of it. " + verdict)
+        "\n\nCounts are cumulative at the end of each run; `·` = not counted by the method, "
+        "`*` = information, not in the method's proof list. " + verdict)
 
 
-def _to_target(rs: list[dict], key: str) -> tuple[str, list]:
-    vals = [r[key] for r in rs]
-    reached = sum(v is not None for v in vals)
-    digits = 0 if key == "rollouts_to_target" else 4
-    return f"{_fmt(vals, digits)} ({reached}/{len(rs)})", vals
+# ----------------------------------------------------------------------------- to target
+
+
+def _log_ratios(pairs) -> tuple[stats.Interval | None, str, int]:
+    """The t-interval of per-seed log(reference / method) from (reference X-to-target, its
+    censoring value, method X-to-target, its censoring value) per seed, with the censoring
+    rule: a run that never reached the target (None) enters at its censoring value (its final
+    X, a lower bound on its X-to-target), which makes that seed's ratio an upper bound (method
+    censored) or a lower bound (reference censored); a seed where both were censored, or one
+    reached the target at x = 0, is left out. Returns (interval or None, bound, seeds left
+    out), `bound` as stats.verdict takes it."""
+    logs, upper, lower, dropped = [], False, False, 0
+    for a, a_cap, b, b_cap in pairs:
+        if a is None and b is None:
+            dropped += 1
+            continue
+        if b is None:
+            b, upper = b_cap, True
+        if a is None:
+            a, lower = a_cap, True
+        if not (a > 0 and b > 0):
+            dropped += 1
+            continue
+        logs.append(math.log(a / b))
+    bound = "both" if upper and lower else "upper" if upper else "lower" if lower else ""
+    return (stats.seed_interval(logs, log=True) if logs else None), bound, dropped
+
+
+def _to_target_pairs(ref: list[dict], rs: list[dict], key: str, x: str) -> list[tuple]:
+    by_seed = {r["seed"]: r for r in ref}
+    return [(by_seed[r["seed"]][key], by_seed[r["seed"]]["curve"][x][-1], r[key],
+             r["curve"][x][-1]) for r in rs if r["seed"] in by_seed]
+
+
+def _ratio_cells(iv: stats.Interval | None, bound: str, dropped: int) -> list[str]:
+    """[ratio [CI] (bound), verdict] cells."""
+    if iv is None:
+        return ["—", "no seed with a ratio"]
+    sign = {"upper": "≤ ", "lower": "≥ ", "both": "bounds both ways: "}.get(bound, "")
+    left = f" ({dropped} seed(s) left out)" if dropped else ""
+    return [f"{sign}{iv.fmt(2)}{left}", stats.verdict(iv, bound)]
+
+
+def _per_seed_x(rs: list[dict], key: str, x: str) -> str:
+    """Every seed's X-to-target: the value, "not reached (> final X)" or "no target" (the
+    reference of the target did not run at that seed)."""
+    digits = 0 if x == "rollouts" else 4
+
+    def one(r):
+        if r.get("target") is None:
+            return "no target"
+        if r[key] is None:
+            return f"not reached (> {r['curve'][x][-1]:,.{digits}f})"
+        return f"{r[key]:,.{digits}f}"
+
+    return "; ".join(f"s{r['seed']} {one(r)}" for r in rs)
 
 
 def efficiency_table(results: dict) -> str:
+    """Per method and seed: rollouts and PFLOPs to the target, and the ratios reference /
+    method (> 1 = the method needs less) with t-intervals on the log ratios."""
     by = _by_method(results)
     ref, tgt = results["rollout_reference"], results["target_method"]
-    lines = [f"| method | rollouts-to-target (seeds reaching) | ratio {ref} / method | "
-             f"PFLOPs-to-target | ratio method / {tgt} |", "|---|---|---|---|---|"]
-    ref_r = {r["seed"]: r["rollouts_to_target"] for r in by.get(ref, [])}
-    tgt_p = {r["seed"]: r["pflops_to_target"] for r in by.get(tgt, [])}
+    lines = [f"| method | rollouts-to-target per seed | ratio {ref} / method [95% CI] | "
+             f"verdict | PFLOPs-to-target per seed | ratio {tgt} / method [95% CI] | verdict |",
+             "|---|---|---|---|---|---|---|"]
     for m, rs in by.items():
         if not rs:
             continue
-        r_txt, _ = _to_target(rs, "rollouts_to_target")
-        p_txt, _ = _to_target(rs, "pflops_to_target")
-        ratio_r = [ref_r[r["seed"]] / r["rollouts_to_target"]
-                   if r["rollouts_to_target"] and ref_r.get(r["seed"]) else None for r in rs]
-        ratio_p = [r["pflops_to_target"] / tgt_p[r["seed"]]
-                   if r["pflops_to_target"] and tgt_p.get(r["seed"]) else None for r in rs]
-        lines.append(f"| {m} | {r_txt} | {_fmt(ratio_r, 2)} | {p_txt} | {_fmt(ratio_p, 2)} |")
+        cells = [m]
+        for key, x, other in (("rollouts_to_target", "rollouts", ref),
+                              ("pflops_to_target", "pflops", tgt)):
+            cells.append(_per_seed_x(rs, key, x))
+            if m == other:
+                cells += ["—", "reference"]
+            elif not by.get(other):
+                cells += ["—", f"{other} not run"]
+            else:
+                cells += _ratio_cells(*_log_ratios(_to_target_pairs(by[other], rs, key, x)))
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -308,9 +462,11 @@ def _medium_share(r: dict) -> float | None:
 
 
 def claims(results: dict) -> list[dict]:
-    """The papers' qualitative claims, each with the measured numbers and whether it held."""
+    """The papers' qualitative claims, each with the measured numbers and whether it held, by
+    the paired t-interval over seeds (no verdict below 3 seeds)."""
     by = _by_method(results)
     seeds = ",".join(str(s) for s in results["seeds"])
+    metric = _primary(results)
 
     def have(*ms):
         return all(by.get(m) for m in ms)
@@ -324,48 +480,54 @@ def claims(results: dict) -> list[dict]:
         out.append({"claim": claim, "source": source, "methods": methods, "measured": measured,
                     "held": held, "note": note, "seeds": seeds})
 
-    metric = results["metric"].rsplit("/", 1)[1]
-
     def compare(a, b):
-        """Final accuracy of a vs b: means, the verdict on "a above b", the paired CI."""
+        """Final accuracy of a vs b on the primary bucket: means, the verdict on "a above b",
+        the paired interval with its MDD."""
         va, vb = mean(a, "final"), mean(b, "final")
         d = paired(by[a], by[b], metric)
         if d is None:
             return va, vb, "n/a", "no per-prompt eval counts on common seeds"
-        return va, vb, stats.verdict(d), f"{a} - {b} = {d.fmt(signed=True)} points (95% CI)"
+        return va, vb, stats.verdict(d), (f"{a} - {b} = {d.fmt(signed=True)} points on {metric} "
+                                          f"(95% CI, MDD {d.fmt_mdd()})")
 
     def seedwise(a, b, value, lower_is_better=False):
-        """A per-run quantity of a vs b, paired by seed; bootstrap over seeds."""
+        """A per-run quantity of a vs b: the t-interval over the per-seed differences (signed
+        so that > 0 is the claimed direction) and its verdict."""
         sa = {r["seed"]: value(r) for r in by[a]}
         sb = {r["seed"]: value(r) for r in by[b]}
         common = [x for x in sorted(sa) if x in sb and sa[x] is not None and sb[x] is not None]
         if not common:
             return None, "n/a"
-        diff = np.array([[sa[x] - sb[x]] for x in common], float)
-        if lower_is_better:
-            diff = -diff
-        d = stats.interval(diff)
+        diff = np.array([sa[x] - sb[x] for x in common], float)
+        d = stats.seed_interval(-diff if lower_is_better else diff)
         return d, stats.verdict(d)
 
     def zv(r):
         return r["zero_var_easy"] + r["zero_var_hard"]
 
-    # 1. HIVE reaches DS's accuracy with fewer rollouts (HIVE Table 1).
+    # 1. HIVE reaches DS's accuracy with fewer rollouts (HIVE Table 1): per seed, the target is
+    # DS's final accuracy on the primary bucket; ratio DS / HIVE rollouts-to-target.
     if have("hive", "ds"):
-        cells = []
+        cells, pairs = [], []
+        hive = {r["seed"]: r for r in by["hive"]}
         for r_ds in by["ds"]:
-            r_h = next((r for r in by["hive"] if r["seed"] == r_ds["seed"]), None)
-            if r_h is None:
+            r_h, t = hive.get(r_ds["seed"]), r_ds["final"]
+            if r_h is None or not math.isfinite(t):
                 continue
-            t = r_ds["final"]
-            x_ds = first_reaching(r_ds["curve"], t, "rollouts")
-            x_h = first_reaching(r_h["curve"], t, "rollouts")
+            x_ds = to_target(r_ds["curve"], t, "rollouts")
+            x_h = to_target(r_h["curve"], t, "rollouts")
+            pairs.append((x_ds, r_ds["curve"]["rollouts"][-1], x_h, r_h["curve"]["rollouts"][-1]))
             cells.append(f"s{r_ds['seed']}: DS final {t:.1f} at {x_ds:,.0f}; HIVE "
-                         + (f"{x_h:,.0f}" if x_h is not None else "not reached"))
-        a, b, v, note = compare("hive", "ds")
+                         + (f"{x_h:,.0f}" if x_h is not None else
+                            f"not reached (> {r_h['curve']['rollouts'][-1]:,.0f})"))
+        ratio, held = _ratio_cells(*_log_ratios(pairs))
+        a, b, _, note = compare("hive", "ds")
         add("HIVE reaches DS's accuracy with fewer rollouts", "HIVE Table 1", "hive, ds",
-            "; ".join(cells) + f"; accuracy at equal rollouts: hive {a:.1f}, ds {b:.1f}", v,
-            note + "; the verdict is on accuracy at the equal budget")
+            "; ".join(cells) + f"; ratio DS / HIVE rollouts-to-target {ratio}; accuracy at the "
+            f"budget: hive {a:.1f}, ds {b:.1f}", held,
+            "t-interval on the per-seed log ratios; a seed where HIVE never reaches DS's final "
+            "accuracy is censored at HIVE's final rollouts (its ratio is an upper bound, so "
+            "'better' is not concluded); " + note)
     else:
         add("HIVE reaches DS's accuracy with fewer rollouts", "HIVE Table 1", "hive, ds",
             "not run", "n/a", "add hive and ds to compare.run")
@@ -378,11 +540,12 @@ def claims(results: dict) -> list[dict]:
         words = {v for _, v in res.values()}
         v = words.pop() if len(words) == 1 else "mixed: " + "; ".join(
             f"vs {m} {w}" for m, (_, w) in res.items())
+        diffs = "; ".join(f"{m} - hive = {d.fmt(3, signed=True)} (MDD {d.fmt_mdd(3)})"
+                          for m, (d, _) in res.items() if d is not None)
         add("HIVE has lower zero-variance ratios (easy + hard) than DS and GRESO", "HIVE Fig. 5",
             ", ".join(["hive"] + others),
             f"hive {zh:.3f}; " + "; ".join(f"{m} {x:.3f}" for m, x in zo.items()), v,
-            "paired by seed, bootstrap over seeds" + ("" if len(others) == 2 else
-                                                      "; greso not run"))
+            f"paired t over seeds: {diffs}" + ("" if len(others) == 2 else "; greso not run"))
     else:
         add("HIVE has lower zero-variance ratios than DS and GRESO", "HIVE Fig. 5",
             "hive, ds, greso", "not run", "n/a", "add hive, ds, greso to compare.run")
@@ -390,7 +553,7 @@ def claims(results: dict) -> list[dict]:
     if have("heapa", "uniform"):
         a, b, v, note = compare("heapa", "uniform")
         add("HeaPA beats uniform GRPO at equal rollouts", "HeaPA Tables 1-2", "heapa, uniform",
-            f"final Avg@{results['k']}: heapa {a:.1f}, uniform {b:.1f}", v, note)
+            f"final Avg@{results['k']} {metric}: heapa {a:.1f}, uniform {b:.1f}", v, note)
     else:
         add("HeaPA beats uniform GRPO at equal rollouts", "HeaPA Tables 1-2", "heapa, uniform",
             "not run", "n/a", "add heapa and uniform to compare.run")
@@ -398,7 +561,7 @@ def claims(results: dict) -> list[dict]:
     if have("heapa", "ps_aug"):
         a, b, v, note = compare("heapa", "ps_aug")
         add("PS+PA is below HeaPA", "HeaPA Table 3", "heapa, ps_aug",
-            f"final: heapa {a:.1f}, ps_aug {b:.1f}", v, note)
+            f"final {metric}: heapa {a:.1f}, ps_aug {b:.1f}", v, note)
     else:
         add("PS+PA is below HeaPA", "HeaPA Table 3", "heapa, ps_aug", "not run", "n/a",
             "add ps_aug to compare.run")
@@ -413,7 +576,7 @@ def claims(results: dict) -> list[dict]:
                     "refresh (a recycle, or selector.heapa.refresh_every), and none changed a "
                     "selection within this budget")
         add("PathAgg >= ChildAgg", "HeaPA Table 3", "heapa, heapa_childagg",
-            f"final: PathAgg {a:.1f}, ChildAgg {b:.1f}", v, note)
+            f"final {metric}: PathAgg {a:.1f}, ChildAgg {b:.1f}", v, note)
     else:
         add("PathAgg >= ChildAgg", "HeaPA Table 3", "heapa, heapa_childagg", "not run", "n/a",
             "add heapa_childagg to compare.run")
@@ -421,10 +584,12 @@ def claims(results: dict) -> list[dict]:
     if have("heapa", "uniform"):
         sh = _ms([_medium_share(r) for r in by["heapa"]])[0]
         su = _ms([_medium_share(r) for r in by["uniform"]])[0]
-        _, v = seedwise("heapa", "uniform", _medium_share)
+        d, v = seedwise("heapa", "uniform", _medium_share)
         add("Heap sampling shifts mass to the medium band (0 < pass rate < 1)", "HeaPA §3",
             "heapa, uniform", f"share of rolled-out groups in the medium band: heapa {sh:.3f}, "
-            f"uniform {su:.3f}", v, "paired by seed, bootstrap over seeds")
+            f"uniform {su:.3f}", v, "paired t over seeds" + (
+                "" if d is None else f": heapa - uniform = {d.fmt(3, signed=True)} "
+                                     f"(MDD {d.fmt_mdd(3)})"))
     else:
         add("Heap sampling shifts mass to the medium band", "HeaPA §3", "heapa, uniform",
             "not run", "n/a", "add heapa and uniform to compare.run")
@@ -442,6 +607,14 @@ def claims_table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def notes_section(results: dict) -> str:
+    """compare.settings_notes: each method run at non-default settings, and why."""
+    notes = results.get("settings_notes") or {}
+    if not notes:
+        return "None: compare.settings_notes names no method run at non-default settings."
+    return "\n".join(f"- `{name}`: {why}" for name, why in notes.items())
+
+
 # ----------------------------------------------------------------------------- plots
 
 
@@ -454,7 +627,7 @@ def plots(results: dict, out_dir: str) -> list[str]:
     os.makedirs(out_dir, exist_ok=True)
     by = {m: rs for m, rs in _by_method(results).items() if rs}
     colors = {m: plt.cm.tab10(i % 10) for i, m in enumerate(by)}
-    k, metric = results["k"], results["metric"].rsplit("/", 1)[1]
+    k, metric = results["k"], _primary(results)
     written = []
 
     def save(fig, name):
@@ -475,7 +648,7 @@ def plots(results: dict, out_dir: str) -> list[str]:
         t = [r["target"] for r in results["runs"] if r.get("target") is not None]
         if t:
             ax.axhline(float(np.mean(t)), color="gray", ls="--", lw=1,
-                       label=f"target ({results['target_method']} best)")
+                       label="target (mean over seeds)")
         ax.set_xlabel(label)
         ax.set_ylabel(f"held-out Avg@{k} ({metric})")
         ax.legend(fontsize=8)
@@ -541,49 +714,110 @@ def _smooth(y, w: int = 10) -> np.ndarray:
 # ----------------------------------------------------------------------------- report
 
 
+def _budget_text(results: dict) -> str:
+    """What every run was matched on, and how closely."""
+    runs = results["runs"]
+    rolls = [r["rollouts"] for r in runs]
+    if results.get("budget_kind", "rollouts") == "steps":
+        n = results["steps_budget"]
+        exact = all(r.get("steps") == n for r in runs)
+        return (f"Every run: {n:,} steps (matched updates; "
+                + ("every run took them all" if exact else "SOME RUN TOOK ANOTHER NUMBER OF STEPS")
+                + f"), spending {min(rolls):,}–{max(rolls):,} rollouts (each run's in the main "
+                "table)")
+    budget = results["budget"]
+    dev = max(abs(x - budget) for x in rolls)
+    within = all(abs(r["rollouts"] - budget) <= r.get("max_step_rollouts", 0) for r in runs)
+    step_max = results["batch_size"] * results["group_size"]
+    return (f"Every run: {budget:,} rollouts (ended at the step boundary nearest the budget; "
+            f"runs used {min(rolls):,}–{max(rolls):,}, at most {dev:,} from the budget; B×G = "
+            f"{step_max:,}, and a step of DS, GRESO or HIVE rolls out one or more such rounds; "
+            + ("every run ended within one of its own steps of the budget"
+               if within else "SOME RUN ENDED MORE THAN ONE OF ITS STEPS FROM THE BUDGET") + ")")
+
+
+def _target_text(results: dict) -> str:
+    """The pre-registered rollouts-to-target target and the censoring rule, in words."""
+    metric = _primary(results)
+    if results.get("target_value", 0) > 0:
+        what = f"{results['target_value']:.1f} points on {metric} (compare.target_value)"
+    else:
+        what = (f"per seed, `{results['target_method']}`'s final accuracy on {metric} minus "
+                f"{results.get('target_margin', 0.0):.1f} points (compare.target_margin): its "
+                "value at the budget, not its best evaluation")
+    return (f"Target: {what}. A run reaches it at the rollouts (PFLOPs) where its accuracy "
+            "curve, linearly interpolated between evaluation points, first reaches it. Every "
+            "seed is listed; a run that never reaches it is \"not reached (> its final "
+            "rollouts)\" and enters the ratio at its final rollouts (PFLOPs), a lower bound on "
+            "its true cost, so the seed's ratio reference / method is an upper bound (≤, the "
+            "method censored) or a lower bound (≥, the reference censored). The interval is the "
+            "t-interval of the per-seed log ratios (shown as ratios), and a verdict the bound "
+            "could fake is withheld: no \"better\" with a censored method, no \"worse\" with a "
+            "censored reference. A seed where neither run reaches the target, or one reaches "
+            "it at the start, is left out and counted.")
+
+
 def write(results: dict, workdir: str) -> dict:
     plot_paths = plots(results, os.path.join(workdir, "plots"))
-    k = results["k"]
-    budget = results["budget"]
-    rolls = [r["rollouts"] for r in results["runs"]]
-    dev = max(abs(x - budget) for x in rolls)
-    within = all(abs(r["rollouts"] - budget) <= r.get("max_step_rollouts", 0)
-                 for r in results["runs"])
-    step_max = results["batch_size"] * results["group_size"]
+    k, metric, ref = results["k"], _primary(results), results["target_method"]
+    steps = results.get("budget_kind", "rollouts") == "steps"
     lines = [
         "# Matched-budget comparison",
         "",
-        f"Every run: {budget:,} rollouts (ended at the step boundary nearest the budget; "
-        f"runs used {min(rolls):,}–{max(rolls):,}, at most {dev:,} from the budget; B×G = "
-        f"{step_max:,}, and a step of DS, GRESO or HIVE rolls out one or more such rounds; "
-        + ("every run ended within one of its own steps of the budget"
-           if within else "SOME RUN ENDED MORE THAN ONE OF ITS STEPS FROM THE BUDGET")
-        + f"), seeds {results['seeds']}, the same warm start. "
-        f"Metric: held-out {results['metric']} (Avg@{k} at the eval temperature/top-p); "
-        f"target = the best value of `{results['target_method']}` in the same seed.",
+        _budget_text(results) + f"; seeds {results['seeds']}.",
+        "",
+        f"Primary metric: held-out Avg@{k} on `{metric}` (at the eval temperature/top-p), the "
+        "bucket pre-registered in the config (compare.metric)"
+        + ("." if metric == "all" else "; `all` (every eval prompt) is secondary."),
+        "",
+        "Statistics: the unit is the seed. A method's accuracy at a seed is its mean over the "
+        f"eval prompts (k = {k} samples each, drawn independently per run), so each seed's value "
+        "carries the eval set's sampling noise; a comparison takes the per-seed paired "
+        "differences d_s (same seeds, same eval prompts) and gives their mean with a 95% "
+        "Student-t interval, S − 1 degrees of freedom. \"better\"/\"worse\" only when the "
+        "interval excludes 0 with at least 3 seeds; \"too few seeds for a verdict\" below 3 (the "
+        "interval is shown from 2 seeds on). MDD = the true difference these seeds would detect "
+        "with 80% power at two-sided 5%, (t(0.975, S−1) + t(0.80, S−1)) · sd(d) / √S from the "
+        "measured sd of the d_s; undefined with 1 seed. A \"not distinguishable\" with an MDD "
+        "above the effect of interest means the experiment could not have seen it.",
+        "",
+        "## Settings chosen so mechanisms fire",
+        "",
+        notes_section(results),
         "",
         "## Starting point",
         "",
         start_table(results),
         "",
-        "## Accuracy at equal rollout budget",
+        "## Accuracy at equal " + ("steps (matched updates)" if steps else "rollout budget"),
         "",
-        "Mean over seeds with a 95% interval from a bootstrap over seeds and eval prompts "
-        "(prompts resampled within their bucket); the "
-        f"difference to `{results['target_method']}` is paired on the same seeds and prompts "
-        "and called better/worse only when its interval excludes 0. Bucket columns are means.",
+        f"Steps and optimizer updates (steps × PPO epochs × minibatches, less updates skipped on "
+        f"a non-finite loss) beside rollouts. The difference to `{ref}` is paired per seed.",
         "",
         main_table(results),
+        "",
+        f"## Per-bucket differences vs {ref}",
+        "",
+        bucket_table(results),
+        "",
+        "## Ablations: what each mechanism adds",
+        "",
+        "Each row: the method minus the same method with one mechanism removed or replaced, "
+        f"paired per seed, on `{metric}`" + ("" if metric == "all" else " and on `all`") + ".",
+        "",
+        ablation_table(results),
         "",
         "## Did each method's mechanism run?",
         "",
         mechanisms_table(results),
         "",
-        "## Change from the starting point (final minus step 0, paired)",
+        "## Change from the starting point (final minus step 0, paired per seed)",
         "",
         gain_table(results),
         "",
         "## Rollouts and PFLOPs to the target",
+        "",
+        _target_text(results),
         "",
         efficiency_table(results),
         "",

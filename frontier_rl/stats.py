@@ -1,113 +1,184 @@
-"""Uncertainty for the comparison: bootstrap intervals over seeds and eval prompts.
+"""Uncertainty for the comparison: t-intervals over seeds on per-seed paired differences.
 
-A method's held-out accuracy at the budget varies for two reasons: the run (its seed drives
-rollouts, selection and the update RNG) and the finite eval set (each prompt is solved k times
-out of k). Both are resampled together, hierarchically: each bootstrap replicate draws the seeds
-with replacement and, independently, the eval prompts with replacement, and takes the mean
-accuracy over the drawn (seed, prompt) cells. The eval sets here hold a fixed number of prompts
-per difficulty bucket, so prompts are resampled within their bucket (a stratified bootstrap):
-resampling across buckets would add the spread between an easy and a hard bucket, which the
-design of the eval set does not have. The 95% interval is the 2.5th-97.5th percentile of the
-replicates.
+The unit of replication is the seed. A run's seed drives its rollouts, its selector, its update
+RNG and (unless `compare.shared_start`) its warm start, and the k samples drawn for each eval
+prompt are independent per run; so one number per seed, the mean over the eval prompts, carries
+both the run-to-run spread and the eval set's sampling noise. Two methods are compared *paired*
+on the same seeds and eval prompts: for seed s,
 
-Two methods are compared *paired*: on the same seeds (a run of method A and of method B with the
-same seed share the warm start, the task and their initial RNG) and the same eval prompts, so
-one replicate draws seeds and prompts once and applies them to both. The difference is "better"
-or "worse" when its 95% interval excludes 0, otherwise "not distinguishable at this budget".
-With few seeds the seed resampling is coarse (2 seeds give 3 distinct seed multisets); the
-prompt resampling still captures the eval set's noise, which is the larger part at these budgets
-(512 prompts x 8 samples: about +-1.5 points), and the pairing removes what the methods share.
+    d_s = mean over eval prompts of method A  -  mean over eval prompts of method B,
+
+and the 95% interval of the mean difference is the Student-t interval on the S values d_s,
+
+    mean(d) +- t_{0.975, S-1} * sd(d) / sqrt(S)      (sd with S - 1 degrees of freedom),
+
+which has its nominal coverage at any S >= 2 when the d_s are roughly normal (a mean over
+hundreds of prompts is). A bootstrap over 2-3 seeds has far too few distinct resamples to
+estimate the run-to-run spread and is not used.
+
+A difference is "better" or "worse" when its interval excludes 0 and there are at least
+MIN_SEEDS seeds; with fewer the verdict is "too few seeds for a verdict" (the interval is still
+given from 2 seeds on, and is absent with 1). Every comparison also states its minimum
+detectable difference: the true paired difference that a two-sided 5% test on S seeds finds
+with 80% power, given the measured sd of the d_s,
+
+    MDD = (t_{0.975, S-1} + t_{0.80, S-1}) * sd(d) / sqrt(S),
+
+undefined with one seed (no sd). A "not distinguishable" next to an MDD of 10 points says the
+experiment could not have seen a 5-point effect, not that there is none.
+
+Ratios (rollouts-to-target of one method over another's) are compared on the log scale: the
+t-interval of the per-seed log ratios, reported as the geometric mean ratio with the interval's
+bounds exponentiated. Rollouts-to-target itself is read off an accuracy curve by linear
+interpolation between evaluation points (`to_target`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 
 import numpy as np
 
-N_BOOT = 2000
-LEVEL = 0.95
+LEVEL = 0.95  # two-sided confidence of every interval; a verdict is a test at 1 - LEVEL
+POWER = 0.80  # power at which the minimum detectable difference is stated
+MIN_SEEDS = 3  # fewer seeds give an interval but no verdict
+TOO_FEW = "too few seeds for a verdict"
+NOT_DISTINGUISHABLE = "not distinguishable at this budget"
+
+
+@functools.cache
+def t_quantile(p: float, df: int) -> float:
+    """The p-quantile of Student's t with df degrees of freedom (scipy comes with jax)."""
+    from scipy.special import stdtrit
+
+    if df < 1:
+        raise ValueError(f"t quantile needs df >= 1, got {df}")
+    return float(stdtrit(df, p))
 
 
 @dataclasses.dataclass(frozen=True)
 class Interval:
+    """A mean over n seeds with its LEVEL t-interval (lo, hi are NaN with one seed) and the
+    sample sd of the per-seed values. `log`: the numbers are logs of ratios (printed as
+    ratios)."""
+
     mean: float
     lo: float
     hi: float
+    n: int = 1
+    sd: float = float("nan")
+    log: bool = False
 
     def excludes_zero(self) -> bool:
-        return self.lo > 0 or self.hi < 0
+        return self.lo > 0 or self.hi < 0  # False for NaN bounds
+
+    def mdd(self) -> float | None:
+        """Minimum detectable difference at POWER, two-sided test at 1 - LEVEL (None with one
+        seed); for a log-ratio interval, on the log scale."""
+        if self.n < 2:
+            return None
+        df = self.n - 1
+        return (t_quantile(1 - (1 - LEVEL) / 2, df) + t_quantile(POWER, df)) * self.sd / \
+            math.sqrt(self.n)
 
     def fmt(self, digits: int = 1, signed: bool = False) -> str:
+        """`mean [lo, hi]`; `mean [—]` without an interval; ratios as `1.52x [1.10, 2.10]`."""
+        if self.log:
+            m, lo, hi = (math.exp(x) if math.isfinite(x) else x
+                         for x in (self.mean, self.lo, self.hi))
+            body = f"{m:.{digits}f}x"
+            return body + (f" [{lo:.{digits}f}, {hi:.{digits}f}]" if self.n > 1 else " [—]")
         sign = "+" if signed else ""
-        return (f"{self.mean:{sign}.{digits}f} [{self.lo:{sign}.{digits}f}, "
-                f"{self.hi:{sign}.{digits}f}]")
+        body = f"{self.mean:{sign}.{digits}f}"
+        if self.n < 2:
+            return body + " [—]"
+        return body + f" [{self.lo:{sign}.{digits}f}, {self.hi:{sign}.{digits}f}]"
+
+    def fmt_mdd(self, digits: int = 1) -> str:
+        """The MDD as text: points, a ratio factor for log intervals, or why there is none."""
+        d = self.mdd()
+        if d is None:
+            return "undefined (1 seed)"
+        return f"{math.exp(d):.{digits}f}x" if self.log else f"{d:.{digits}f}"
 
 
-def _replicates(cells: np.ndarray, n_boot: int, seed: int,
-                strata: np.ndarray | None = None) -> np.ndarray:
-    """Means of n_boot hierarchical bootstrap replicates of cells [seeds, prompts]; with
-    `strata` (a label per prompt) prompts are resampled within their stratum."""
-    s, p = cells.shape
-    rng = np.random.default_rng(seed)
-    si = rng.integers(0, s, size=(n_boot, s))
-    if strata is None:
-        pi = rng.integers(0, p, size=(n_boot, p))
-    else:
-        pi = np.empty((n_boot, p), np.int64)
-        for label in np.unique(strata):
-            members = np.flatnonzero(strata == label)
-            pi[:, members] = members[rng.integers(0, members.size, size=(n_boot, members.size))]
-    # mean over the drawn seeds of the mean over the drawn prompts: per-seed prompt means via a
-    # count matrix keep memory at n_boot x p.
-    counts = np.zeros((n_boot, p))
-    np.add.at(counts, (np.repeat(np.arange(n_boot), p), pi.ravel()), 1.0)
-    per_seed = counts @ cells.T / p  # [n_boot, s]
-    return np.take_along_axis(per_seed, si, axis=1).mean(axis=1)
+def seed_interval(values, *, log: bool = False) -> Interval:
+    """Mean of per-seed values with its t-interval (S - 1 degrees of freedom)."""
+    v = np.asarray(values, float)
+    if v.ndim != 1 or v.size == 0 or not np.all(np.isfinite(v)):
+        raise ValueError(f"seed_interval needs a non-empty 1-d array of finite per-seed values, "
+                         f"got {v!r}")
+    n, mean = v.size, float(v.mean())
+    if n < 2:
+        return Interval(mean, float("nan"), float("nan"), 1, float("nan"), log)
+    sd = float(v.std(ddof=1))
+    half = t_quantile(1 - (1 - LEVEL) / 2, n - 1) * sd / math.sqrt(n)
+    return Interval(mean, mean - half, mean + half, n, sd, log)
 
 
-def interval(cells: np.ndarray, *, strata=None, n_boot: int = N_BOOT,
-             seed: int = 0) -> Interval:
-    """Mean of cells [seeds, prompts] and its hierarchical-bootstrap 95% interval. `strata`
-    (one label per prompt, e.g. the difficulty bucket) resamples prompts within each label, as
-    an eval set built with a fixed count per bucket was drawn."""
+def seed_means(cells) -> np.ndarray:
+    """Per-seed means over the eval prompts of cells [seeds, prompts]."""
     cells = np.asarray(cells, float)
     if cells.ndim != 2 or cells.size == 0:
         raise ValueError(f"cells must be [seeds, prompts], got shape {cells.shape}")
-    if strata is not None:
-        strata = np.asarray(strata)
-        if strata.shape != (cells.shape[1],):
-            raise ValueError(f"strata has shape {strata.shape}, expected ({cells.shape[1]},)")
-    reps = _replicates(cells, n_boot, seed, strata)
-    a = (1 - LEVEL) / 2
-    lo, hi = np.quantile(reps, [a, 1 - a])
-    return Interval(float(cells.mean()), float(lo), float(hi))
+    return cells.mean(axis=1)
 
 
-def paired(a: np.ndarray, b: np.ndarray, *, strata=None, n_boot: int = N_BOOT,
-           seed: int = 0) -> Interval:
-    """mean(a) - mean(b) with its 95% interval; a and b are [seeds, prompts] on the same seeds
-    (rows) and prompts (columns), so the same draws apply to both."""
+def interval(cells) -> Interval:
+    """Mean accuracy of cells [seeds, prompts] with the t-interval over its per-seed means."""
+    return seed_interval(seed_means(cells))
+
+
+def paired(a, b) -> Interval:
+    """mean(a) - mean(b) with the t-interval over the per-seed differences d_s; a and b are
+    [seeds, prompts] on the same seeds (rows) and eval prompts (columns)."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     if a.shape != b.shape:
         raise ValueError(f"paired comparison needs the same seeds and prompts: {a.shape} vs "
                          f"{b.shape}")
-    return interval(a - b, strata=strata, n_boot=n_boot, seed=seed)
+    return seed_interval(seed_means(a) - seed_means(b))
 
 
-def verdict(diff: Interval) -> str:
-    """'better' / 'worse' (95% interval of the difference excludes 0) or 'not distinguishable
-    at this budget'."""
-    if diff.lo > 0:
+def log_ratio(ratios) -> Interval:
+    """Geometric-mean ratio of per-seed positive ratios: the t-interval of their logs."""
+    r = np.asarray(ratios, float)
+    if r.size and np.any(r <= 0):
+        raise ValueError(f"log_ratio needs ratios > 0, got {r!r}")
+    return seed_interval(np.log(r), log=True)
+
+
+def verdict(diff: Interval, bound: str = "") -> str:
+    """'better' / 'worse' (the interval excludes 0, at least MIN_SEEDS seeds), else 'not
+    distinguishable at this budget', or 'too few seeds for a verdict'.
+
+    `bound` says some per-seed values are censored bounds of the truth: "upper" (the true
+    values may be lower, so 'better' is not concluded), "lower" ('worse' is not) or "both"."""
+    if bound not in ("", "upper", "lower", "both"):
+        raise ValueError(f"bound must be '', 'upper', 'lower' or 'both', got {bound!r}")
+    if diff.n < MIN_SEEDS:
+        return TOO_FEW
+    if diff.lo > 0 and bound in ("", "lower"):
         return "better"
-    if diff.hi < 0:
+    if diff.hi < 0 and bound in ("", "upper"):
         return "worse"
-    return "not distinguishable at this budget"
+    if diff.excludes_zero():
+        return NOT_DISTINGUISHABLE + " (censored seeds)"
+    return NOT_DISTINGUISHABLE
 
 
-def first_reaching(curve: dict, target: float, x: str) -> float | None:
-    """The x (rollouts or pflops) of the first eval point whose metric >= target."""
-    for xv, m in zip(curve[x], curve["metric"], strict=True):
+def to_target(curve: dict, target: float, x: str) -> float | None:
+    """The x (rollouts or pflops) at which the accuracy curve first reaches `target`, linearly
+    interpolated between the two evaluation points around the first crossing; None if no point
+    reaches it. A curve already at the target at its first point gives that point's x."""
+    xs, ms = curve[x], curve["metric"]
+    if len(xs) != len(ms):
+        raise ValueError(f"curve has {len(xs)} {x} values and {len(ms)} metric values")
+    for i, (xv, m) in enumerate(zip(xs, ms, strict=True)):
         if m >= target - 1e-9:
-            return float(xv)
+            if i == 0:
+                return float(xv)
+            x0, m0 = xs[i - 1], ms[i - 1]  # m0 < target <= m (up to rounding)
+            return float(x0 + min(1.0, (target - m0) / (m - m0)) * (xv - x0))
     return None

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from frontier_rl import compare, config_lib, report
+from frontier_rl import compare, config_lib, report, stats
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,22 +33,47 @@ def smoke(tmp_path_factory):
     return workdir, results
 
 
-def test_plan_applies_deltas_and_shares_warm_start(tmp_path):
+def test_plan_applies_deltas_and_gives_each_seed_its_warm_start(tmp_path):
     cfg = _load_config()
     cfg.compare.run = "uniform,hive"
     cfg.compare.seeds = "0,3"
     specs = compare.plan(cfg, str(tmp_path))
     assert [s.name for s in specs] == ["uniform-s0", "uniform-s3", "hive-s0", "hive-s3"]
     assert {s.config.selector.name for s in specs} == {"uniform", "hive"}
-    assert len({s.config.warmstart.cache_dir for s in specs}) == 1
-    assert {s.config.warmstart.seed for s in specs} == {cfg.seed}
+    # one warm start per seed, shared by the methods at that seed
+    assert [s.config.warmstart.seed for s in specs] == [0, 3, 0, 3]
+    assert [s.config.warmstart.cache_dir for s in specs] == [
+        str(tmp_path / "warmstart" / f"s{x}") for x in (0, 3, 0, 3)]
     assert {s.config.task.data_seed for s in specs} == {0}
     assert [s.config.seed for s in specs] == [0, 3, 0, 3]
     assert {s.config.rl.rollout_budget for s in specs} == {cfg.compare.rollout_budget}
+    assert {s.config.eval.every_rollouts for s in specs} == {
+        cfg.compare.rollout_budget // cfg.compare.evals}
     # same method + seed -> same fingerprint; another method -> another
     assert compare.fingerprint(specs[0].config) == compare.fingerprint(
         copy.deepcopy(specs[0].config))
     assert compare.fingerprint(specs[0].config) != compare.fingerprint(specs[2].config)
+
+
+def test_shared_start_keeps_one_warm_start(tmp_path):
+    cfg = _load_config()
+    cfg.compare.seeds = "0,3"
+    cfg.compare.shared_start = True
+    specs = compare.plan(cfg, str(tmp_path))
+    assert {s.config.warmstart.cache_dir for s in specs} == {str(tmp_path / "warmstart")}
+    assert {s.config.warmstart.seed for s in specs} == {cfg.warmstart.seed
+                                                        if cfg.warmstart.seed >= 0 else cfg.seed}
+
+
+def test_steps_budget_matches_updates(tmp_path):
+    cfg = _load_config()
+    cfg.compare.budget = "steps"
+    cfg.compare.steps = 7
+    cfg.compare.evals = 3
+    specs = compare.plan(cfg, str(tmp_path))
+    assert {s.config.rl.num_steps for s in specs} == {7}
+    assert {s.config.rl.rollout_budget for s in specs} == {0}
+    assert {(s.config.eval.every, s.config.eval.every_rollouts) for s in specs} == {(2, 0)}
 
 
 @pytest.mark.parametrize("field,value,words", [
@@ -58,12 +83,58 @@ def test_plan_applies_deltas_and_shares_warm_start(tmp_path):
     ("seeds", "1,1", "compare.seeds='1,1'"),
     ("rollout_budget", 0, "compare.rollout_budget=0"),
     ("target", "nosuch", "compare.target='nosuch'"),
+    ("budget", "updates", "compare.budget='updates'"),
+    ("steps", -1, "compare.steps=-1"),
+    ("evals", 0, "compare.evals=0"),
+    ("metric", "", "compare.metric=''"),
+    ("target_value", -1.0, "compare.target_value=-1.0"),
+    ("target_margin", "2", "compare.target_margin='2'"),
+    ("shared_start", 1, "compare.shared_start=1"),
 ])
 def test_bad_compare_fields_are_named(field, value, words, tmp_path):
     cfg = _load_config()
+    del cfg.compare[field]  # a fresh field: any type, as a config written by hand may hold
     cfg.compare[field] = value
     with pytest.raises(config_lib.ConfigError, match=words.replace("(", r"\(")):
         compare.plan(cfg, str(tmp_path))
+
+
+def test_steps_budget_needs_steps(tmp_path):
+    cfg = _load_config()
+    cfg.compare.budget = "steps"
+    with pytest.raises(config_lib.ConfigError, match="compare.steps=0 is not allowed with "
+                                                      "compare.budget='steps'"):
+        compare.plan(cfg, str(tmp_path))
+    cfg.compare.steps = 4
+    cfg.compare.evals = 5
+    with pytest.raises(config_lib.ConfigError, match=r"compare.evals=5 .* \[1, compare.steps\]"):
+        compare.plan(cfg, str(tmp_path))
+
+
+def test_bad_ablations_and_notes_are_named(tmp_path):
+    cfg = _load_config()
+    cfg.compare.ablations = {"x": {"method": "hive", "ablation": "nosuch", "question": "q?"}}
+    with pytest.raises(config_lib.ConfigError,
+                       match="compare.ablations.x.ablation='nosuch' is not in compare.methods"):
+        compare.plan(cfg, str(tmp_path))
+    cfg.compare.ablations = {"x": {"method": "hive", "ablation": "uniform"}}
+    with pytest.raises(config_lib.ConfigError, match="compare.ablations.x is not allowed"):
+        compare.plan(cfg, str(tmp_path))
+    cfg.compare.ablations = {"x": {"method": "hive", "ablation": "uniform", "question": "q?"}}
+    cfg.compare.settings_notes = {"hive": ""}
+    with pytest.raises(config_lib.ConfigError, match="compare.settings_notes.hive=''"):
+        compare.plan(cfg, str(tmp_path))
+    cfg.compare.settings_notes = {"hive": "Stage 1 threshold lowered so it rejects"}
+    compare.plan(cfg, str(tmp_path))
+
+
+def test_sections_without_the_new_fields_get_defaults(tmp_path):
+    cfg = _load_config()
+    for field in compare.DEFAULTS:
+        del cfg.compare[field]
+    specs = compare.plan(cfg, str(tmp_path))
+    assert specs[0].config.warmstart.cache_dir == str(tmp_path / "warmstart" / "s0")
+    assert specs[0].config.rl.rollout_budget == cfg.compare.rollout_budget
 
 
 def test_delta_with_unknown_field_names_its_path(tmp_path):
@@ -105,9 +176,28 @@ def test_runs_match_budget_and_write_artefacts(smoke):
         assert r["curve"]["rollouts"][0] == 0 and r["curve"]["rollouts"][-1] == r["rollouts"]
         assert r["pflops"] > 0 and len(r["curve"]["metric"]) >= 2
         assert sum(r["rolled_pass_hist"]) == pytest.approx(1.0)
+        # steps, optimizer updates (epochs x minibatches per step, none skipped here)
+        cfg = _load_config()
+        assert r["steps"] >= 1
+        assert r["updates"] == r["steps"] * cfg.rl.epochs * cfg.rl.minibatches
+        assert on_disk["runs"][results["runs"].index(r)]["updates"] == r["updates"]
+    # mechanisms: per method, each counter's total and per-seed value
+    for counters in on_disk["mechanisms"].values():
+        for c in counters.values():
+            assert set(c) == {"total", "per_seed"} and c["total"] == sum(c["per_seed"].values())
+            assert set(c["per_seed"]) == {"0"}
+    assert isinstance(on_disk["mechanisms_missing"], list)
+    assert os.path.isdir(os.path.join(workdir, "warmstart", "s0"))  # the seed's own warm start
+    assert on_disk["starts"]["0"]["steps"] == cfg.warmstart.steps
     text = open(os.path.join(workdir, "report.md")).read()
     assert "## Accuracy at equal rollout budget" in text and "| uniform | 1 |" in text
     assert "## The papers' claims, measured here" in text
+    for section in ("## Settings chosen so mechanisms fire", "## Per-bucket differences vs",
+                    "## Ablations: what each mechanism adds", "## Starting point"):
+        assert section in text
+    # one seed: the interval is absent and no verdict is given
+    hive = text.split("| hive | 1 |")[1].split("\n")[0]
+    assert "too few seeds for a verdict" in hive and "undefined (1 seed)" in hive
 
 
 def test_rerun_skips_finished_runs(smoke, capsys):
@@ -133,55 +223,160 @@ def test_changed_config_is_not_silently_skipped(smoke):
         compare.run(cfg, workdir)
 
 
-def _fake_run(method, seed, final, rollouts_curve, metric_curve, hist, zv=(0.1, 0.3),
-              shift=0.0):
-    """A run result as compare.collect makes it; per-prompt counts at each eval point are
-    binomial around the curve's value (+ shift points at the end), the same prompts per seed."""
+BUCKETS = ["3op"] * 128 + ["4op"] * 128
+
+
+def _fake_run(method, seed, rollouts_curve, metric_curve, hist, zv=(0.1, 0.3), steps=10,
+              mech=None):
+    """A run result as compare.collect makes it, metric "4op": per-prompt counts at each eval
+    point are binomial around the curve's value (the 3op prompts 20 points easier), on eval
+    prompts of the same difficulty at a seed."""
     rng = np.random.default_rng(seed)
-    p = rng.uniform(0, 1, size=256)  # per-prompt difficulty, shared by the methods of a seed
-    noise = np.random.default_rng([seed, len(method)])
-    counts = []
-    for i, m in enumerate(metric_curve):
-        q = np.clip(p + (m - 50) / 100 + (shift / 100 if i == len(metric_curve) - 1 else 0), 0, 1)
-        counts.append(noise.binomial(8, q).tolist())
+    p = rng.uniform(0, 1, size=256) + np.where(np.asarray(BUCKETS) == "3op", 0.2, 0.0)
+    noise = np.random.default_rng([seed, sum(map(ord, method))])
+    counts = [noise.binomial(8, np.clip(p + (m - 50) / 100, 0, 1)).tolist()
+              for m in metric_curve]
+
+    def acc(c, bucket):
+        keep = [b == bucket or bucket == "all" for b in BUCKETS]
+        return float(100 * np.mean(np.asarray(c)[keep]) / 8)
+
+    buckets = {b: [acc(c, b) for c in counts] for b in ("3op", "4op", "all")}
     return {"method": method, "seed": seed, "k": 8, "rollouts": rollouts_curve[-1],
+            "steps": steps, "updates": 4 * steps,
             "effective_rollouts": rollouts_curve[-1] // 2, "pflops": 1.0, "pflops_formula": 0.9,
-            "padding_ratio": 1.2, "final": final, "best": max(metric_curve),
-            "final_buckets": {"4op": final}, "zero_var_easy": zv[0], "zero_var_hard": zv[1],
-            "curve": {"rollouts": rollouts_curve, "pflops": [x / 1e5 for x in rollouts_curve],
-                      "metric": metric_curve, "correct_counts": counts,
-                      "buckets": {"4op": metric_curve}},
-            "eval_buckets": ["4op"] * 256, "rolled_pass_hist": hist,
-            "aug": {"aug_reward": []}, "time_s": {"generate": 1.0}}
+            "padding_ratio": 1.2, "final": metric_curve[-1], "best": max(metric_curve),
+            "final_buckets": {b: v[-1] for b, v in buckets.items()},
+            "zero_var_easy": zv[0], "zero_var_hard": zv[1],
+            "curve": {"step": [steps * i // (len(metric_curve) - 1)
+                               for i in range(len(metric_curve))],
+                      "rollouts": rollouts_curve, "pflops": [x / 1e5 for x in rollouts_curve],
+                      "metric": metric_curve, "correct_counts": counts, "buckets": buckets},
+            "eval_buckets": BUCKETS, "rolled_pass_hist": hist, "mechanisms": mech or {},
+            "mechanisms_required": [], "aug": {"aug_reward": []},
+            "zero_var_curve": {"rollouts": rollouts_curve[1:], "easy": [zv[0]] * 3,
+                               "hard": [zv[1]] * 3},
+            "time_s": dict.fromkeys(("generate", "verify", "entropy", "update", "select",
+                                     "eval"), 1.0),
+            "start": {"steps": 20, "loss": 1.25, "check_acc": 0.81, "frontier_acc": 0.07}}
+
+
+X = [0, 1000, 2000, 3000]
+MEDIUM = [0.1, 0.8, 0.1]
+TAILS = [0.45, 0.1, 0.45]
+
+
+def _results(seeds=(0, 1, 2), metric="4op", **extra) -> dict:
+    runs = []
+    for seed in seeds:
+        runs += [_fake_run("uniform", seed, X, [30, 35, 38, 40], TAILS),
+                 _fake_run("ds", seed, X, [30, 33, 37, 41], TAILS, zv=(0.2, 0.4)),
+                 _fake_run("hive", seed, X, [30, 39 + seed % 2, 42, 41], TAILS,
+                           zv=(0.05, 0.1)),
+                 _fake_run("heapa", seed, X, [30, 30, 30, 30], MEDIUM)]
+    res = {"methods": ["uniform", "ds", "hive", "heapa"], "runs": runs, "seeds": list(seeds),
+           "k": 8, "eval_prompts": 256, "metric": f"eval/avg@8/{metric}",
+           "target_method": "uniform", "rollout_reference": "ds", "budget_kind": "rollouts",
+           "budget": 3000, "steps_budget": 0, "batch_size": 8, "group_size": 8,
+           "target_value": 0.0, "target_margin": 0.0, "shared_start": False}
+    for r in runs:  # the targets compare.collect sets: uniform's final accuracy per seed
+        r["target"] = 40.0
+        r["rollouts_to_target"] = stats.to_target(r["curve"], 40.0, "rollouts")
+        r["pflops_to_target"] = stats.to_target(r["curve"], 40.0, "pflops")
+    res.update(extra)
+    return res
 
 
 def test_claims_follow_the_numbers():
-    x = [0, 1000, 2000, 3000]
-    medium = [0.1, 0.8, 0.1]
-    tails = [0.45, 0.1, 0.45]
-    runs = []
-    for seed in (0, 1):
-        runs += [_fake_run("uniform", seed, 40.0, x, [30, 35, 38, 40], tails),
-                 _fake_run("ds", seed, 41.0, x, [30, 33, 37, 41], tails, zv=(0.2, 0.4)),
-                 _fake_run("hive", seed, 41.0, x, [30, 41, 41, 41], tails, zv=(0.05, 0.1)),
-                 _fake_run("heapa", seed, 30.0, x, [30, 30, 30, 30], medium)]
-    res = {"methods": ["uniform", "ds", "hive", "heapa"], "runs": runs, "seeds": [0, 1], "k": 8,
-           "eval_prompts": 256, "metric": "eval/avg@8/all", "target_method": "uniform"}
-    by = {c["claim"].split(" (")[0]: c for c in report.claims(res)}
-    # HIVE = DS at the budget (same curve end), reached earlier: accuracy not distinguishable
+    by = {c["claim"].split(" (")[0]: c for c in report.claims(_results())}
+    # HIVE reaches DS's final accuracy (41) after 1,500-1,667 rollouts, DS after 3,000
     hive = by["HIVE reaches DS's accuracy with fewer rollouts"]
-    assert hive["held"] == "not distinguishable at this budget"
-    assert "s0: DS final 41.0 at 3,000; HIVE 1,000" in hive["measured"]
+    assert hive["held"] == "better"
+    assert "s0: DS final 41.0 at 3,000; HIVE 1,667" in hive["measured"]
+    assert "s1: DS final 41.0 at 3,000; HIVE 1,500" in hive["measured"]  # 40 -> 42: halfway
     assert by["HeaPA beats uniform GRPO at equal rollouts"]["held"] == "worse"
     assert by["Heap sampling shifts mass to the medium band"]["held"] == "better"
     assert by["PathAgg >= ChildAgg"]["held"] == "n/a"
     zv = next(c for c in by.values() if c["claim"].startswith("HIVE has lower"))
     assert zv["held"] == "better" and "greso not run" in zv["note"]
-    table = report.main_table(res)
-    assert "| heapa | 2 |" in table and "| worse |" in table and "| reference |" in table
-    gains = report.gain_table(res)
+    table = report.main_table(_results())
+    assert "| heapa | 3 |" in table and "| worse |" in table and "| reference |" in table
+    gains = report.gain_table(_results())
     assert "rose" in gains.split("| uniform |")[1].split("\n")[0]
     assert "n.d." in gains.split("| heapa |")[1].split("\n")[0]
+
+
+def test_two_seeds_give_no_verdict_anywhere():
+    res = _results(seeds=(0, 1))
+    assert {c["held"] for c in report.claims(res)} <= {stats.TOO_FEW, "n/a"}
+    row = report.main_table(res).split("| heapa | 2 |")[1].split("\n")[0]
+    assert stats.TOO_FEW in row and "worse" not in row
+    assert "(too few seeds)" in report.gain_table(res)
+
+
+def test_a_hive_seed_that_never_reaches_ds_is_censored():
+    res = _results()
+    for r in res["runs"]:
+        if r["method"] == "hive" and r["seed"] == 2:
+            r["curve"]["metric"] = [30, 31, 32, 33]
+    hive = next(c for c in report.claims(res) if c["claim"].startswith("HIVE reaches"))
+    assert "s2: DS final 41.0 at 3,000; HIVE not reached (> 3,000)" in hive["measured"]
+    assert "≤ " in hive["measured"]  # the ratio is an upper bound
+    assert hive["held"] != "better"
+
+
+def test_primary_bucket_and_all_in_the_main_and_bucket_tables():
+    res = _results()
+    head = report.main_table(res).split("\n")[0]
+    assert "Avg@8 4op [95% CI]" in head and "Avg@8 all [95% CI]" in head
+    assert "all vs uniform [95% CI]" in head and "MDD (80% power)" in head
+    assert "| steps | updates | rollouts |" in head
+    row = report.main_table(res).split("| heapa | 3 |")[1].split("\n")[0]
+    assert row.startswith(" 10 ± 0 | 40 ± 0 | 3,000 ± 0 |")
+    table = report.bucket_table(res)
+    assert "| **4op** (primary) | heapa |" in table and "| 3op | heapa |" in table
+    assert "| all | hive |" in table and "| all | uniform |" in table
+    heapa_all = table.split("| all | heapa |")[1].split("\n")[0]
+    assert "worse" in heapa_all
+    # "all" as the primary: no secondary columns, the tables still work
+    res = _results(metric="all")
+    head = report.main_table(res).split("\n")[0]
+    assert "Avg@8 all [95% CI]" in head and head.count("all") == 1  # no secondary columns
+    assert "| **all** (primary) |" in report.bucket_table(res)
+
+
+def test_ablation_effects_and_not_run():
+    res = _results(ablations={
+        "heap": {"method": "heapa", "ablation": "uniform", "question": "do heaps help?"},
+        "stage2": {"method": "hive", "ablation": "hive_random_drop", "question": "entropy?"}})
+    text = report.ablation_table(res)
+    heap = text.split("| heap |")[1].split("\n")[0]
+    assert "do heaps help?" in heap and "heapa − uniform" in heap and heap.count("worse") == 2
+    assert "not run (add hive_random_drop to compare.run)" in text.split("| stage2 |")[1]
+    assert "compare.ablations is empty" in report.ablation_table(_results())
+
+
+def test_efficiency_table_states_every_seed_and_censoring():
+    res = _results()
+    for r in res["runs"]:
+        if r["method"] == "heapa":
+            assert r["rollouts_to_target"] is None
+    text = report.efficiency_table(res)
+    heapa = text.split("| heapa |")[1].split("\n")[0]
+    assert "s0 not reached (> 3,000)" in heapa and "≤ " in heapa
+    hive = text.split("| hive |")[1].split("\n")[0]
+    assert "s1 1,000" in hive and "better" in hive  # ds / hive = 3000 / 1000-1667
+
+
+def test_settings_notes_and_steps_budget_in_the_report(tmp_path):
+    res = _results(settings_notes={"heapa": "capacity below the pool so eviction fires"},
+                   budget_kind="steps", steps_budget=10)
+    text = report.write(res, str(tmp_path))["text"]
+    assert "- `heapa`: capacity below the pool so eviction fires" in text
+    assert "Every run: 10 steps (matched updates; every run took them all)" in text
+    assert "## Accuracy at equal steps (matched updates)" in text
+    assert "linearly interpolated" in text and "censored" in text
+    assert "None: compare.settings_notes" in report.notes_section(_results())
 
 
 def test_bench_mean_interval_is_the_unweighted_mean_over_benchmarks():
@@ -192,39 +387,49 @@ def test_bench_mean_interval_is_the_unweighted_mean_over_benchmarks():
     assert report.accuracy(runs, "all").mean == pytest.approx(75.0)
     acc = report.accuracy(runs, "bench_mean")
     assert acc.mean == pytest.approx(50.0)
-    # resampled within benchmarks, so every bootstrap draw keeps the 3:1 split: no spread
+    # both seeds give the same value: no spread
     assert acc.lo == pytest.approx(50.0) and acc.hi == pytest.approx(50.0)
     gain = report.paired(runs, runs, "bench_mean", point_a=-1, point_b=0)
     assert gain.mean == pytest.approx(50.0)
 
 
-def test_mechanisms_table_flags_a_counter_that_never_ran():
-    res = {"methods": ["hive", "heapa"],
-           "mechanisms": {"hive": {"stage1_rejected": 0, "stage2_dropped": 12},
-                          "heapa": {"boundary_draws": 40, "cold_draws": 3}},
-           "mechanisms_required": {"hive": ["stage1_rejected", "stage2_dropped"],
-                                   "heapa": ["boundary_draws"]},
-           "mechanisms_missing": {"hive": ["stage1_rejected"]}}
+def test_mechanisms_are_checked_per_method_and_seed():
+    runs = [{"method": "hive", "seed": s, "mechanisms": {"stage1_rejected": v, "topup": 3},
+             "mechanisms_required": ["stage1_rejected"]} for s, v in ((0, 5), (1, 0))]
+    mech, missing = compare._mechanisms(runs)
+    assert mech["hive"]["stage1_rejected"] == {"total": 5, "per_seed": {"0": 5, "1": 0}}
+    assert missing == [["hive", 1, "stage1_rejected"]]  # the total (5) does not hide seed 1
+    res = {"methods": ["hive", "heapa"], "seeds": [0, 1], "mechanisms": mech,
+           "mechanisms_required": {"hive": ["stage1_rejected"], "heapa": ["boundary_draws"]},
+           "mechanisms_missing": missing}
     text = report.mechanisms_table(res)
-    row = text.split("| hive |")[1].split("\n")[0]
-    assert "**0 (!)**" in row and "12" in row
-    assert "3*" in text.split("| heapa |")[1]  # counted, not required
-    assert "MECHANISMS THAT NEVER RAN: hive: stage1_rejected" in text
+    assert "| hive | 0 | · | 5 | 3* |" in text and "| hive | 1 | · | **0 (!)** | 3* |" in text
+    assert "| heapa | 0 | **0 (!)** | · | · |" in text  # required, never counted: flagged
+    assert "MECHANISMS THAT NEVER RAN: hive seed 1: stage1_rejected" in text
+
+
+def test_targets_are_pre_registered():
+    cfg = _load_config()
+    runs = [{"method": "uniform", "seed": 0, "final": 40.0, "best": 45.0},
+            {"method": "uniform", "seed": 1, "final": 30.0, "best": 31.0},
+            {"method": "hive", "seed": 0, "final": 50.0, "best": 50.0}]
+    assert compare._per_seed_targets(cfg.compare, runs) == {0: 40.0, 1: 30.0}  # final, not best
+    cfg.compare.target_margin = 2.0
+    assert compare._per_seed_targets(cfg.compare, runs) == {0: 38.0, 1: 28.0}
+    cfg.compare.target_value = 35.0
+    assert compare._per_seed_targets(cfg.compare, runs) == {0: 35.0, 1: 35.0}
 
 
 def test_required_mechanisms_follow_the_method_config():
-    cfg = _load_config("")
-    need = {m: compare.required_mechanisms(s.config)
-            for m, s in ((s.method, s) for s in compare.plan(cfg, "/nonexistent"))}
-    assert {"stage1_rejected", "stage2_dropped", "p_easy_moves"} <= set(need["hive"])
-    assert {"boundary_draws", "children_trained", "recycled", "evicted",
-            "parents_refreshed"} <= set(need["heapa"])
+    # the proof list is selection.mechanisms' for each planned run's config, deltas applied
     cfg = _load_config("full")
     need = {s.method: compare.required_mechanisms(s.config)
             for s in compare.plan(cfg, "/nonexistent")}
+    assert "stage1_rejected" in need["hive"] and "stage1_rejected" not in need["hive_no_stage1"]
     assert "children_rolled_out" not in need["heap_only"]
-    assert "priority_draws" in need["ps"] and "children_rolled_out" in need["ps_aug"]
-    assert "skipped" in need["greso"]
+    assert "children_rolled_out" in need["ps_aug"] and "skipped" in need["greso"]
+    # the ablation pairs of `full` name methods it runs
+    assert {m for a in cfg.compare.ablations.values() for m in (a.method, a.ablation)} <= set(need)
 
 
 @pytest.mark.slow
@@ -254,11 +459,17 @@ def test_kill_then_rerun_resumes(tmp_path):
     assert os.path.exists(os.path.join(workdir, "results.json"))
 
 
-def test_start_table_without_a_held_out_check():
-    # a warm start with target_acc = 0 has no check accuracy: stored as the string "nan"
-    run = _fake_run("uniform", 0, 40.0, [0, 10], [30, 40], [0.5, 0.5])
-    run["start"] = {"steps": 20, "loss": 1.25, "check_acc": "nan"}
-    run["curve"]["step"] = [0, 10]
-    text = report.start_table({"k": 8, "runs": [run], "seeds": [0]})
-    assert "20 supervised steps, no held-out check" in text and "loss 1.2500" in text
-    assert "| 0 | 30.0 |" in text
+def test_start_table_gives_every_seed_its_warm_start():
+    res = _results(seeds=(0, 1))
+    res["runs"][0]["start"] = {"steps": 20, "loss": 1.25, "check_acc": "nan", "seed": 0,
+                               "attempts": 2}
+    res["runs"][4]["start"] = {"steps": 30, "loss": 1.5, "check_acc": 0.9, "seed": 1}
+    text = report.start_table(res)
+    assert "Each seed has its own warm start" in text
+    assert "| 0 | 0 | 2 | 20 | — | — | 1.2500 |" in text  # no held-out check: —
+    assert "| 1 | 1 | — | 30 | 90.0% | — | 1.5000 |" in text
+    assert "SAME WARM-START SEED" not in text
+    res["runs"][4]["start"]["seed"] = 0  # as if both warm starts had ended on seed 0
+    assert "warm-start seed 0: seeds [0, 1]" in report.start_table(res)
+    res["shared_start"] = True
+    assert "conditional on that one starting point" in report.start_table(res)

@@ -1,75 +1,152 @@
-"""Bootstrap intervals over seeds and eval prompts, and the paired verdicts built on them."""
+"""Seed-level t-intervals, paired verdicts, the minimum detectable difference and the
+interpolated rollouts-to-target; simulated experiments check the error rates."""
+
+import math
 
 import numpy as np
 import pytest
 
 from frontier_rl import stats
 
-
-def test_constant_cells_give_a_point_interval():
-    iv = stats.interval(np.full((3, 50), 40.0))
-    assert (iv.mean, iv.lo, iv.hi) == (40.0, 40.0, 40.0)
+EXPERIMENTS = 1000  # simulated comparisons per setting
 
 
-def test_interval_matches_the_mean_and_the_prompt_spread():
-    rng = np.random.default_rng(0)
-    cells = rng.binomial(8, 0.3, size=(1, 400)) / 8 * 100
+def _simulate(rng, seeds: int, run_sd: float, diff: float, n: int = EXPERIMENTS,
+              prompts: int = 200, k: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """n simulated comparisons of method A against method B: [n, seeds, prompts] accuracy in
+    points. The eval prompts (shared by both methods and every seed of one experiment) have
+    their own solve rates between 10% and 85%; each run (method, seed) has its own offset with
+    sd `run_sd` points (the run-to-run effect of its seed); A is `diff` points better in truth;
+    each prompt is sampled k times, independently per run."""
+    p = rng.uniform(0.10, 0.85, size=(n, 1, prompts))
+    off_a = rng.normal(0.0, run_sd, size=(n, seeds, 1)) / 100
+    off_b = rng.normal(0.0, run_sd, size=(n, seeds, 1)) / 100
+    a = rng.binomial(k, np.clip(p + diff / 100 + off_a, 0, 1)) / k * 100
+    b = rng.binomial(k, np.clip(p + off_b, 0, 1)) / k * 100
+    return a, b
+
+
+SETTINGS = [(s, sd) for s in (3, 5) for sd in (0.0, 1.0, 2.0)]
+
+
+@pytest.mark.parametrize("seeds,run_sd", SETTINGS)
+def test_no_true_difference_gives_few_false_verdicts(seeds, run_sd):
+    rng = np.random.default_rng([seeds, int(10 * run_sd)])
+    a, b = _simulate(rng, seeds, run_sd, diff=0.0)
+    called = sum(stats.verdict(stats.paired(a[i], b[i])) in ("better", "worse")
+                 for i in range(len(a)))
+    assert called / len(a) <= 0.07, f"false better/worse rate {called / len(a):.3f}"
+
+
+@pytest.mark.parametrize("seeds,run_sd", SETTINGS)
+def test_paired_interval_covers_a_true_difference(seeds, run_sd):
+    rng = np.random.default_rng([seeds, int(10 * run_sd), 1])
+    a, b = _simulate(rng, seeds, run_sd, diff=5.0)
+    ivs = [stats.paired(a[i], b[i]) for i in range(len(a))]
+    coverage = np.mean([iv.lo <= 5.0 <= iv.hi for iv in ivs])
+    assert 0.92 <= coverage <= 0.98, f"coverage {coverage:.3f}"
+
+
+@pytest.mark.parametrize("seeds", [1, 2])
+def test_fewer_than_three_seeds_give_no_verdict(seeds):
+    a = np.full((seeds, 50), 80.0)
+    b = np.full((seeds, 50), 20.0)
+    b[-1, 0] = 30.0  # a little spread between seeds
+    d = stats.paired(a, b)
+    assert d.mean > 50 and stats.verdict(d) == stats.TOO_FEW == "too few seeds for a verdict"
+    if seeds == 1:
+        assert math.isnan(d.lo) and d.mdd() is None and d.fmt() == "59.8 [—]"
+        assert d.fmt_mdd() == "undefined (1 seed)"
+    else:
+        assert d.lo <= d.mean <= d.hi and d.mdd() is not None
+
+
+def test_t_quantiles_match_the_tables():
+    assert stats.t_quantile(0.975, 2) == pytest.approx(4.303, abs=1e-3)
+    assert stats.t_quantile(0.975, 4) == pytest.approx(2.776, abs=1e-3)
+    assert stats.t_quantile(0.80, 2) == pytest.approx(1.061, abs=1e-3)
+    assert stats.t_quantile(0.975, 1000) == pytest.approx(1.962, abs=1e-3)
+    with pytest.raises(ValueError, match="df >= 1"):
+        stats.t_quantile(0.975, 0)
+
+
+def test_interval_is_the_t_interval_over_seed_means():
+    cells = np.array([[10.0, 20.0], [30.0, 40.0], [20.0, 20.0]])  # seed means 15, 35, 20
     iv = stats.interval(cells)
-    # one seed: the interval is the prompt bootstrap, about mean +- 1.96 sd / sqrt(n)
-    half = 1.96 * cells.std() / np.sqrt(cells.shape[1])
-    assert iv.mean == pytest.approx(cells.mean())
-    assert (iv.hi - iv.lo) / 2 == pytest.approx(half, rel=0.15)
-
-
-def test_coverage_of_the_true_mean_is_about_95_percent():
-    # prompts with their own difficulty, seeds with their own offset: the hierarchical bootstrap
-    # must cover the population mean in roughly 95% of experiments.
-    rng = np.random.default_rng(1)
-    hits, trials = 0, 300
-    for t in range(trials):
-        p = np.clip(rng.beta(2, 3, size=200), 0, 1)  # eval prompts drawn from a population
-        seed_shift = rng.normal(0, 0.03, size=(3, 1))
-        cells = rng.binomial(8, np.clip(p + seed_shift, 0, 1)) / 8
-        iv = stats.interval(cells, n_boot=400, seed=t)
-        hits += iv.lo <= 0.4 <= iv.hi  # E[beta(2, 3)] = 0.4, E[shift] = 0
-    assert 0.86 <= hits / trials <= 0.99
+    half = 4.302653 * np.std([15, 35, 20], ddof=1) / np.sqrt(3)
+    assert iv.mean == pytest.approx(70 / 3) and iv.n == 3
+    assert (iv.lo, iv.hi) == pytest.approx((70 / 3 - half, 70 / 3 + half))
+    assert stats.interval(np.full((3, 50), 40.0)) == stats.Interval(40.0, 40.0, 40.0, 3, 0.0)
 
 
 def test_paired_difference_and_verdicts():
     rng = np.random.default_rng(2)
-    base = rng.binomial(8, rng.uniform(0, 1, size=(2, 300))) / 8 * 100
+    base = rng.binomial(8, rng.uniform(0, 1, size=(4, 300))) / 8 * 100
     same = stats.paired(base, base)
     assert (same.mean, same.lo, same.hi) == (0.0, 0.0, 0.0)
-    assert stats.verdict(same) == "not distinguishable at this budget"
+    assert stats.verdict(same) == stats.NOT_DISTINGUISHABLE
     better = stats.paired(base + 5.0, base)
     assert better.lo == pytest.approx(5.0) and stats.verdict(better) == "better"
     assert stats.verdict(stats.paired(base, base + 5.0)) == "worse"
-    noisy = base + rng.normal(0, 20, size=base.shape)  # no shift, only noise
-    assert stats.verdict(stats.paired(noisy, base)) == "not distinguishable at this budget"
+    noisy = base + rng.normal(0, 20, size=base.shape)  # prompt noise only, averaged per seed
+    assert stats.paired(noisy, base).hi - stats.paired(noisy, base).lo < 10
     with pytest.raises(ValueError, match="same seeds and prompts"):
         stats.paired(base, base[:, :10])
 
 
-def test_same_seed_gives_the_same_interval():
-    cells = np.random.default_rng(3).uniform(size=(2, 100))
-    assert stats.interval(cells, seed=5) == stats.interval(cells, seed=5)
+def test_censored_values_only_allow_the_conservative_verdict():
+    up = stats.seed_interval([2.0, 2.1, 1.9])  # clearly above 0
+    assert stats.verdict(up) == "better"
+    assert stats.verdict(up, bound="lower") == "better"  # the truth is even higher
+    assert stats.verdict(up, bound="upper") == stats.NOT_DISTINGUISHABLE + " (censored seeds)"
+    down = stats.seed_interval([-2.0, -2.1, -1.9])
+    assert stats.verdict(down, bound="upper") == "worse"
+    assert stats.verdict(down, bound="both").endswith("(censored seeds)")
 
 
-def test_first_reaching():
-    curve = {"rollouts": [0, 10, 20], "metric": [1.0, 5.0, 4.0]}
-    assert stats.first_reaching(curve, 4.5, "rollouts") == 10
-    assert stats.first_reaching(curve, 6.0, "rollouts") is None
+def test_mdd_is_the_paired_power_formula():
+    d = stats.seed_interval([1.0, 3.0, 2.0, 6.0, 3.0])
+    sd = np.std([1, 3, 2, 6, 3], ddof=1)
+    assert d.mdd() == pytest.approx((2.776445 + 0.940965) * sd / np.sqrt(5), rel=1e-5)
+    assert d.fmt_mdd() == f"{d.mdd():.1f}"
 
 
-def test_stratified_resampling_keeps_the_bucket_mix():
-    # two buckets, one always solved and one never: the mean over all prompts is fixed by the
-    # design (half and half), so resampling within buckets gives a point interval, across
-    # buckets a wide one.
-    cells = np.concatenate([np.full((2, 100), 100.0), np.zeros((2, 100))], axis=1)
-    strata = np.array(["easy"] * 100 + ["hard"] * 100)
-    iv = stats.interval(cells, strata=strata)
-    assert (iv.lo, iv.mean, iv.hi) == (50.0, 50.0, 50.0)
-    wide = stats.interval(cells)
-    assert wide.hi - wide.lo > 10
-    with pytest.raises(ValueError, match="strata has shape"):
-        stats.interval(cells, strata=strata[:10])
+def test_mdd_gives_about_80_percent_power():
+    # at a true difference equal to the expected MDD (run sd 2 points, 5 seeds), the test
+    # calls about 80% of the experiments "better" (the MDD formula is a normal-style
+    # approximation of the noncentral t; it errs on the generous side)
+    rng = np.random.default_rng(7)
+    a, b = _simulate(rng, 5, 2.0, diff=0.0, n=400)
+    sd = np.mean([stats.paired(a[i], b[i]).sd for i in range(len(a))])
+    mdd = (stats.t_quantile(0.975, 4) + stats.t_quantile(0.8, 4)) * sd / np.sqrt(5)
+    a, b = _simulate(rng, 5, 2.0, diff=mdd, n=400)
+    power = np.mean([stats.verdict(stats.paired(a[i], b[i])) == "better"
+                     for i in range(len(a))])
+    assert 0.70 <= power <= 0.90
+
+
+def test_log_ratio_interval_prints_ratios():
+    iv = stats.log_ratio([2.0, 2.0, 2.0])
+    assert iv.log and iv.mean == pytest.approx(math.log(2)) and iv.fmt(2) == "2.00x [2.00, 2.00]"
+    assert stats.verdict(iv) == "better"
+    assert stats.log_ratio([1.5]).fmt(2) == "1.50x [—]"
+    with pytest.raises(ValueError, match="ratios > 0"):
+        stats.log_ratio([1.0, 0.0])
+
+
+def test_to_target_interpolates_between_evaluations():
+    curve = {"rollouts": [0, 10, 20, 30], "metric": [1.0, 5.0, 4.0, 9.0]}
+    assert stats.to_target(curve, 3.0, "rollouts") == pytest.approx(5.0)  # halfway 1 -> 5
+    assert stats.to_target(curve, 5.0, "rollouts") == pytest.approx(10.0)
+    assert stats.to_target(curve, 7.0, "rollouts") == pytest.approx(26.0)  # 4 -> 9: 3/5 of 20 -> 30
+    assert stats.to_target(curve, 0.5, "rollouts") == 0.0
+    assert stats.to_target(curve, 9.5, "rollouts") is None
+    with pytest.raises(ValueError, match="3 rollouts values and 4 metric"):
+        stats.to_target({"rollouts": [0, 1, 2], "metric": [0, 1, 2, 3]}, 1.0, "rollouts")
+
+
+def test_seed_interval_rejects_missing_values():
+    with pytest.raises(ValueError, match="finite per-seed values"):
+        stats.seed_interval([1.0, float("nan")])
+    with pytest.raises(ValueError, match="finite per-seed values"):
+        stats.seed_interval([])
