@@ -63,7 +63,7 @@ def _model(cfg: ModelConfig, mesh=None):
     """(graphdef, params) of a random model; with a mesh, initialised into its shardings."""
     if mesh is None:
         return nnx.split(Transformer(cfg, rngs=nnx.Rngs(0)), nnx.Param)
-    from frontier_rl.train import _random_params
+    from frontier_rl.policy import random_params as _random_params
 
     return _random_params(cfg, 0, mesh)
 
@@ -160,7 +160,7 @@ def bench_entropy(work: dict, repeats: int) -> dict:
     of the same B prompts x G on the embedded config (arith prompts, d=64 policy)."""
     from frontier_rl.entropy import PromptEntropy
     from frontier_rl.rollout.context import encode_prompt
-    from frontier_rl.train import PROMPT_BUCKETS
+    from frontier_rl.rollout.sampler import PROMPT_BUCKETS
 
     c, task, tok, cfg = _embedded()
     graphdef, params = _model(cfg)
@@ -184,7 +184,7 @@ def bench_flops(work: dict, repeats: int) -> dict:
     from frontier_rl.entropy import PromptEntropy
     from frontier_rl.rl import batch as batch_lib
     from frontier_rl.rollout.context import PolicyContext
-    from frontier_rl.train import PROMPT_BUCKETS, ROW_BUCKETS
+    from frontier_rl.rollout.sampler import PROMPT_BUCKETS, ROW_BUCKETS
 
     c, task, tok, cfg = _embedded()
     graphdef, params = _model(cfg)

@@ -7,6 +7,7 @@ Commands:
   compare  --config=configs/compare_arith.py[:arg] --workdir=DIR   (matched-budget comparison)
   sim      --config=configs/sim_<exp>.py[:arg] [--workdir=DIR]       (the synthetic learner)
   bench    sampler | train_step | entropy | flops  [--bench_config=default] [--repeats=N] [--json]
+  bench    warmstart --config=configs/compare_arith.py [--seeds=0-9] [--json]
   bench    selection --selector=NAME [--sizes=10000,100000,1000000] [--json]
   bench    engine --config=configs/arith_grpo.py --workdir=DIR [--repeats=N] [--json]
            (step time embedded vs through `frontier-rl serve`; identical metrics checked)
@@ -41,6 +42,7 @@ flags.DEFINE_bool("json", False, "bench: print the figures as one JSON object on
 flags.DEFINE_integer("repeats", 10, "bench: timed repetitions after warm-up.")
 flags.DEFINE_string("bench_config", "default", "bench: the named work to time.")
 flags.DEFINE_string("selector", "uniform", "bench selection: the registered selector to time.")
+flags.DEFINE_string("seeds", "0-9", "bench warmstart: seeds, e.g. 0-9 or 0,2,5.")
 flags.DEFINE_list("sizes", ["10000", "100000", "1000000"], "bench selection: pool sizes.")
 flags.DEFINE_string("mesh", "", "fit: the mesh, e.g. data=1,fsdp=8 (default: the config's).")
 flags.DEFINE_string("device", "h100", "fit: the device whose memory to compare with.")
@@ -99,6 +101,13 @@ def _main(argv: list[str]) -> int:
                                          "configs/arith_grpo.py) and --workdir")
                 bench_engine.main(FLAGS.config, FLAGS.workdir, repeats=FLAGS.repeats,
                                   as_json=FLAGS.json)
+            elif argv[2] == "warmstart":
+                from frontier_rl import bench_warmstart
+
+                if FLAGS.config is None:
+                    raise train.RunError("bench warmstart needs --config (e.g. "
+                                         "configs/compare_arith.py) and --seeds")
+                bench_warmstart.main(FLAGS.config, FLAGS.seeds, as_json=FLAGS.json)
             elif argv[2] == "selection":
                 from frontier_rl import bench_selection
 

@@ -38,6 +38,7 @@ def default_config() -> ml_collections.ConfigDict:
     c.task.reverse_digits = True
     c.task.train_size = 20000
     c.task.eval_per_bucket = 128
+    c.task.eval_sizes = ""  # per-bucket overrides of eval_per_bucket, e.g. "4op:1024"
 
     # The policy. With `path` set, a Hugging Face directory (config.json + *.safetensors +
     # tokenizer) is loaded; otherwise a random model of this shape is built.
@@ -75,19 +76,18 @@ def default_config() -> ml_collections.ConfigDict:
     c.warmstart = ml_collections.ConfigDict()
     c.warmstart.enabled = True
     c.warmstart.buckets = ""  # comma-separated; "" = the task's easier half (arith: 2op,3op)
-    # Supervised learning of the slice has a long plateau (~0.6 nats/token) and then a sudden
-    # drop whose timing moves with the seed, the pool size and the machine's float rounding. So
-    # the warm start stops on held-out accuracy, not on a step count: every `check_every` steps
-    # the policy decodes `check_size` held-out warm-start prompts greedily and training stops
-    # once the exact-match accuracy reaches `target_acc` (0 = train all `steps`). `steps` is the
-    # cap; reaching it first is an error. Trained much further, the policy fits the easy slice
-    # perfectly and the next bucket falls to ~0%, which leaves RL no signal there.
-    # 0.8 lands where RL has a frontier: 2op/3op mostly solved, 4op ~10%, 5op ~2% (Avg@8).
+    # The starting point by construction (warmstart.py): every batch holds a fixed share
+    # `frontier_dose` of examples from the frontier bucket (the one just harder than
+    # `buckets`), so its accuracy rises steadily instead of depending on whether a tiny policy
+    # generalises to longer prompts. Every `check_every` steps the policy decodes `check_size`
+    # held-out prompts of the easy buckets and of the frontier bucket greedily; training stops
+    # at the first check with easy exact match >= `target_acc` and frontier exact match >=
+    # `frontier_min` (0 = no frontier condition; target_acc 0 = train all `steps`). `steps` caps
+    # an attempt; an attempt outside the regime at its cap is redone from a fresh init with the
+    # next seed, up to `attempts`, then the run stops with an error.
     c.warmstart.target_acc = 0.8
-    # ... and the next-harder bucket, never trained on, must be solved at least this often
-    # (greedy exact match on check_size held-out prompts); 0 disables. Without it a warm start
-    # can land with the frontier at 0%, where RL has no signal.
-    c.warmstart.frontier_min = 0.05
+    c.warmstart.frontier_min = 0.1
+    c.warmstart.frontier_dose = 0.1
     c.warmstart.check_every = 100
     c.warmstart.check_size = 256
     c.warmstart.steps = 2500  # cap of one attempt
@@ -349,6 +349,13 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
                f"an integer >= task.min_digits={cfg.task.min_digits}")
         _check(cfg, "task.train_size", _pos_int, "an integer >= 1")
         _check(cfg, "task.eval_per_bucket", _pos_int, "an integer >= 1")
+        if cfg.task.get("eval_sizes"):
+            from frontier_rl.tasks import arith
+
+            try:
+                arith.eval_sizes(dict(cfg.task), arith.buckets_of(dict(cfg.task)))
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
     if cfg.task.name == "corpus":
         _check(cfg, "task.path", lambda x: isinstance(x, str) and bool(x),
                "a .jsonl/.parquet path or tfds:<name>")
@@ -394,6 +401,8 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
            "a number in [0, 1] (0 trains all warmstart.steps)")
     _check(cfg, "warmstart.frontier_min", lambda x: _nonneg(x) and x <= 1,
            "a number in [0, 1] (0 disables the frontier check)")
+    _check(cfg, "warmstart.frontier_dose", lambda x: _nonneg(x) and x < 1,
+           "a number in [0, 1) (share of each batch from the frontier bucket; 0 = none)")
     _check(cfg, "warmstart.check_every", _pos_int, "an integer >= 1")
     _check(cfg, "warmstart.attempts", _pos_int, "an integer >= 1")
     _check(cfg, "warmstart.check_size", _pos_int, "an integer >= 1")

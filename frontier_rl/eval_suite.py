@@ -136,12 +136,13 @@ def write(rows: list[dict], out_dir: str, k: int, title: str, extra: dict) -> tu
 def run(config, workdir: str, *, step: int | None = None, model: str | None = None) -> dict:
     """`frontier-rl eval`: evaluates a run's checkpoint (or the HF checkpoint `model`) on the
     config's eval suite (or its task's held-out split) and writes the table."""
-    from frontier_rl import config_lib, export, tasks, train
+    from frontier_rl import config_lib, export, policy, tasks
+    from frontier_rl.errors import RunError
     from frontier_rl.rl import sharding
-    from frontier_rl.rollout.sampler import Sampler
+    from frontier_rl.rollout.sampler import PROMPT_BUCKETS, Sampler
 
     if not workdir:
-        raise train.RunError("--workdir is required (the run to evaluate, or with --model the "
+        raise RunError("--workdir is required (the run to evaluate, or with --model the "
                              "directory to write the table to)")
     workdir = os.path.abspath(workdir)
     if model:
@@ -150,7 +151,7 @@ def run(config, workdir: str, *, step: int | None = None, model: str | None = No
     config_lib.validate(config)
     mesh = sharding.make_mesh(config.mesh.data, config.mesh.fsdp, config.mesh.model)
     if model:
-        graphdef, params, mcfg = train._load_policy(config.model.path, config, mesh)
+        graphdef, params, mcfg = policy.load(config.model.path, config, mesh)
         from frontier_rl.models import hf
 
         tokenizer = hf.load_tokenizer(config.model.path)
@@ -163,8 +164,8 @@ def run(config, workdir: str, *, step: int | None = None, model: str | None = No
         task = suite_task(config.task.name, task_cfg, config.eval.sets)
     else:
         task = tasks.make_task(config.task.name, task_cfg, config.seed)
-    sampler = Sampler(graphdef, mcfg, eos_id=train._stop_ids(mcfg, tokenizer),
-                      pad_id=tokenizer.pad_token_id, prompt_buckets=train.PROMPT_BUCKETS,
+    sampler = Sampler(graphdef, mcfg, eos_id=policy.stop_ids(mcfg, tokenizer),
+                      pad_id=tokenizer.pad_token_id, prompt_buckets=PROMPT_BUCKETS,
                       max_new_tokens=config.rollout.max_new_tokens, mesh=mesh)
     metrics, _ = evaluate(sampler, params, tokenizer, task, config.eval, seed=config.seed + 7,
                           max_new_tokens=config.rollout.max_new_tokens)

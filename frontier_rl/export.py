@@ -72,7 +72,7 @@ def export_params(graphdef, params, mcfg: ModelConfig, tokenizer, out: str) -> s
 def restore_policy(workdir: str, step: int | None = None, config=None):
     """(graphdef, params, ModelConfig, tokenizer, step) of checkpoint `step` (None = the
     newest) of the run in `workdir`; `config` defaults to the run's config.json."""
-    from frontier_rl import checkpoint, train
+    from frontier_rl import checkpoint, policy
     from frontier_rl.rl.train_step import OptimConfig, make_optimizer
 
     mcfg, tokenizer = read_policy_spec(workdir)
@@ -91,11 +91,11 @@ def restore_policy(workdir: str, step: int | None = None, config=None):
             raise FileNotFoundError(f"no checkpoints in {workdir}/checkpoints")
         if step is not None and step not in steps:
             raise ValueError(f"--step={step}: {workdir} has checkpoints at steps {steps}")
-        target = {"params": train._flat(params), "opt_state": train._flat(opt_state)}
+        target = {"params": policy.flat(params), "opt_state": policy.flat(opt_state)}
         step, state, _ = ckpt.restore_step(step if step is not None else steps[-1], target)
     finally:
         ckpt.close()
-    return graphdef, train._unflat(params, state["params"]), mcfg, tokenizer, step
+    return graphdef, policy.unflat(params, state["params"]), mcfg, tokenizer, step
 
 
 def export_run(workdir: str, out: str, step: int | None = None) -> str:

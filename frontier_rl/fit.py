@@ -56,10 +56,10 @@ def devices_needed(argv: list[str]) -> int | None:
 
 def model_config(config: ml_collections.ConfigDict) -> ModelConfig:
     """The policy architecture a run of `config` builds, without building it."""
-    from frontier_rl import tasks, train
+    from frontier_rl import policy, tasks
 
     m = config.model
-    runtime = train._runtime_fields(config)
+    runtime = policy.runtime_fields(config)
     if m.path:
         with open(os.path.join(m.path, "config.json"), encoding="utf-8") as f:
             mcfg = hf.config_from_hf(json.load(f))
@@ -71,7 +71,7 @@ def model_config(config: ml_collections.ConfigDict) -> ModelConfig:
         return presets.preset_config(m.preset, dtype=dtype, **runtime)
     task = tasks.make_task(config.task.name,
                            {k: v for k, v in config.task.items() if k != "name"}, config.seed)
-    return train._random_policy_config(config, tasks.build_char_tokenizer(train._alphabet(task)))
+    return policy.random_config(config, tasks.build_char_tokenizer(policy.alphabet(task)))
 
 
 def _bytes(compiled) -> dict[str, int]:
@@ -103,8 +103,7 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     from frontier_rl.entropy import PromptEntropy
     from frontier_rl.rl import losses, sharding
     from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
-    from frontier_rl.rollout.sampler import Sampler, bucket
-    from frontier_rl.train import PROMPT_BUCKETS, ROW_BUCKETS
+    from frontier_rl.rollout.sampler import PROMPT_BUCKETS, ROW_BUCKETS, Sampler, bucket
 
     if device not in perf.DEVICE_BYTES:
         raise ValueError(f"--device={device!r} is not one of {sorted(perf.DEVICE_BYTES)}")

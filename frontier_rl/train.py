@@ -7,19 +7,16 @@ components together.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
 import resource
-import shutil
 import time
 
 import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
-from flax import nnx
 
 from frontier_rl import (
     checkpoint,
@@ -29,32 +26,24 @@ from frontier_rl import (
     export,
     metrics,
     perf,
+    policy,
     selection,
     tasks,
-    warmstart,
 )
 from frontier_rl.accounting import Accountant
 from frontier_rl.entropy import PromptEntropy
-from frontier_rl.models import ModelConfig, Transformer, abstract_params, hf, presets
+from frontier_rl.errors import RunError
 from frontier_rl.rl import batch as batch_lib
 from frontier_rl.rl import losses, sharding
 from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
 from frontier_rl.rollout.context import PolicyContext, encode_prompt
 from frontier_rl.rollout.engine import EngineError, JaxEngine
-from frontier_rl.rollout.sampler import Sampler
+from frontier_rl.rollout.sampler import PROMPT_BUCKETS, ROW_BUCKETS, Sampler
 from frontier_rl.rollout.sglang import SGLangEngine
 
 log = logging.getLogger("frontier_rl")
 
-PROMPT_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
-ROW_BUCKETS = (64, 128, 256, 512, 1024, 2048)
-WARMSTART_KEY = "frontier_rl_warmstart.json"  # the config the cached warm start was made with
-WARMSTART_RESULT = "frontier_rl_warmstart_result.json"  # where it stopped: steps, loss, accuracy
 CLOCKS = ("generate", "verify", "entropy", "update", "select", "eval")
-
-
-class RunError(RuntimeError):
-    """A problem with the run's inputs, reported as one line without a traceback."""
 
 
 def _prepare_workdir(workdir: str) -> str:
@@ -75,227 +64,6 @@ def _prepare_workdir(workdir: str) -> str:
 
 def _peak_rss_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-
-
-def _flat(tree) -> dict[str, np.ndarray]:
-    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
-    return {f"{i:04d}": leaf for i, (_, leaf) in enumerate(leaves)}
-
-
-def _unflat(target, flat: dict) -> object:
-    treedef = jax.tree_util.tree_structure(target)
-    return jax.tree_util.tree_unflatten(treedef, [flat[k] for k in sorted(flat)])
-
-
-def _alphabet(task) -> str:
-    """Characters of the char-level tokenizer built for a task without a model directory: the
-    prompts and the responses the warm start teaches (their format's characters included)."""
-    if task.alphabet is not None:
-        return task.alphabet
-    fmt = task.format_response if task.response_template is not None else (lambda a: "")
-    return "".join(sorted({c for p in task.train + task.eval for c in p.text + fmt(p.answer)}))
-
-
-def _warmstart_pairs(task, buckets: list[str], cfg, seed: int) -> list[tuple[str, str]]:
-    """(prompt, response) pairs of the easy slice (`buckets`, or the task's easier half if
-    empty), responses in the format the task's verifier scores correct; arith draws them from a
-    stream disjoint from the eval set, other tasks use their training prompts in those buckets."""
-    if task.response_template is None:
-        raise RunError(f"task {task.name}: no response format that its verifier scores correct "
-                       "is known, so a warm start cannot be taught; set "
-                       "warmstart.enabled=False (or task.response_template)")
-    buckets = buckets or task.easy_buckets
-    unknown = sorted(set(buckets) - set(task.buckets))
-    if unknown:
-        raise RunError(f"warmstart.buckets has {unknown}, not among the task's {task.buckets}")
-    if task.name == "arith":
-        n = min(cfg.steps * cfg.batch_size, 50_000)
-        pairs = [(q, task.format_response(a))
-                 for q, a in tasks.warmstart_examples(task, buckets, n, seed)]
-    else:
-        pairs = [(p.text, task.format_response(p.answer)) for p in task.train
-                 if p.bucket in buckets]
-    # A format the verifier rejects would make every rollout invalid: check a sample.
-    sample = [p for p in task.train if p.bucket in buckets][:100]
-    rejected = [p for p in sample
-                if task.verify(p, task.format_response(p.answer)) != tasks.REWARD_CORRECT]
-    if rejected and len(rejected) == len(sample):
-        p = rejected[0]
-        raise RunError(f"task {task.name}: the warm-start response "
-                       f"{task.format_response(p.answer)!r} for prompt {p.text!r} is not scored "
-                       "correct by the task's verifier; set task.response_template to a format "
-                       "it accepts")
-    if rejected:
-        log.warning("task %s: the verifier rejects the reference answer of %d of %d sampled "
-                    "warm-start prompts, e.g. %r", task.name, len(rejected), len(sample),
-                    rejected[0].answer)
-    if len(pairs) < cfg.batch_size:
-        raise RunError(f"warm start: {len(pairs)} examples in {buckets}, fewer than "
-                       f"warmstart.batch_size={cfg.batch_size}; lower it or raise task.train_size")
-    return pairs
-
-
-def _frontier_bucket(task, buckets: list[str]) -> str | None:
-    """The bucket just harder than the warm start's (task.buckets runs easy -> hard)."""
-    order = list(task.buckets)
-    last = max(order.index(b) for b in buckets)
-    return order[last + 1] if last + 1 < len(order) else None
-
-
-def _warm_start_attempt(config, task, graphdef, params, mcfg, tokenizer, seed: int,
-                        say) -> dict:
-    """One warm-start attempt from `params` with `seed`: the params and what to record, with
-    `reached` saying whether the regime check passed before the cap."""
-    c = config.warmstart
-    buckets = [b for b in c.buckets.split(",") if b] or list(task.easy_buckets)
-    pairs = _warmstart_pairs(task, buckets, c, seed)
-    check, check_pairs, frontier_check, frontier = None, [], None, None
-    if c.target_acc > 0:
-        pairs, check_pairs = warmstart.split_check(pairs, c.check_size, seed)
-        if not check_pairs:
-            raise RunError(f"warm start: too few distinct prompts in {buckets} to hold out a "
-                           "check set; set warmstart.target_acc=0 to train a fixed number of "
-                           "steps")
-        cap = 2 + max(len(tokenizer.encode(r, add_special_tokens=False)) for _, r in check_pairs)
-        ws_sampler = Sampler(graphdef, mcfg, eos_id=tokenizer.eos_token_id,
-                             pad_id=tokenizer.pad_token_id, prompt_buckets=PROMPT_BUCKETS,
-                             max_new_tokens=cap + 1)
-
-        def check(p):
-            return warmstart.exact_match(ws_sampler, p, tokenizer, check_pairs)
-
-        frontier = _frontier_bucket(task, buckets) if c.frontier_min > 0 else None
-        if frontier is not None:
-            front_pairs = warmstart.split_check(
-                _warmstart_pairs(task, [frontier], c, seed), c.check_size, seed)[1]
-
-            def frontier_check(p):
-                return warmstart.exact_match(ws_sampler, p, tokenizer, front_pairs)
-
-    if len(pairs) < c.batch_size:
-        raise RunError(f"warm start: {len(pairs)} training pairs in {buckets} (after holding "
-                       f"out {len(check_pairs)} for the check) < warmstart.batch_size="
-                       f"{c.batch_size}; lower warmstart.batch_size or warmstart.check_size")
-
-    t0 = time.perf_counter()
-    say(f"warm start: up to {c.steps} supervised steps on {buckets} ({len(pairs)} examples), "
-        f"until greedy exact match >= {c.target_acc:.2f} on {len(check_pairs)} held-out prompts"
-        + (f" and >= {c.frontier_min:.2f} on {frontier}" if frontier else ""))
-    res = warmstart.train(
-        graphdef, params, tokenizer, pairs, steps=c.steps, batch_size=c.batch_size,
-        learning_rate=c.learning_rate, warmup_steps=c.warmup_steps, seed=seed,
-        target_loss=c.target_loss, check=check, check_every=c.check_every,
-        target_acc=c.target_acc, frontier_check=frontier_check, frontier_min=c.frontier_min,
-        progress=lambda i, loss, acc, front: say(
-            f"  warm start step {i}: loss {loss:.4f}"
-            + ("" if acc is None else f", held-out exact match {acc:.3f}")
-            + ("" if front is None or front != front else f", {frontier} {front:.3f}"),
-            flush=True))
-    summary = (f"seed {seed}: held-out exact match {res.check_acc:.3f}"
-               + (f", {frontier} {res.frontier_acc:.3f}" if frontier else "")
-               + f" after {res.steps} steps")
-    if not res.reached:
-        return {"reached": False, "summary": summary}
-    say(f"warm start: done in {time.perf_counter() - t0:.0f}s, {res.steps} steps "
-        f"(loss {res.loss:.4f}, held-out exact match {res.check_acc:.3f}"
-        + (f", {frontier} {res.frontier_acc:.3f})" if frontier else ")"))
-    return {"reached": True, "summary": summary, "params": res.params, "steps": res.steps,
-            "loss": res.loss,
-            "check_acc": res.check_acc, "check_prompts": len(check_pairs),
-            "frontier": frontier, "frontier_acc": res.frontier_acc,
-            "target_acc": c.target_acc, "buckets": buckets,
-            "checks": [list(x) for x in res.checks]}
-
-
-def _warm_start(config, task, graphdef, params, mcfg, tokenizer, seed: int, say) -> dict:
-    """Supervised warm start until the held-out regime check passes (warmstart.py), in up to
-    `warmstart.attempts` attempts: learning the easy slice has a plateau whose end (and whether
-    the next bucket generalises) swings with the seed and the float rounding of the machine, so
-    an attempt that reaches its cap outside the regime is redone from a fresh init with the next
-    seed. Returns the trained params and what to record; raises RunError if no attempt passed."""
-    c = config.warmstart
-    failures = []
-    for attempt in range(c.attempts):
-        s = seed + attempt
-        if attempt:
-            say(f"warm start: attempt {attempt} ended outside the regime ({failures[-1]}); "
-                f"retrying from a fresh init with warm-start seed {s}")
-            params = nnx.split(Transformer(mcfg, rngs=nnx.Rngs(s)), nnx.Param)[1]
-        info = _warm_start_attempt(config, task, graphdef, params, mcfg, tokenizer, s, say)
-        if info["reached"]:
-            info.update(attempts=attempt + 1, seed=s, failed=failures)
-            return info
-        failures.append(info["summary"])
-    raise RunError(
-        f"warm start: no attempt of {c.attempts} reached the regime ({'; '.join(failures)}; "
-        f"targets warmstart.target_acc={c.target_acc}, warmstart.frontier_min="
-        f"{c.frontier_min}); raise warmstart.steps or warmstart.attempts, or lower the targets")
-
-
-# ============================================================================ policy builders
-
-def _runtime_fields(config) -> dict:
-    """ModelConfig fields that change how the policy runs, not what it computes."""
-    m = config.model
-    return dict(param_dtype=m.param_dtype, attention=m.attention,
-                attention_chunk=m.attention_chunk, remat=m.remat, scan_layers=m.scan_layers)
-
-
-def _random_policy_config(config, tokenizer) -> ModelConfig:
-    """The ModelConfig of a random policy: `model.preset`'s architecture or the shape fields,
-    with the tokenizer's special ids (compute dtype "auto" = float32)."""
-    m = config.model
-    ids = dict(bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-               eos_token_ids=(tokenizer.eos_token_id,), pad_token_id=tokenizer.pad_token_id)
-    dtype = "float32" if m.dtype == "auto" else m.dtype
-    if m.preset:
-        mcfg = presets.preset_config(m.preset, dtype=dtype, **_runtime_fields(config), **ids)
-        if len(tokenizer) > mcfg.vocab_size:
-            raise RunError(f"the tokenizer has {len(tokenizer)} tokens, more than model.preset="
-                           f"{m.preset!r}'s vocabulary of {mcfg.vocab_size}")
-        return mcfg
-    return ModelConfig(
-        vocab_size=len(tokenizer), hidden_size=m.hidden_size,
-        intermediate_size=m.intermediate_size, num_layers=m.num_layers, num_heads=m.num_heads,
-        num_kv_heads=m.num_kv_heads, head_dim=m.head_dim, rope_theta=m.rope_theta,
-        family=m.family, qk_norm=m.family == "qwen3", qkv_bias=m.family == "qwen2",
-        tie_word_embeddings=m.tie_word_embeddings, dtype=dtype, **_runtime_fields(config), **ids)
-
-
-def _random_params(mcfg: ModelConfig, seed: int, mesh):
-    """(graphdef, params) of a random policy, initialised straight into the mesh's shardings
-    (a 7B model never sits whole on one device)."""
-    abstract = nnx.eval_shape(lambda: Transformer(mcfg, rngs=nnx.Rngs(seed)))
-    graphdef, abstract_params = nnx.split(abstract, nnx.Param)
-    shardings = sharding.param_shardings(abstract_params, mesh)
-
-    @jax.jit
-    def init():
-        params = nnx.split(Transformer(mcfg, rngs=nnx.Rngs(seed)), nnx.Param)[1]
-        return jax.lax.with_sharding_constraint(params, shardings)
-
-    return graphdef, init()
-
-
-def _load_policy(path: str, config, mesh):
-    """(graphdef, params, ModelConfig) of the checkpoint in `path`: parameters in
-    `model.param_dtype` placed in their shardings tensor by tensor, compute in `model.dtype`
-    ("auto" = the stored dtype) and the run's attention/remat/scan settings."""
-    dtype = None if config.model.dtype == "auto" else config.model.dtype
-    model, mcfg = hf.load_pretrained(
-        path, dtype=dtype, param_dtype=config.model.param_dtype,
-        shardings=lambda abstract: sharding.param_shardings(abstract, mesh))
-    mcfg = dataclasses.replace(mcfg, **_runtime_fields(config))
-    _, params = nnx.split(model, nnx.Param)
-    graphdef = abstract_params(mcfg)[0]
-    return graphdef, params, mcfg
-
-
-def _stop_ids(mcfg: ModelConfig, tokenizer) -> tuple[int, ...]:
-    """Every id that ends a response: the tokenizer's EOS first, then the checkpoint's
-    generation_config EOS ids (e.g. Qwen's <|im_end|> and <|endoftext|>)."""
-    ids = [tokenizer.eos_token_id, *mcfg.stop_ids]
-    return tuple(dict.fromkeys(int(i) for i in ids if i is not None))
 
 
 def _make_engine(config, workdir: str, sampler, trainer, graphdef, mcfg, tokenizer,
@@ -319,7 +87,7 @@ def _make_engine(config, workdir: str, sampler, trainer, graphdef, mcfg, tokeniz
         return trainer.logps(params, tokens, valid)[0, plen - 1:len(seq) - 1]
 
     return SGLangEngine(
-        c.sglang.url, pad_id=tokenizer.pad_token_id, stop_ids=_stop_ids(mcfg, tokenizer),
+        c.sglang.url, pad_id=tokenizer.pad_token_id, stop_ids=policy.stop_ids(mcfg, tokenizer),
         max_new_tokens=c.max_new_tokens, sync_dir=c.sync_dir or os.path.join(workdir, "sync"),
         export_fn=export_fn, probe_fn=probe_fn, probe_ids=probe_ids, probe_tol=c.probe_tol,
         temperature=c.temperature, timeout=c.sglang.timeout, deadline=c.sglang.deadline,
@@ -355,61 +123,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     # ======================================================================= policy
     # The mesh comes first: a loaded checkpoint's tensors go straight into their shardings.
     mesh = sharding.make_mesh(config.mesh.data, config.mesh.fsdp, config.mesh.model)
-    ws_dir = config.warmstart.cache_dir or os.path.join(workdir, "warmstart")
-    ws_seed = seed if config.warmstart.seed < 0 else config.warmstart.seed
-    # What the warm start depends on (not where it is cached, nor how its seed was given).
-    ws_fields = {k: v for k, v in config.warmstart.items() if k not in ("cache_dir", "seed")}
-    ws_key = json.loads(ml_collections.ConfigDict(
-        {"seed": ws_seed, "task": config.task, "model": config.model, "warmstart": ws_fields}
-    ).to_json_best_effort())
-    if os.path.exists(os.path.join(ws_dir, "model.safetensors")):
-        graphdef, params, mcfg = _load_policy(ws_dir, config, mesh)
-        tokenizer = hf.load_tokenizer(ws_dir)
-        say(f"warm start: loaded cached policy from {ws_dir}")
-        key_path = os.path.join(ws_dir, WARMSTART_KEY)
-        if os.path.exists(key_path) and json.load(open(key_path)) != ws_key:
-            log.warning("the cached warm start in %s was made with a different task/model/"
-                        "warmstart config; delete that directory to redo it", ws_dir)
-        warm = False
-    elif config.model.path:
-        graphdef, params, mcfg = _load_policy(config.model.path, config, mesh)
-        tokenizer = hf.load_tokenizer(config.model.path)
-        warm = config.warmstart.enabled and config.warmstart.steps > 0
-    else:
-        tokenizer = tasks.build_char_tokenizer(_alphabet(task))
-        mcfg = _random_policy_config(config, tokenizer)
-        graphdef, params = _random_params(mcfg, ws_seed, mesh)
-        warm = config.warmstart.enabled and config.warmstart.steps > 0
-    say(f"policy: {mcfg.family}, {mcfg.num_params():,} parameters, vocab {mcfg.vocab_size}, "
-        f"params {mcfg.param_dtype}, compute {mcfg.dtype}, mesh {dict(mesh.shape)}")
-    if primary:
-        if jax.process_count() > 1:
-            log.warning("%s", distributed.describe(mesh))
-        export.write_policy_spec(workdir, mcfg, tokenizer)
-
-    # ======================================================================= warm start
-    if warm:
-        ws_info = _warm_start(config, task, graphdef, params, mcfg, tokenizer, ws_seed, say)
-        params = ws_info.pop("params")
-        ws_info.pop("reached")
-        # Gathering is a collective (every process); writing is process 0's.
-        host_params = distributed.to_host(params) if jax.process_count() > 1 else params
-        if primary:
-            tmp = ws_dir + ".tmp"
-            shutil.rmtree(tmp, ignore_errors=True)
-            hf.save_pretrained(nnx.merge(graphdef, host_params), mcfg, tmp)
-            hf.save_tokenizer(tokenizer, tmp)
-            with open(os.path.join(tmp, WARMSTART_KEY), "w") as f:
-                json.dump(ws_key, f, indent=2)
-            with open(os.path.join(tmp, WARMSTART_RESULT), "w") as f:
-                json.dump(ws_info, f, indent=2)
-            os.replace(tmp, ws_dir)  # atomic: a killed warm start leaves no half-written cache
-            say(f"warm start: cached in {ws_dir}")
-    elif os.path.exists(os.path.join(ws_dir, WARMSTART_RESULT)):
-        with open(os.path.join(ws_dir, WARMSTART_RESULT)) as f:
-            ws_info = json.load(f)
-    else:
-        ws_info = {}
+    pol = policy.prepare(config, task, workdir, mesh, say)
+    graphdef, params, mcfg, tokenizer, ws_info = (pol.graphdef, pol.params, pol.mcfg,
+                                                  pol.tokenizer, pol.warmstart)
 
     # ======================================================================= device functions
     loss_cfg = losses.LossConfig(
@@ -428,7 +144,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     params, opt_state = trainer.init(params)
     # A copy: the update donates `params`' buffers, which may be the ones init returned.
     ref_params = jax.tree.map(jnp.copy, params) if config.rl.kl_coef > 0 else None
-    sampler = Sampler(graphdef, mcfg, eos_id=_stop_ids(mcfg, tokenizer),
+    sampler = Sampler(graphdef, mcfg, eos_id=policy.stop_ids(mcfg, tokenizer),
                       pad_id=tokenizer.pad_token_id, prompt_buckets=PROMPT_BUCKETS,
                       max_new_tokens=config.rollout.max_new_tokens, mesh=mesh)
     # The sampler returns log-probs of softmax(logits / T) before top-p truncation, what the
@@ -493,11 +209,11 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     start_step, last_eval, done = 0, {}, False
     # Cumulative wall time per phase (seconds), the split a comparison reports; checkpointed.
     clock = {k: 0.0 for k in CLOCKS}
-    restored = ckpt.restore({"params": _flat(params), "opt_state": _flat(opt_state)})
+    restored = ckpt.restore({"params": policy.flat(params), "opt_state": policy.flat(opt_state)})
     if restored is not None:
         start_step, arrays, meta = restored
-        params = jax.device_put(_unflat(params, arrays["params"]), trainer.param_shardings)
-        opt_state = jax.device_put(_unflat(opt_state, arrays["opt_state"]),
+        params = jax.device_put(policy.unflat(params, arrays["params"]), trainer.param_shardings)
+        opt_state = jax.device_put(policy.unflat(opt_state, arrays["opt_state"]),
                                    trainer.opt_shardings)
         selector.load_state_dict(meta["selector"])
         ctx.counters.update(meta["counters"])
@@ -513,7 +229,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         writer.truncate_after(-1)
 
     def save(step: int) -> None:
-        ckpt.save(step, {"params": _flat(params), "opt_state": _flat(opt_state)},
+        ckpt.save(step, {"params": policy.flat(params), "opt_state": policy.flat(opt_state)},
                   {"step": step, "selector": selector.state_dict(), "counters": ctx.counters,
                    "engine": engine.state_dict() if engine.external else {},
                    "clock": clock, "accounting": accountant.state_dict(), "rng": {"seed": seed},

@@ -1,24 +1,35 @@
-"""Supervised warm start on the easy slice of the task.
+"""Supervised warm start: the starting point of RL, reached by construction.
 
-The policy learns the answer format (and the easy problems) by next-token cross-entropy on
-(prompt, reference response + EOS) pairs, the loss counted on the response tokens only. The
-result is saved in Hugging Face format in DIR/warmstart (weights, config, tokenizer), so reruns
-and every run of a comparison start from the same cached policy.
+RL needs a policy in a particular regime: the easy buckets solved, the frontier bucket (the one
+just harder) solved sometimes, the hardest rarely. A warm start taught only the easy slice gets
+there only if the tiny policy happens to generalise to longer prompts, and whether it does
+swings with the seed, the pool, the thread count and the machine's float rounding (measured on
+arith: the frontier bucket at 0-1% after thousands of steps for one seed, a third for another).
+So the frontier is not left to chance: each batch holds a small, fixed dose of frontier-bucket
+examples (`warmstart.frontier_dose`, a share of the batch), enough that its accuracy rises
+steadily and small enough that it stays far from solved when the easy slice is.
 
-When it stops is decided by held-out accuracy, not by a step count: supervised learning of the
-easy slice has a long loss plateau and then a sudden drop whose timing moves with the seed, the
-pool size and even the machine's float rounding, so a fixed number of steps lands the policy in
-a different regime each time. Every `check_every` steps the policy decodes greedily a held-out
-slice of the warm-start pairs (prompts never trained on) and training stops as soon as the exact-
-match accuracy reaches `target_acc` and the next-harder bucket, which it never sees, is solved
-at least `frontier_min` of the time (how far a tiny policy generalises to longer prompts also
-swings with the seed, from 0% to a third); reaching the step cap first is an error, never a
-silently different starting point.
+The policy learns by next-token cross-entropy on (prompt, reference response + EOS) pairs, the
+loss counted on response tokens only. Every `check_every` steps it decodes held-out prompts
+greedily (never trained on: `split_check`), one check set from the easy buckets and one from the
+frontier bucket, and training stops at the first check where the easy exact match is at least
+`target_acc` and the frontier's is at least `frontier_min`. Reaching the step cap first is not a
+silently different starting point: the attempt is redone from a fresh init with the next seed
+(`attempts`), then the run stops with an error naming the fields. The result is saved in Hugging
+Face format in the cache directory (weights, config, tokenizer, where it stopped), so reruns and
+every run of a comparison at that seed start from the same policy.
+
+Where the frontier examples come from: arith draws them from its own stream, disjoint from the
+eval set and the training pool; other tasks use their training prompts in the frontier bucket
+(minus the held-out check prompts), so those prompts of the RL pool have been seen with their
+answers; the dose keeps that a small share of the warm start.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
+import time
 from collections.abc import Callable
 
 import jax
@@ -27,35 +38,65 @@ import numpy as np
 import optax
 from flax import nnx
 
+from frontier_rl import tasks
+from frontier_rl.errors import RunError
 from frontier_rl.rl.train_step import sequence_logps
 from frontier_rl.rollout.context import encode_prompt
 
+log = logging.getLogger("frontier_rl")
 
-def make_batches(tokenizer, pairs, *, batch_size: int, seed: int):
-    """Yields (tokens, valid, loss_mask) batches forever, left-padded prompts."""
-    eos = tokenizer.eos_token_id
-    pad = tokenizer.pad_token_id
-    encoded = [(encode_prompt(tokenizer, p), tokenizer.encode(r, add_special_tokens=False) + [eos])
-               for p, r in pairs]
-    plen = max(len(p) for p, _ in encoded)
-    rlen = max(len(r) for _, r in encoded)
-    n = len(encoded)
-    if n < batch_size:
-        raise ValueError(f"{n} warm-start pairs < batch_size={batch_size}: no batch can be made")
+
+
+def _encode(tokenizer, pairs, plen: int, rlen: int):
+    """(tokens, valid, loss_mask) arrays of `pairs`, prompts left-padded to plen."""
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    n = len(pairs)
     tokens = np.full((n, plen + rlen), pad, np.int32)
     valid = np.zeros((n, plen + rlen), np.int32)
     loss_mask = np.zeros((n, plen + rlen - 1), np.float32)
-    for i, (p, r) in enumerate(encoded):
+    for i, (p, r) in enumerate(pairs):
+        r = r + [eos]
         tokens[i, plen - len(p):plen] = p
         tokens[i, plen:plen + len(r)] = r
         valid[i, plen - len(p):plen + len(r)] = 1
         loss_mask[i, plen - 1:plen - 1 + len(r)] = 1.0
-    rng = np.random.default_rng(seed)
+    return tokens, valid, loss_mask
+
+
+def _stream(n: int, rng: np.random.Generator):
+    """Indices 0..n-1 in a fresh random order each pass, forever."""
     while True:
-        perm = rng.permutation(n)
-        for s in range(0, n - batch_size + 1, batch_size):
-            b = perm[s:s + batch_size]
-            yield tokens[b], valid[b], loss_mask[b]
+        yield from rng.permutation(n)
+
+
+def make_batches(tokenizer, pairs, *, batch_size: int, seed: int, dose_pairs=(),
+                 dose: float = 0.0):
+    """Yields (tokens, valid, loss_mask) batches forever, left-padded prompts.
+
+    With `dose_pairs` and `dose` > 0, round(dose * batch_size) rows of every batch come from
+    `dose_pairs` (the frontier bucket) and the rest from `pairs`; each set is passed in its own
+    random order, epoch after epoch."""
+    encoded = [(encode_prompt(tokenizer, p), tokenizer.encode(r, add_special_tokens=False))
+               for p, r in pairs]
+    dosed = [(encode_prompt(tokenizer, p), tokenizer.encode(r, add_special_tokens=False))
+             for p, r in dose_pairs]
+    n_dose = int(round(dose * batch_size)) if dosed else 0
+    if len(encoded) < batch_size - n_dose:
+        raise ValueError(f"{len(encoded)} warm-start pairs < {batch_size - n_dose} rows per "
+                         "batch: no batch can be made")
+    both = encoded + dosed
+    plen = max(len(p) for p, _ in both)
+    rlen = max(len(r) for _, r in both) + 1
+    arrays = _encode(tokenizer, both, plen, rlen)
+    rng = np.random.default_rng(seed)
+    main = _stream(len(encoded), rng)
+    extra = _stream(len(dosed), rng) if n_dose else None
+    while True:
+        idx = [next(main) for _ in range(batch_size - n_dose)]
+        if extra is not None:
+            idx += [len(encoded) + next(extra) for _ in range(n_dose)]
+        b = np.asarray(idx)
+        yield tuple(a[b] for a in arrays)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +142,8 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
           learning_rate: float, warmup_steps: int, seed: int, target_loss: float = 0.0,
           check: Callable[[object], float] | None = None, check_every: int = 100,
           target_acc: float = 0.0, frontier_check: Callable[[object], float] | None = None,
-          frontier_min: float = 0.0, progress=None) -> Result:
+          frontier_min: float = 0.0, dose_pairs=(), dose: float = 0.0,
+          progress=None) -> Result:
     """Trains on `pairs` for at most `steps` steps; returns a `Result`.
 
     Linear warmup then cosine decay to 5% over `steps` (the cap). With `check` (params ->
@@ -110,7 +152,9 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
     accuracy on the next-harder bucket (never trained on) is >= frontier_min: the regime RL
     needs, easy prompts solved and the frontier solved sometimes. `Result.reached` says whether
     it did.
-    Optionally it also stops once the loss EMA falls below `target_loss` (0 disables).
+    With `dose_pairs` and `dose`, that share of every batch is frontier examples
+    (`make_batches`). Optionally it also stops once the loss EMA falls below `target_loss` (0
+    disables).
     """
     schedule = optax.warmup_cosine_decay_schedule(
         0.0, learning_rate, max(1, min(warmup_steps, steps - 1)), max(steps, 2),
@@ -128,7 +172,8 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
         updates, opt_state = tx.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
-    batches = make_batches(tokenizer, pairs, batch_size=batch_size, seed=seed)
+    batches = make_batches(tokenizer, pairs, batch_size=batch_size, seed=seed,
+                           dose_pairs=dose_pairs, dose=dose)
     ema, losses, checks = None, [], []
     acc, front, reached = float("nan"), float("nan"), not (check is not None and target_acc > 0)
     i = 0
@@ -159,3 +204,154 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
             break
     return Result(params, float(ema if ema is not None else "nan"), i, acc, reached,
                   tuple(checks), front)
+
+
+# ----------------------------------------------------------------------------- a run's warm start
+
+
+def pairs_for(task, buckets: list[str], cfg, seed: int) -> list[tuple[str, str]]:
+    """(prompt, response) pairs of `buckets` (the task's easier half if empty), responses in the
+    format the task's verifier scores correct; arith draws them from a stream disjoint from the
+    eval set and the pool, other tasks use their training prompts in those buckets."""
+    if task.response_template is None:
+        raise RunError(f"task {task.name}: no response format that its verifier scores correct "
+                       "is known, so a warm start cannot be taught; set "
+                       "warmstart.enabled=False (or task.response_template)")
+    buckets = buckets or task.easy_buckets
+    unknown = sorted(set(buckets) - set(task.buckets))
+    if unknown:
+        raise RunError(f"warmstart.buckets has {unknown}, not among the task's {task.buckets}")
+    if task.name == "arith":
+        n = min(cfg.steps * cfg.batch_size, 50_000)
+        pairs = [(q, task.format_response(a))
+                 for q, a in tasks.warmstart_examples(task, buckets, n, seed)]
+    else:
+        pairs = [(p.text, task.format_response(p.answer)) for p in task.train
+                 if p.bucket in buckets]
+    # A format the verifier rejects would make every rollout invalid: check a sample.
+    sample = [p for p in task.train if p.bucket in buckets][:100]
+    rejected = [p for p in sample
+                if task.verify(p, task.format_response(p.answer)) != tasks.REWARD_CORRECT]
+    if rejected and len(rejected) == len(sample):
+        p = rejected[0]
+        raise RunError(f"task {task.name}: the warm-start response "
+                       f"{task.format_response(p.answer)!r} for prompt {p.text!r} is not scored "
+                       "correct by the task's verifier; set task.response_template to a format "
+                       "it accepts")
+    if rejected:
+        log.warning("task %s: the verifier rejects the reference answer of %d of %d sampled "
+                    "warm-start prompts, e.g. %r", task.name, len(rejected), len(sample),
+                    rejected[0].answer)
+    if len(pairs) < cfg.batch_size:
+        raise RunError(f"warm start: {len(pairs)} examples in {buckets}, fewer than "
+                       f"warmstart.batch_size={cfg.batch_size}; lower it or raise task.train_size")
+    return pairs
+
+
+def frontier_bucket(task, buckets: list[str]) -> str | None:
+    """The bucket just harder than the warm start's (task.buckets runs easy -> hard)."""
+    order = list(task.buckets)
+    last = max(order.index(b) for b in buckets)
+    return order[last + 1] if last + 1 < len(order) else None
+
+
+def _attempt(config, task, graphdef, params, mcfg, tokenizer, seed: int, say) -> dict:
+    """One attempt from `params` with `seed`: the params and what to record, `reached` saying
+    whether the regime check passed before the cap."""
+    from frontier_rl.rollout.sampler import PROMPT_BUCKETS, Sampler
+
+    c = config.warmstart
+    buckets = [b for b in c.buckets.split(",") if b] or list(task.easy_buckets)
+    pairs = pairs_for(task, buckets, c, seed)
+    frontier = frontier_bucket(task, buckets)
+    dose_pairs, front_pairs, check, frontier_check, check_pairs = [], [], None, None, []
+    if frontier is not None and (c.frontier_dose > 0 or c.frontier_min > 0):
+        dose_pairs, front_pairs = split_check(pairs_for(task, [frontier], c, seed),
+                                              c.check_size, seed)
+        if c.frontier_dose <= 0:
+            dose_pairs = []
+    if c.target_acc > 0:
+        pairs, check_pairs = split_check(pairs, c.check_size, seed)
+        if not check_pairs:
+            raise RunError(f"warm start: too few distinct prompts in {buckets} to hold out a "
+                           "check set; set warmstart.target_acc=0 to train a fixed number of "
+                           "steps")
+        cap = 2 + max(len(tokenizer.encode(r, add_special_tokens=False))
+                      for _, r in check_pairs + front_pairs)
+        ws_sampler = Sampler(graphdef, mcfg, eos_id=tokenizer.eos_token_id,
+                             pad_id=tokenizer.pad_token_id, prompt_buckets=PROMPT_BUCKETS,
+                             max_new_tokens=cap + 1)
+
+        def check(p):
+            return exact_match(ws_sampler, p, tokenizer, check_pairs)
+
+        if front_pairs and c.frontier_min > 0:
+            def frontier_check(p):
+                return exact_match(ws_sampler, p, tokenizer, front_pairs)
+    n_dose = int(round(c.frontier_dose * c.batch_size)) if dose_pairs else 0
+    if len(pairs) < c.batch_size - n_dose:
+        raise RunError(f"warm start: {len(pairs)} training pairs in {buckets} (after holding "
+                       f"out {len(check_pairs)} for the check) < warmstart.batch_size="
+                       f"{c.batch_size}; lower warmstart.batch_size or warmstart.check_size")
+
+    t0 = time.perf_counter()
+    say(f"warm start: up to {c.steps} supervised steps on {buckets} ({len(pairs)} examples)"
+        + (f" + {n_dose} of {c.batch_size} rows per batch from {frontier}" if n_dose else "")
+        + (f", until greedy exact match >= {c.target_acc:.2f} on {len(check_pairs)} held-out "
+           "prompts" if check else "")
+        + (f" and >= {c.frontier_min:.2f} on {len(front_pairs)} held-out {frontier} prompts"
+           if frontier_check else ""))
+    res = train(
+        graphdef, params, tokenizer, pairs, steps=c.steps, batch_size=c.batch_size,
+        learning_rate=c.learning_rate, warmup_steps=c.warmup_steps, seed=seed,
+        target_loss=c.target_loss, check=check, check_every=c.check_every,
+        target_acc=c.target_acc, frontier_check=frontier_check, frontier_min=c.frontier_min,
+        dose_pairs=dose_pairs, dose=c.frontier_dose,
+        progress=lambda i, loss, acc, front: say(
+            f"  warm start step {i}: loss {loss:.4f}"
+            + ("" if acc is None else f", held-out exact match {acc:.3f}")
+            + ("" if front is None or front != front else f", {frontier} {front:.3f}"),
+            flush=True))
+    seconds = time.perf_counter() - t0
+    summary = (f"seed {seed}: held-out exact match {res.check_acc:.3f}"
+               + (f", {frontier} {res.frontier_acc:.3f}" if frontier_check else "")
+               + f" after {res.steps} steps")
+    if not res.reached:
+        return {"reached": False, "summary": summary, "seconds": seconds}
+    say(f"warm start: done in {seconds:.0f}s, {res.steps} steps "
+        f"(loss {res.loss:.4f}, held-out exact match {res.check_acc:.3f}"
+        + (f", {frontier} {res.frontier_acc:.3f})" if frontier_check else ")"))
+    return {"reached": True, "summary": summary, "params": res.params, "steps": res.steps,
+            "loss": res.loss, "seconds": seconds,
+            "check_acc": res.check_acc, "check_prompts": len(check_pairs),
+            "frontier": frontier, "frontier_acc": res.frontier_acc,
+            "frontier_dose": c.frontier_dose if n_dose else 0.0,
+            "target_acc": c.target_acc, "buckets": buckets,
+            "checks": [list(x) for x in res.checks]}
+
+
+def run(config, task, graphdef, params, mcfg, tokenizer, seed: int, say=print) -> dict:
+    """The warm start of a run: attempts until the regime check passes (up to
+    `warmstart.attempts`, each from a fresh init with the next seed). Returns the trained params
+    and what to record (steps, accuracies, attempts, seconds); raises RunError if none passed."""
+    from frontier_rl.models import Transformer
+
+    c = config.warmstart
+    failures, seconds = [], 0.0
+    for attempt in range(c.attempts):
+        s = seed + attempt
+        if attempt:
+            say(f"warm start: attempt {attempt} ended outside the regime ({failures[-1]}); "
+                f"retrying from a fresh init with warm-start seed {s}")
+            params = nnx.split(Transformer(mcfg, rngs=nnx.Rngs(s)), nnx.Param)[1]
+        info = _attempt(config, task, graphdef, params, mcfg, tokenizer, s, say)
+        seconds += info["seconds"]
+        if info["reached"]:
+            info.update(attempts=attempt + 1, seed=s, failed=failures, seconds=seconds)
+            return info
+        failures.append(info["summary"])
+    raise RunError(
+        f"warm start: no attempt of {c.attempts} reached the regime ({'; '.join(failures)}; "
+        f"targets warmstart.target_acc={c.target_acc}, warmstart.frontier_min="
+        f"{c.frontier_min}, dose warmstart.frontier_dose={c.frontier_dose}); raise "
+        "warmstart.steps or warmstart.frontier_dose, or lower the targets")

@@ -104,18 +104,18 @@ def test_dapo_instruction_is_stripped():
 
 
 def test_warmstart_pairs_use_the_verifiers_format_or_are_refused(tmp_path):
-    from frontier_rl import config_lib, train
+    from frontier_rl import config_lib, policy, train, warmstart
 
     path = _verl(str(tmp_path / "c.parquet"), n=40)
     task = make_task("corpus", {"path": path, "eval_fraction": 0.0, "verify_workers": 0}, 0)
     ws = config_lib.default_config().warmstart
     ws.batch_size = 8
-    pairs = train._warmstart_pairs(task, [], ws, 0)
+    pairs = warmstart.pairs_for(task, [], ws, 0)
     assert pairs[0][1] == "\\boxed{1}" and task.verify(task.train[0], pairs[0][1]) == 1
     numeric = make_task("corpus", {"path": path, "verifier": "numeric", "eval_fraction": 0.0,
                                    "verify_workers": 0}, 0)
-    assert train._warmstart_pairs(numeric, [], ws, 0)[0][1] == "Answer: 1"
+    assert warmstart.pairs_for(numeric, [], ws, 0)[0][1] == "Answer: 1"
     task.response_template = None
     with pytest.raises(train.RunError, match="warmstart.enabled=False"):
-        train._warmstart_pairs(task, [], ws, 0)
-    assert "W" in train._alphabet(task)  # an alphabet without a response format
+        warmstart.pairs_for(task, [], ws, 0)
+    assert "W" in policy.alphabet(task)  # an alphabet without a response format

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from frontier_rl import compare, config_lib, eval_suite, paper, train
+from frontier_rl import compare, config_lib, eval_suite, paper, policy, train
 from frontier_rl.tasks import make_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -62,7 +62,7 @@ def test_smoke_prompt_is_the_chat_template_rendering():
 
     _, mcfg = hf.load_pretrained(c.model.path)
     tok = hf.load_tokenizer(c.model.path)
-    stops = train._stop_ids(mcfg, tok)  # every EOS of generation_config.json
+    stops = policy.stop_ids(mcfg, tok)  # every EOS of generation_config.json
     assert set(stops) == {tok.convert_tokens_to_ids("<|im_end|>"), tok.eos_token_id}
 
 

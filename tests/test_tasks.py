@@ -438,14 +438,14 @@ def _kinds(tmp_path):
 
 def test_warmstart_responses_are_scored_correct_by_each_task(tmp_path):
     """The warm start teaches responses the task's own verifier scores +1, for every kind."""
-    from frontier_rl import config_lib, train
+    from frontier_rl import config_lib, warmstart
 
     ws = config_lib.default_config().warmstart
     ws.steps, ws.batch_size = 4, 8
     kinds = _kinds(tmp_path)
     assert set(kinds) >= {"arith", "corpus_math_verify", "corpus_numeric"}
     for kind, task in kinds.items():
-        pairs = train._warmstart_pairs(task, [], ws, seed=0)  # [] = the task's easier half
+        pairs = warmstart.pairs_for(task, [], ws, seed=0)  # [] = the task's easier half
         assert pairs, kind
         by_text = {p.text: p for p in task.train}
         for q, response in pairs[:50]:
@@ -463,23 +463,23 @@ def test_warmstart_responses_are_scored_correct_by_each_task(tmp_path):
 
 
 def test_warmstart_buckets_default_and_errors(arith_task, tmp_path):
-    from frontier_rl import config_lib, train
+    from frontier_rl import config_lib, train, warmstart
 
     ws = config_lib.default_config().warmstart
     ws.steps, ws.batch_size = 4, 8
     assert arith_task.easy_buckets == ["2op", "3op"]
-    pairs = train._warmstart_pairs(arith_task, [], ws, seed=0)
+    pairs = warmstart.pairs_for(arith_task, [], ws, seed=0)
     assert {q.count("+") + 1 for q, _ in pairs} == {2, 3}
     with pytest.raises(train.RunError, match=r"\['9op'\], not among"):
-        train._warmstart_pairs(arith_task, ["9op"], ws, seed=0)
+        warmstart.pairs_for(arith_task, ["9op"], ws, seed=0)
     # A format the verifier rejects stops the run before it trains on it.
     _write_jsonl(tmp_path / "bad.jsonl", [{"prompt": f"q{i}", "answer": str(i)}
                                           for i in range(10)])
     bad = tasks.make_task("corpus", {"path": str(tmp_path / "bad.jsonl"),
                                      "response_template": "{answer}"}, seed=0)
     with pytest.raises(train.RunError, match="not scored correct"):
-        train._warmstart_pairs(bad, [], ws, seed=0)
+        warmstart.pairs_for(bad, [], ws, seed=0)
     ws.batch_size = 128  # more than the slice holds: an error, not an endless batch loop
     with pytest.raises(train.RunError, match="fewer than warmstart.batch_size=128"):
-        train._warmstart_pairs(_corpus_task(tmp_path, "numeric"), [], ws, seed=0)
+        warmstart.pairs_for(_corpus_task(tmp_path, "numeric"), [], ws, seed=0)
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from frontier_rl import config_lib, train, warmstart
+from frontier_rl import config_lib, policy, train, warmstart
 
 
 def _pairs(n=400):
@@ -72,7 +72,7 @@ def test_frontier_unreached_is_named_in_the_error(tmp_path, monkeypatch):
                     "warmstart.check_every": 10, "warmstart.check_size": 16,
                     "warmstart.attempts": 2})
     with pytest.raises(train.RunError, match=r"seed 0: held-out exact match 1.000, 4op 0.000 "
-                                             r"after 20 steps; seed 1: .*frontier_min=0.05"):
+                                             r"after 20 steps; seed 1: .*frontier_min=0.1"):
         train.run(cfg, str(tmp_path))
 
 
@@ -88,28 +88,106 @@ def test_an_attempt_outside_the_regime_is_redone_with_the_next_seed(tmp_path, mo
                     "warmstart.check_every": 10, "warmstart.check_size": 16,
                     "warmstart.attempts": 2})
     train.run(cfg, str(tmp_path))
-    info = json.load(open(tmp_path / "warmstart" / train.WARMSTART_RESULT))
+    info = json.load(open(tmp_path / "warmstart" / policy.WARMSTART_RESULT))
     assert info["attempts"] == 2 and info["seed"] == 1 and info["steps"] == 10
     assert info["failed"] == ["seed 0: held-out exact match 0.000, 4op 0.000 after 20 steps"]
 
 
-def test_exact_match_scores_the_policy_greedy_output(tiny_policy, tokenizer):
+@pytest.fixture(scope="module")
+def fitted(tiny_policy, tokenizer):
+    """The tiny policy fitted to 16 sums: a policy that really stops (EOS) and answers."""
+    _, graphdef, params = tiny_policy
+    pairs = _pairs(16)
+    res = warmstart.train(graphdef, params, tokenizer, pairs, steps=150, batch_size=16,
+                          learning_rate=1e-2, warmup_steps=5, seed=0)
+    return res.params, pairs
+
+
+def _greedy(tiny_policy, tokenizer, params, prompts):
     from frontier_rl.rollout.context import decode_responses, encode_prompt
     from frontier_rl.rollout.sampler import Sampler
 
-    cfg, graphdef, params = tiny_policy
+    cfg, graphdef, _ = tiny_policy
     sampler = Sampler(graphdef, cfg, eos_id=tokenizer.eos_token_id,
-                      pad_id=tokenizer.pad_token_id, prompt_buckets=(8, 16),
-                      max_new_tokens=4)
-    prompts = [p for p, _ in _pairs(8)]
+                      pad_id=tokenizer.pad_token_id, prompt_buckets=(8, 16), max_new_tokens=4)
     res = sampler.sample(params, [encode_prompt(tokenizer, p) for p in prompts], 1, greedy=True)
-    said = decode_responses(tokenizer, res)
-    # references equal to what the policy says (when it stopped) score 1, others 0
-    refs = [(p, t if f else t + "x") for p, t, f in zip(prompts, said, res.finished, strict=True)]
-    expect = sum(bool(f) for f in res.finished) / len(prompts)
-    assert warmstart.exact_match(sampler, params, tokenizer, refs) == pytest.approx(expect)
-    wrong = [(p, "99999") for p in prompts]
-    assert warmstart.exact_match(sampler, params, tokenizer, wrong) == 0.0
+    return sampler, decode_responses(tokenizer, res), list(res.finished)
+
+
+def test_exact_match_scores_the_policy_greedy_output(tiny_policy, tokenizer, fitted):
+    params, pairs = fitted
+    prompts = [p for p, _ in pairs]
+    sampler, said, finished = _greedy(tiny_policy, tokenizer, params, prompts)
+    assert sum(finished) >= 8, "the fitted policy must stop on most prompts for this test"
+    # references equal to what the policy says when it stopped score 1; the others 0
+    refs = [(p, t if f else t + "x") for p, t, f in zip(prompts, said, finished, strict=True)]
+    assert warmstart.exact_match(sampler, params, tokenizer, refs) == sum(finished) / 16
+    # the true answers: the share the policy got right and stopped after
+    right = sum(t == r and f for t, (_, r), f in zip(said, pairs, finished, strict=True))
+    assert right >= 8
+    assert warmstart.exact_match(sampler, params, tokenizer, pairs) == right / 16
+    assert warmstart.exact_match(sampler, params, tokenizer, [(p, "999") for p in prompts]) == 0
+
+
+def test_the_gate_passes_and_fails_on_a_policy_that_really_answers(tiny_policy, tokenizer,
+                                                                     fitted):
+    params, pairs = fitted
+    cfg, graphdef, _ = tiny_policy
+    sampler, _, _ = _greedy(tiny_policy, tokenizer, params, [pairs[0][0]])
+    acc = warmstart.exact_match(sampler, params, tokenizer, pairs)
+
+    def check(p):
+        return warmstart.exact_match(sampler, p, tokenizer, pairs)
+
+    wrong = [(p, "999") for p, _ in pairs]  # no policy says this: the frontier stays at 0
+
+    def never(p):
+        return warmstart.exact_match(sampler, p, tokenizer, wrong)
+
+    kw = dict(steps=2, batch_size=16, learning_rate=1e-9, warmup_steps=1, seed=0, check=check,
+              check_every=1, target_acc=acc)
+    res = warmstart.train(graphdef, params, tokenizer, pairs, **kw)
+    assert res.reached and res.steps == 1 and res.check_acc == pytest.approx(acc, abs=1 / 16)
+    res = warmstart.train(graphdef, params, tokenizer, pairs, frontier_check=never,
+                          frontier_min=0.05, **kw)
+    assert not res.reached and res.steps == 2 and res.frontier_acc == 0.0
+    res = warmstart.train(graphdef, params, tokenizer, pairs, **{**kw, "target_acc": 1.01})
+    assert not res.reached
+
+
+def test_the_loss_counts_response_tokens_and_eos_only(tokenizer):
+    from frontier_rl.rollout.context import encode_prompt
+
+    pairs = [("1+2=", "3"), ("10+20=", "30")]
+    tokens, valid, mask = next(warmstart.make_batches(tokenizer, pairs, batch_size=2, seed=0))
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    for row, v, m in zip(tokens, valid, mask, strict=True):
+        text = tokenizer.decode([t for t in row if t not in (eos, pad)])
+        answer = "30" if "20" in text else "3"
+        # targets are tokens[1:]: the mask marks exactly the answer's tokens and the EOS
+        targets = row[1:][m > 0]
+        assert tokenizer.decode(targets[:-1]) == answer and targets[-1] == eos
+        assert m.sum() == len(answer) + 1
+        prompt = "1+2=" if answer == "3" else "10+20="
+        assert v.sum() == len(encode_prompt(tokenizer, prompt)) + len(answer) + 1
+
+
+def test_a_dose_puts_that_share_of_frontier_rows_in_every_batch(tokenizer):
+    easy = [(f"{a}+{b}=", str(a + b)) for a in range(10) for b in range(10)]
+    hard = [(f"{a}+{b}+{c}=", str(a + b + c)) for a in range(5) for b in range(5)
+            for c in range(5)]
+    batches = warmstart.make_batches(tokenizer, easy, batch_size=20, seed=0, dose_pairs=hard,
+                                     dose=0.25)
+    plus = tokenizer.encode("+", add_special_tokens=False)[0]
+    seen = set()
+    for _ in range(10):
+        tokens, _, _ = next(batches)
+        n_plus = (tokens == plus).sum(axis=1)
+        assert (n_plus == 2).sum() == 5 and (n_plus == 1).sum() == 15
+        seen |= {tuple(r) for r in tokens[n_plus == 2]}
+    assert len(seen) == 50  # 10 batches x 5 distinct frontier rows: an epoch has 125
+    none = next(warmstart.make_batches(tokenizer, easy, batch_size=20, seed=0))[0]
+    assert ((none == plus).sum(axis=1) == 1).all()
 
 
 def _smoke(**over):
@@ -147,7 +225,7 @@ def test_reached_target_is_recorded_with_the_cache(tmp_path, monkeypatch):
                     "warmstart.check_every": 10, "warmstart.check_size": 16,
                     "warmstart.frontier_min": 0.0})
     train.run(cfg, str(tmp_path))
-    info = json.load(open(tmp_path / "warmstart" / train.WARMSTART_RESULT))
+    info = json.load(open(tmp_path / "warmstart" / policy.WARMSTART_RESULT))
     assert calls == [16, 16]
     assert info["steps"] == 20 and info["check_acc"] == 0.9 and info["check_prompts"] == 16
     assert [c[0] for c in info["checks"]] == [10, 20]

@@ -159,6 +159,12 @@ def _sample_token(logits, key, temperature, top_p, greedy: bool, use_top_p: bool
     return jax.random.categorical(key, scaled, axis=-1).astype(jnp.int32)
 
 
+# Shape buckets of the embedded programs: prompt lengths (sampler, entropy pass, warm-start
+# check) and rows per call (one compile per bucket used).
+PROMPT_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
+ROW_BUCKETS = (64, 128, 256, 512, 1024, 2048)
+
+
 class Sampler:
     """Generates responses from the current parameters; one instance per policy graph.
 

@@ -35,7 +35,7 @@ import uuid
 
 import numpy as np
 
-from frontier_rl.rollout.sampler import Sampler
+from frontier_rl.rollout.sampler import PROMPT_BUCKETS, Sampler
 
 
 class Policy:
@@ -50,7 +50,7 @@ class Policy:
     def load(self, path: str) -> None:
         from flax import nnx
 
-        from frontier_rl import train
+        from frontier_rl import policy as policy_lib
         from frontier_rl.models import abstract_params, hf
         from frontier_rl.rl import sharding
 
@@ -69,8 +69,8 @@ class Policy:
             if getattr(self, "mcfg", None) is None:
                 self.graphdef, self.mcfg, self.mesh = graphdef, mcfg, mesh
                 self.tokenizer = tokenizer
-                self.stop_ids = train._stop_ids(mcfg, tokenizer)
-                self.prompt_buckets = train.PROMPT_BUCKETS
+                self.stop_ids = policy_lib.stop_ids(mcfg, tokenizer)
+                self.prompt_buckets = PROMPT_BUCKETS
             self.params, self.path = params, path
 
     def sampler(self, stop_ids) -> Sampler:

@@ -40,6 +40,9 @@ DEFAULTS = dict(
     reverse_digits=True,
     train_size=20000,  # whole pool, split over buckets by `bucket_weights`
     eval_per_bucket=128,
+    # Per-bucket eval sizes overriding eval_per_bucket, e.g. "4op:1024" (a comparison's
+    # pre-registered frontier bucket gets the prompts its verdict needs).
+    eval_sizes="",
     bucket_weights=None,  # one weight per bucket (easy -> hard); None = equal
     seed_offset=0,
     data_seed=None,  # set to fix the pool across run seeds; None = seed + seed_offset
@@ -145,7 +148,19 @@ def _draw(gen: np.random.Generator, n: int, n_operands: int, cfg: dict, exclude:
     return rows, redrawn
 
 
-def _check_cfg(cfg: dict) -> list[str]:
+def eval_sizes(cfg: dict, buckets: list[str]) -> dict[str, int]:
+    """Eval prompts per bucket: `eval_per_bucket`, overridden by `eval_sizes` ("4op:1024,...")."""
+    sizes = dict.fromkeys(buckets, int(cfg["eval_per_bucket"]))
+    for part in (x.strip() for x in str(cfg.get("eval_sizes") or "").split(",") if x.strip()):
+        name, _, n = part.partition(":")
+        if name not in sizes or not n.strip().isdigit() or int(n) < 1:
+            raise ValueError(f"task.eval_sizes={cfg['eval_sizes']!r}: {part!r} is not "
+                             f"BUCKET:N with BUCKET in {buckets} and N >= 1")
+        sizes[name] = int(n)
+    return sizes
+
+
+def buckets_of(cfg: dict) -> list[str]:
     if not 1 <= cfg["min_operands"] <= cfg["max_operands"]:
         raise ValueError(f"Need 1 <= min_operands <= max_operands, got {cfg}.")
     if not 1 <= cfg["min_digits"] <= cfg["max_digits"] <= 18:  # int64 bounds in numpy
@@ -163,7 +178,7 @@ def _prompt(ops: list[int], pid: str, bucket: str, reverse: bool) -> base.Prompt
 def make_arith_task(cfg: dict, seed: int) -> base.Task:
     """Builds the arith task; see DEFAULTS for the knobs."""
     cfg = base.resolve_config(cfg, DEFAULTS, "arith")
-    buckets = _check_cfg(cfg)
+    buckets = buckets_of(cfg)
     dseed = base.data_seed(cfg, seed)
     cfg["data_seed"] = dseed  # task.config then rebuilds exactly this task, whatever the seed
     weights = cfg["bucket_weights"] or [1.0] * len(buckets)
@@ -172,20 +187,21 @@ def make_arith_task(cfg: dict, seed: int) -> base.Task:
     counts = base.split_counts(cfg["train_size"], weights)
     reverse = cfg["reverse_digits"]
 
+    n_eval = eval_sizes(cfg, buckets)
     train, evals, stats = [], [], {"train_redrawn": 0, "eval_redrawn": 0}
     for bucket, n_train in zip(buckets, counts, strict=True):
         k = bucket_operands(bucket)
         space = _space_size(k, cfg["min_digits"], cfg["max_digits"])
-        if n_train + cfg["eval_per_bucket"] > space:
+        if n_train + n_eval[bucket] > space:
             raise ValueError(f"Bucket {bucket} has only {space} distinct problems; asked for "
-                             f"{n_train} train + {cfg['eval_per_bucket']} eval.")
+                             f"{n_train} train + {n_eval[bucket]} eval.")
         rows, redrawn = _draw(base.rng(dseed, _TRAIN, k), n_train, k, cfg, set(), unique=True)
         stats["train_redrawn"] += redrawn
         bucket_train = [_prompt(ops, f"arith/{bucket}/{i:06d}", bucket, reverse)
                         for i, ops in enumerate(rows)]
         # Eval comes from its own stream; anything already in the pool is redrawn.
         seen = {p.text for p in bucket_train}
-        rows, redrawn = _draw(base.rng(dseed, _EVAL, k), cfg["eval_per_bucket"], k, cfg, seen,
+        rows, redrawn = _draw(base.rng(dseed, _EVAL, k), n_eval[bucket], k, cfg, seen,
                               unique=True)
         stats["eval_redrawn"] += redrawn
         evals += [_prompt(ops, f"arith/{bucket}/eval/{i:06d}", bucket, reverse)

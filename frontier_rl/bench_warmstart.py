@@ -1,0 +1,103 @@
+"""`frontier-rl bench warmstart`: does the warm start reach its regime, seed by seed?
+
+  frontier-rl bench warmstart --config=configs/compare_arith.py --seeds=0-9 [--json]
+
+For each seed, the config's policy is initialised and warm-started exactly as a run (or a
+comparison's run at that seed) would, without RL and without caching: one table row per seed
+with the steps, the held-out greedy exact match on the easy buckets and on the frontier bucket
+where it stopped, the attempts it took (1 = the first attempt reached the regime; a seed that
+reached it in none shows the last attempt's figures and `attempts` = 0) and its seconds. With
+`--json` the last line is `{"seeds": [{"seed", "steps", "easy_acc", "frontier_acc",
+"attempts", "seconds"}, ...]}`. A config with a `compare` section is read as its base config.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import sys
+import time
+
+import ml_collections
+
+from frontier_rl import config_lib, policy, tasks, warmstart
+from frontier_rl.errors import RunError
+
+
+def parse_seeds(text: str) -> list[int]:
+    """'0-9' / '0,3,5' / '2' -> seeds; an error names the flag."""
+    out: list[int] = []
+    for part in (p.strip() for p in str(text).split(",") if p.strip()):
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if not m or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
+            raise RunError(f"--seeds={text!r}: use integers and ranges, e.g. 0-9 or 0,2,5")
+        lo = int(m.group(1))
+        out += list(range(lo, int(m.group(2) or lo) + 1))
+    if not out or len(set(out)) != len(out):
+        raise RunError(f"--seeds={text!r}: name each seed once")
+    return out
+
+
+def one_seed(config: ml_collections.ConfigDict, seed: int, say=None) -> dict:
+    """The warm start of `config` at `seed` (as compare sets it: run seed = warm-start seed)."""
+    from frontier_rl.rl import sharding
+
+    cfg = copy.deepcopy(config)
+    cfg.seed = seed
+    cfg.warmstart.seed = seed
+    task = tasks.make_task(cfg.task.name, {k: v for k, v in cfg.task.items() if k != "name"},
+                           seed)
+    mesh = sharding.make_mesh(cfg.mesh.data, cfg.mesh.fsdp, cfg.mesh.model)
+    if cfg.model.path:
+        graphdef, params, mcfg = policy.load(cfg.model.path, cfg, mesh)
+        from frontier_rl.models import hf
+
+        tokenizer = hf.load_tokenizer(cfg.model.path)
+    else:
+        tokenizer = tasks.build_char_tokenizer(policy.alphabet(task))
+        mcfg = policy.random_config(cfg, tokenizer)
+        graphdef, params = policy.random_params(mcfg, seed, mesh)
+    t0 = time.perf_counter()
+    say = say or (lambda *a, **k: None)
+    try:
+        info = warmstart.run(cfg, task, graphdef, params, mcfg, tokenizer, seed, say=say)
+        attempts = info["attempts"]
+        steps, easy, front = info["steps"], info["check_acc"], info["frontier_acc"]
+    except RunError as e:
+        attempts, steps, easy, front = 0, cfg.warmstart.steps, float("nan"), float("nan")
+        say(str(e))
+    return {"seed": seed, "steps": int(steps), "easy_acc": float(easy),
+            "frontier_acc": float(front), "attempts": int(attempts),
+            "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def main(config: ml_collections.ConfigDict, seeds: str, as_json: bool = False,
+         verbose: bool = True) -> dict:
+    """Warm-starts `config` at each seed of `seeds`, printing a row per seed (and, with
+    `verbose`, each held-out check as it happens, to stderr)."""
+    if "compare" in config:
+        config = ml_collections.ConfigDict(config.to_dict())
+        del config["compare"]
+    config_lib.validate(config)
+    if not config.warmstart.enabled:
+        raise RunError("bench warmstart: the config has warmstart.enabled=False")
+    c = config.warmstart
+    print(f"warm start: target easy >= {c.target_acc:.2f}, frontier >= {c.frontier_min:.2f}, "
+          f"dose {c.frontier_dose:.2f}, cap {c.steps} steps x {c.attempts} attempts", flush=True)
+    print("| seed | steps | easy acc | frontier acc | attempts | seconds |\n"
+          "|---|---|---|---|---|---|", flush=True)
+    rows = []
+    for seed in parse_seeds(seeds):
+        r = one_seed(config, seed, say=(lambda *a, s=seed, **k: print(
+            f"  seed {s}: " + " ".join(map(str, a)).strip(), file=sys.stderr, flush=True))
+            if verbose else None)
+        rows.append(r)
+        print(f"| {r['seed']} | {r['steps']} | {r['easy_acc']:.3f} | {r['frontier_acc']:.3f} | "
+              f"{r['attempts'] or 'none reached'} | {r['seconds']:.1f} |", flush=True)
+    first = sum(r["attempts"] == 1 for r in rows)
+    print(f"{first}/{len(rows)} seeds reached the regime on their first attempt", flush=True)
+    out = {"seeds": rows}
+    if as_json:
+        print(json.dumps(out))
+    return out

@@ -1,0 +1,201 @@
+"""The policy: building it, loading it, warm-starting it, and its flat checkpoint form.
+
+One module for every command that needs a policy (train, fit, eval, export, serve, bench):
+
+- `random_config` / `random_params`: a random policy from the config's model section (a preset's
+  architecture or the shape fields) and the tokenizer's special ids, initialised straight into
+  the mesh's shardings;
+- `load`: a Hugging Face checkpoint into the mesh's shardings at the run's precision;
+- `alphabet`, `stop_ids`: the char-level tokenizer's characters for a task, and every id that
+  ends a response;
+- `prepare`: the policy a run starts from: the cached warm start if there is one, else the
+  checkpoint or a random init, warm-started (warmstart.py) and cached;
+- `flat` / `unflat`: parameters as a flat dict of arrays for checkpoints and export.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import shutil
+
+import jax
+import ml_collections
+import numpy as np
+from flax import nnx
+
+from frontier_rl import distributed, export, tasks, warmstart
+from frontier_rl.errors import RunError
+from frontier_rl.models import ModelConfig, Transformer, abstract_params, hf, presets
+from frontier_rl.rl import sharding
+
+log = logging.getLogger("frontier_rl")
+
+WARMSTART_KEY = "frontier_rl_warmstart.json"  # the config the cached warm start was made with
+WARMSTART_RESULT = "frontier_rl_warmstart_result.json"  # where it stopped: steps, loss, accuracy
+
+
+@dataclasses.dataclass
+class Policy:
+    graphdef: object
+    params: object
+    mcfg: ModelConfig
+    tokenizer: object
+    warmstart: dict  # where the warm start stopped ({} without one)
+
+
+def flat(tree) -> dict[str, np.ndarray]:
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    return {f"{i:04d}": leaf for i, (_, leaf) in enumerate(leaves)}
+
+
+def unflat(target, flat: dict) -> object:
+    treedef = jax.tree_util.tree_structure(target)
+    return jax.tree_util.tree_unflatten(treedef, [flat[k] for k in sorted(flat)])
+
+
+def alphabet(task) -> str:
+    """Characters of the char-level tokenizer built for a task without a model directory: the
+    prompts and the responses the warm start teaches (their format's characters included)."""
+    if task.alphabet is not None:
+        return task.alphabet
+    fmt = task.format_response if task.response_template is not None else (lambda a: "")
+    return "".join(sorted({c for p in task.train + task.eval for c in p.text + fmt(p.answer)}))
+
+
+# ============================================================================ policy builders
+
+def runtime_fields(config) -> dict:
+    """ModelConfig fields that change how the policy runs, not what it computes."""
+    m = config.model
+    return dict(param_dtype=m.param_dtype, attention=m.attention,
+                attention_chunk=m.attention_chunk, remat=m.remat, scan_layers=m.scan_layers)
+
+
+def random_config(config, tokenizer) -> ModelConfig:
+    """The ModelConfig of a random policy: `model.preset`'s architecture or the shape fields,
+    with the tokenizer's special ids (compute dtype "auto" = float32)."""
+    m = config.model
+    ids = dict(bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+               eos_token_ids=(tokenizer.eos_token_id,), pad_token_id=tokenizer.pad_token_id)
+    dtype = "float32" if m.dtype == "auto" else m.dtype
+    if m.preset:
+        mcfg = presets.preset_config(m.preset, dtype=dtype, **runtime_fields(config), **ids)
+        if len(tokenizer) > mcfg.vocab_size:
+            raise RunError(f"the tokenizer has {len(tokenizer)} tokens, more than model.preset="
+                           f"{m.preset!r}'s vocabulary of {mcfg.vocab_size}")
+        return mcfg
+    return ModelConfig(
+        vocab_size=len(tokenizer), hidden_size=m.hidden_size,
+        intermediate_size=m.intermediate_size, num_layers=m.num_layers, num_heads=m.num_heads,
+        num_kv_heads=m.num_kv_heads, head_dim=m.head_dim, rope_theta=m.rope_theta,
+        family=m.family, qk_norm=m.family == "qwen3", qkv_bias=m.family == "qwen2",
+        tie_word_embeddings=m.tie_word_embeddings, dtype=dtype, **runtime_fields(config), **ids)
+
+
+def random_params(mcfg: ModelConfig, seed: int, mesh):
+    """(graphdef, params) of a random policy, initialised straight into the mesh's shardings
+    (a 7B model never sits whole on one device)."""
+    abstract = nnx.eval_shape(lambda: Transformer(mcfg, rngs=nnx.Rngs(seed)))
+    graphdef, abstract_params = nnx.split(abstract, nnx.Param)
+    shardings = sharding.param_shardings(abstract_params, mesh)
+
+    @jax.jit
+    def init():
+        params = nnx.split(Transformer(mcfg, rngs=nnx.Rngs(seed)), nnx.Param)[1]
+        return jax.lax.with_sharding_constraint(params, shardings)
+
+    return graphdef, init()
+
+
+def load(path: str, config, mesh):
+    """(graphdef, params, ModelConfig) of the checkpoint in `path`: parameters in
+    `model.param_dtype` placed in their shardings tensor by tensor, compute in `model.dtype`
+    ("auto" = the stored dtype) and the run's attention/remat/scan settings."""
+    dtype = None if config.model.dtype == "auto" else config.model.dtype
+    model, mcfg = hf.load_pretrained(
+        path, dtype=dtype, param_dtype=config.model.param_dtype,
+        shardings=lambda abstract: sharding.param_shardings(abstract, mesh))
+    mcfg = dataclasses.replace(mcfg, **runtime_fields(config))
+    _, params = nnx.split(model, nnx.Param)
+    graphdef = abstract_params(mcfg)[0]
+    return graphdef, params, mcfg
+
+
+def stop_ids(mcfg: ModelConfig, tokenizer) -> tuple[int, ...]:
+    """Every id that ends a response: the tokenizer's EOS first, then the checkpoint's
+    generation_config EOS ids (e.g. Qwen's <|im_end|> and <|endoftext|>)."""
+    ids = [tokenizer.eos_token_id, *mcfg.stop_ids]
+    return tuple(dict.fromkeys(int(i) for i in ids if i is not None))
+
+
+def warmstart_dir(config, workdir: str) -> str:
+    return config.warmstart.cache_dir or os.path.join(workdir, "warmstart")
+
+
+def prepare(config, task, workdir: str, mesh, say=print) -> Policy:
+    """The policy a run starts from. A cached warm start (`warmstart.cache_dir`, default
+    DIR/warmstart) is loaded; otherwise the checkpoint `model.path` or a random init (seeded by
+    `warmstart.seed`, -1 = the run's seed) is warm-started if enabled and the result cached
+    (written by process 0, atomically). Every process calls this."""
+    primary = distributed.is_primary()
+    seed = config.seed
+    ws_dir = config.warmstart.cache_dir or os.path.join(workdir, "warmstart")
+    ws_seed = seed if config.warmstart.seed < 0 else config.warmstart.seed
+    # What the warm start depends on (not where it is cached, nor how its seed was given).
+    ws_fields = {k: v for k, v in config.warmstart.items() if k not in ("cache_dir", "seed")}
+    ws_key = json.loads(ml_collections.ConfigDict(
+        {"seed": ws_seed, "task": config.task, "model": config.model, "warmstart": ws_fields}
+    ).to_json_best_effort())
+    if os.path.exists(os.path.join(ws_dir, "model.safetensors")):
+        graphdef, params, mcfg = load(ws_dir, config, mesh)
+        tokenizer = hf.load_tokenizer(ws_dir)
+        say(f"warm start: loaded cached policy from {ws_dir}")
+        key_path = os.path.join(ws_dir, WARMSTART_KEY)
+        if os.path.exists(key_path) and json.load(open(key_path)) != ws_key:
+            log.warning("the cached warm start in %s was made with a different task/model/"
+                        "warmstart config; delete that directory to redo it", ws_dir)
+        warm = False
+    elif config.model.path:
+        graphdef, params, mcfg = load(config.model.path, config, mesh)
+        tokenizer = hf.load_tokenizer(config.model.path)
+        warm = config.warmstart.enabled and config.warmstart.steps > 0
+    else:
+        tokenizer = tasks.build_char_tokenizer(alphabet(task))
+        mcfg = random_config(config, tokenizer)
+        graphdef, params = random_params(mcfg, ws_seed, mesh)
+        warm = config.warmstart.enabled and config.warmstart.steps > 0
+    say(f"policy: {mcfg.family}, {mcfg.num_params():,} parameters, vocab {mcfg.vocab_size}, "
+        f"params {mcfg.param_dtype}, compute {mcfg.dtype}, mesh {dict(mesh.shape)}")
+    if primary:
+        if jax.process_count() > 1:
+            log.warning("%s", distributed.describe(mesh))
+        export.write_policy_spec(workdir, mcfg, tokenizer)
+
+    # ======================================================================= warm start
+    if warm:
+        ws_info = warmstart.run(config, task, graphdef, params, mcfg, tokenizer, ws_seed, say)
+        params = ws_info.pop("params")
+        ws_info.pop("reached")
+        # Gathering is a collective (every process); writing is process 0's.
+        host_params = distributed.to_host(params) if jax.process_count() > 1 else params
+        if primary:
+            tmp = ws_dir + ".tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            hf.save_pretrained(nnx.merge(graphdef, host_params), mcfg, tmp)
+            hf.save_tokenizer(tokenizer, tmp)
+            with open(os.path.join(tmp, WARMSTART_KEY), "w") as f:
+                json.dump(ws_key, f, indent=2)
+            with open(os.path.join(tmp, WARMSTART_RESULT), "w") as f:
+                json.dump(ws_info, f, indent=2)
+            os.replace(tmp, ws_dir)  # atomic: a killed warm start leaves no half-written cache
+            say(f"warm start: cached in {ws_dir}")
+    elif os.path.exists(os.path.join(ws_dir, WARMSTART_RESULT)):
+        with open(os.path.join(ws_dir, WARMSTART_RESULT)) as f:
+            ws_info = json.load(f)
+    else:
+        ws_info = {}
+
+    return Policy(graphdef, params, mcfg, tokenizer, ws_info)
