@@ -135,8 +135,8 @@ def default_config() -> ml_collections.ConfigDict:
     c.rl.batch_size = 64  # B, prompts per step
     c.rl.num_steps = 250
     # Matched budgets: with rollout_budget > 0 the run ends at the step boundary nearest this
-    # many rollouts (every generated response counts, see DESIGN.md "Accounting"); num_steps
-    # stays an upper bound on steps.
+    # many rollouts (every generated response counts, see docs/architecture.md "Accounting");
+    # num_steps stays an upper bound on steps.
     c.rl.rollout_budget = 0
     # Adam's first updates move every weight by ~lr in the gradient's sign direction; on the
     # ~120k-parameter embedded policy 3e-4 changed response log-probs by ~1.8 nats in one
@@ -293,6 +293,8 @@ def shrink_for_smoke(c: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     """The `:smoke` variant of a config: the same code paths in seconds (used by tests)."""
     c.task.train_size = 512
     c.task.eval_per_bucket = 8
+    if "eval_sizes" in c.task:
+        c.task.eval_sizes = ""
     c.warmstart.steps = 20
     c.warmstart.target_acc = 0.0  # 20 steps reach no accuracy target: train them all
     c.rl.num_steps = 4

@@ -1,5 +1,5 @@
 """The papers' math settings, shared by configs/math_{grpo,dapo,hive,heapa}.py and
-configs/compare_math.py (sources: ALGORITHMS.md §3.6, §4.2-4.3, §2 "Training recipe", §5, §6).
+configs/compare_math.py (sources: docs/methods.md "Settings for the papers' math experiments").
 
 Two protocols:
 
