@@ -376,10 +376,10 @@ def _to_target_pairs(ref: list[dict], rs: list[dict], key: str, x: str) -> list[
 
 def _ratio_cells(iv: stats.Interval | None, bound: str, dropped: int) -> list[str]:
     """[ratio [CI] (bound), verdict] cells."""
-    if iv is None:
-        return ["—", "no seed with a ratio"]
-    sign = {"upper": "≤ ", "lower": "≥ ", "both": "bounds both ways: "}.get(bound, "")
     left = f" ({dropped} seed(s) left out)" if dropped else ""
+    if iv is None:
+        return ["—" + left, "no seed with a ratio"]
+    sign = {"upper": "≤ ", "lower": "≥ ", "both": "bounds both ways: "}.get(bound, "")
     return [f"{sign}{iv.fmt(2)}{left}", stats.verdict(iv, bound)]
 
 

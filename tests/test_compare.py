@@ -413,6 +413,7 @@ def test_targets_are_pre_registered():
     runs = [{"method": "uniform", "seed": 0, "final": 40.0, "best": 45.0},
             {"method": "uniform", "seed": 1, "final": 30.0, "best": 31.0},
             {"method": "hive", "seed": 0, "final": 50.0, "best": 50.0}]
+    cfg.compare.target_value, cfg.compare.target_margin = 0.0, 0.0
     assert compare._per_seed_targets(cfg.compare, runs) == {0: 40.0, 1: 30.0}  # final, not best
     cfg.compare.target_margin = 2.0
     assert compare._per_seed_targets(cfg.compare, runs) == {0: 38.0, 1: 28.0}
