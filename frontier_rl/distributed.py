@@ -108,6 +108,12 @@ def to_host(tree):
     return multihost_utils.process_allgather(tree, tiled=True)
 
 
+def gather(tree):
+    """Arrays every process can read whole for writing a file: `tree` itself on one process,
+    an all-gather (`to_host`) across several (a collective: every process calls it)."""
+    return tree if jax.process_count() == 1 else to_host(tree)
+
+
 def any_process(flag: bool) -> bool:
     """True on every process if `flag` is true on any."""
     if jax.process_count() == 1:

@@ -62,7 +62,7 @@ def suite_task(task_name: str, task_cfg: Mapping, sets: Mapping[str, str]) -> ba
         prompts += [p for p, _ in got]
     scorer = corpus.make_scorer(cfg)
     return base.Task(name="eval_suite", train=[], eval=prompts, buckets=list(sets),
-                     verifier=corpus._make_verifier(cfg), stats=stats, config=cfg,
+                     verifier=corpus.make_verifier(cfg), stats=stats, config=cfg,
                      scorer=scorer, verify_workers=cfg["verify_workers"],
                      verify_timeout_s=float(cfg["verify_timeout_s"]))
 
@@ -86,6 +86,39 @@ def evaluate(sampler, params, tokenizer, task: base.Task, eval_cfg, *, seed: int
             metrics[f"eval/{m}/bench_mean"] = float(np.mean([metrics[f"eval/{m}/{b}"]
                                                              for b in buckets]))
     return metrics, counts
+
+
+class Evaluator:
+    """A run's held-out evaluation: when it is due and what it measures.
+
+    `run(params, step)` makes the engine serve `params` (an external engine is synced: the
+    evaluation measures the current policy, never a stale one), evaluates `task.eval` under
+    `eval_cfg` and keeps the per-prompt correct counts in `counts` (what a comparison's
+    intervals are computed from). `due` is true every `eval.every` steps, each time the
+    cumulative rollouts cross a multiple of `eval.every_rollouts`, and at the last step."""
+
+    def __init__(self, engine, tokenizer, task: base.Task, eval_cfg, *, seed: int):
+        self.engine, self.tokenizer, self.task, self.cfg = engine, tokenizer, task, eval_cfg
+        self.seed = seed
+        self.counts: list[int] = []
+
+    def run(self, params, step: int) -> dict[str, float]:
+        from frontier_rl.errors import RunError
+        from frontier_rl.rollout.engine import EngineError
+
+        try:
+            self.engine.ensure(params, step)
+        except EngineError as e:
+            raise RunError(f"evaluation at step {step}: {e}") from None
+        ev, counts = evaluate(self.engine, params, self.tokenizer, self.task, self.cfg,
+                              seed=self.seed)
+        self.counts = counts.tolist()
+        return ev
+
+    def due(self, step: int, rollouts_before: int, rollouts_after: int, last: bool) -> bool:
+        every, every_r = self.cfg.every, self.cfg.every_rollouts
+        crossed = every_r and rollouts_after // every_r > rollouts_before // every_r
+        return bool((every and step % every == 0) or crossed or last)
 
 
 def table(metrics: Mapping[str, float], task: base.Task, k: int) -> list[dict]:
@@ -136,7 +169,7 @@ def write(rows: list[dict], out_dir: str, k: int, title: str, extra: dict) -> tu
 def run(config, workdir: str, *, step: int | None = None, model: str | None = None) -> dict:
     """`frontier-rl eval`: evaluates a run's checkpoint (or the HF checkpoint `model`) on the
     config's eval suite (or its task's held-out split) and writes the table."""
-    from frontier_rl import config_lib, export, policy, tasks
+    from frontier_rl import config_lib, policy, tasks
     from frontier_rl.errors import RunError
     from frontier_rl.rl import sharding
     from frontier_rl.rollout.sampler import PROMPT_BUCKETS, Sampler
@@ -157,7 +190,7 @@ def run(config, workdir: str, *, step: int | None = None, model: str | None = No
         tokenizer = hf.load_tokenizer(config.model.path)
         label = os.path.basename(os.path.normpath(model))
     else:
-        graphdef, params, mcfg, tokenizer, step = export.restore_policy(workdir, step, config)
+        graphdef, params, mcfg, tokenizer, step = policy.restore(workdir, step, config)
         label = f"step_{step}"
     task_cfg = {k: v for k, v in config.task.items() if k != "name"}
     if config.eval.get("sets"):

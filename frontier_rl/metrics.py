@@ -1,12 +1,16 @@
-"""Namespaced metrics (train/, rollout/, select/, mech/, perf/, eval/, ...) -> JSONL + TensorBoard.
+"""Namespaced metrics (train/, rollout/, select/, mech/, perf/, eval/, ...) -> JSONL, and
+optionally TensorBoard and Weights & Biases.
 
-`DIR/metrics.jsonl` gets one JSON object per write: {"step": s, "<ns>/<name>": value, ...}.
-On resume, lines with a step beyond the restored checkpoint are dropped first, so the file of
-an interrupted-then-resumed run equals that of an uninterrupted one.
+`DIR/metrics.jsonl` gets one JSON object per write: {"step": s, "<ns>/<name>": value, ...}; it
+is the record every report reads. On resume, lines with a step beyond the restored checkpoint
+are dropped first, so the file of an interrupted-then-resumed run equals that of an
+uninterrupted one. TensorBoard (DIR/tb) and W&B get the numeric values of each write; a W&B run
+is named after the workdir and keeps one id per workdir, so a resumed run continues it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -20,12 +24,29 @@ class NonFiniteError(RuntimeError):
     pass
 
 
+def wandb_run(workdir: str, project: str, mode: str = "auto", config: dict | None = None):
+    """A W&B run for `workdir`: id from the workdir's path (a resumed run continues it), files
+    in DIR/wandb, offline unless `mode` is "online" or "auto" with WANDB_API_KEY set."""
+    try:
+        import wandb
+    except ImportError:
+        raise ImportError("log.wandb is set but the wandb package is not installed: "
+                          "pip install 'frontier_rl[wandb]' (or set log.wandb='')") from None
+    if mode == "auto":
+        mode = "online" if os.environ.get("WANDB_API_KEY") else "offline"
+    run_id = hashlib.sha256(os.path.abspath(workdir).encode()).hexdigest()[:16]
+    return wandb.init(project=project, dir=workdir, mode=mode, id=run_id, resume="allow",
+                      name=os.path.basename(os.path.abspath(workdir)), config=config or {})
+
+
 class MetricWriter:
-    def __init__(self, workdir: str, *, tensorboard: bool = True, enabled: bool = True):
+    def __init__(self, workdir: str, *, tensorboard: bool = True, enabled: bool = True,
+                 wandb: str = "", wandb_mode: str = "auto", config: dict | None = None):
         # `enabled=False` (every process but 0 of a multi-process run) still checks each record
         # (so a NaN stops every process alike) but writes nothing.
         self.path = os.path.join(workdir, "metrics.jsonl")
         self.enabled = enabled
+        self._wandb = wandb_run(workdir, wandb, wandb_mode, config) if wandb and enabled else None
         self._tb = None
         if tensorboard and enabled:
             try:
@@ -69,10 +90,16 @@ class MetricWriter:
                     # TensorBoard tag names may not contain '@'.
                     self._tb.add_scalar(key.replace("@", "_at_"), value, step)
             self._tb.flush()
+        if self._wandb is not None:
+            self._wandb.log({k: v for k, v in record.items()
+                             if k != "step" and isinstance(v, (int, float))}, step=int(step))
 
     def close(self) -> None:
         if self._tb is not None:
             self._tb.close()
+        if self._wandb is not None:
+            self._wandb.finish()
+            self._wandb = None
 
 
 def _plain(value):

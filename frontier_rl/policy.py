@@ -26,7 +26,7 @@ import ml_collections
 import numpy as np
 from flax import nnx
 
-from frontier_rl import distributed, export, tasks, warmstart
+from frontier_rl import distributed, tasks, warmstart
 from frontier_rl.errors import RunError
 from frontier_rl.models import ModelConfig, Transformer, abstract_params, hf, presets
 from frontier_rl.rl import sharding
@@ -35,6 +35,37 @@ log = logging.getLogger("frontier_rl")
 
 WARMSTART_KEY = "frontier_rl_warmstart.json"  # the config the cached warm start was made with
 WARMSTART_RESULT = "frontier_rl_warmstart_result.json"  # where it stopped: steps, loss, accuracy
+POLICY_DIR = "policy"  # WORKDIR/policy: the run's architecture, tokenizer and precision
+RUNTIME_NAME = "frontier_rl_policy.json"
+
+
+def write_spec(workdir: str, mcfg: ModelConfig, tokenizer) -> str:
+    """WORKDIR/policy: config.json, the tokenizer and the run's precision (no weights)."""
+    path = os.path.join(workdir, POLICY_DIR)
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(hf.config_to_hf(mcfg), f, indent=2, sort_keys=True)
+    with open(os.path.join(path, RUNTIME_NAME), "w", encoding="utf-8") as f:
+        json.dump({"param_dtype": mcfg.param_dtype, "dtype": mcfg.dtype,
+                   "eos_token_ids": list(mcfg.eos_token_ids)}, f, indent=2)
+    hf.save_tokenizer(tokenizer, path)
+    return path
+
+
+def read_spec(workdir: str) -> tuple[ModelConfig, object]:
+    """The ModelConfig and tokenizer a run in `workdir` trained."""
+    path = os.path.join(workdir, POLICY_DIR)
+    if not os.path.isfile(os.path.join(path, "config.json")):
+        raise FileNotFoundError(f"no {POLICY_DIR}/config.json in {workdir}: not a frontier-rl "
+                                "run directory, or a run started before exports existed")
+    with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+        mcfg = hf.config_from_hf(json.load(f))
+    with open(os.path.join(path, RUNTIME_NAME), encoding="utf-8") as f:
+        runtime = json.load(f)
+    eos = tuple(runtime.get("eos_token_ids") or ())
+    mcfg = dataclasses.replace(mcfg, param_dtype=runtime["param_dtype"],
+                               dtype=runtime["dtype"], **({"eos_token_ids": eos} if eos else {}))
+    return mcfg, hf.load_tokenizer(path)
 
 
 @dataclasses.dataclass
@@ -172,7 +203,7 @@ def prepare(config, task, workdir: str, mesh, say=print) -> Policy:
     if primary:
         if jax.process_count() > 1:
             log.warning("%s", distributed.describe(mesh))
-        export.write_policy_spec(workdir, mcfg, tokenizer)
+        write_spec(workdir, mcfg, tokenizer)
 
     # ======================================================================= warm start
     if warm:
@@ -180,7 +211,7 @@ def prepare(config, task, workdir: str, mesh, say=print) -> Policy:
         params = ws_info.pop("params")
         ws_info.pop("reached")
         # Gathering is a collective (every process); writing is process 0's.
-        host_params = distributed.to_host(params) if jax.process_count() > 1 else params
+        host_params = distributed.gather(params)
         if primary:
             tmp = ws_dir + ".tmp"
             shutil.rmtree(tmp, ignore_errors=True)
@@ -199,3 +230,32 @@ def prepare(config, task, workdir: str, mesh, say=print) -> Policy:
         ws_info = {}
 
     return Policy(graphdef, params, mcfg, tokenizer, ws_info)
+
+
+def restore(workdir: str, step: int | None = None, config=None):
+    """(graphdef, params, ModelConfig, tokenizer, step) of checkpoint `step` (None = the
+    newest) of the run in `workdir`; `config` defaults to the run's config.json."""
+    from frontier_rl import checkpoint
+    from frontier_rl.rl.train_step import OptimConfig, make_optimizer
+
+    mcfg, tokenizer = read_spec(workdir)
+    if config is None:
+        with open(os.path.join(workdir, "config.json"), encoding="utf-8") as f:
+            config = ml_collections.ConfigDict(json.load(f))
+    graphdef, params = abstract_params(mcfg)
+    # The checkpoint holds params and optimizer state together; restore both, keep params.
+    tx = make_optimizer(OptimConfig(learning_rate=config.rl.learning_rate,
+                                    warmup_steps=config.rl.warmup_steps))
+    opt_state = jax.eval_shape(tx.init, params)
+    ckpt = checkpoint.Checkpointer(os.path.join(workdir, "checkpoints"))
+    try:
+        steps = ckpt.all_steps()
+        if not steps:
+            raise FileNotFoundError(f"no checkpoints in {workdir}/checkpoints")
+        if step is not None and step not in steps:
+            raise ValueError(f"--step={step}: {workdir} has checkpoints at steps {steps}")
+        target = {"params": flat(params), "opt_state": flat(opt_state)}
+        step, state, _ = ckpt.restore_step(step if step is not None else steps[-1], target)
+    finally:
+        ckpt.close()
+    return graphdef, unflat(params, state["params"]), mcfg, tokenizer, step

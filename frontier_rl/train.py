@@ -14,7 +14,6 @@ import resource
 import time
 
 import jax
-import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
@@ -33,12 +32,10 @@ from frontier_rl import (
 from frontier_rl.accounting import Accountant
 from frontier_rl.entropy import PromptEntropy
 from frontier_rl.errors import RunError
-from frontier_rl.rl import batch as batch_lib
-from frontier_rl.rl import losses, sharding
-from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
+from frontier_rl.rl import sharding, update
 from frontier_rl.rollout.context import PolicyContext, encode_prompt
-from frontier_rl.rollout.engine import EngineError, JaxEngine
-from frontier_rl.rollout.sampler import PROMPT_BUCKETS, ROW_BUCKETS, Sampler
+from frontier_rl.rollout.engine import EngineError, JaxEngine, recompute_old_logp
+from frontier_rl.rollout.sampler import PROMPT_BUCKETS, Sampler
 from frontier_rl.rollout.sglang import SGLangEngine
 
 log = logging.getLogger("frontier_rl")
@@ -92,7 +89,7 @@ def _make_engine(config, workdir: str, sampler, trainer, graphdef, mcfg, tokeniz
         export_fn=export_fn, probe_fn=probe_fn, probe_ids=probe_ids, probe_tol=c.probe_tol,
         temperature=c.temperature, timeout=c.sglang.timeout, deadline=c.sglang.deadline,
         retries=c.sglang.retries, backoff=c.sglang.backoff, concurrency=c.sglang.concurrency,
-        max_rows=c.sglang.max_rows)
+        max_rows=c.sglang.max_rows, sync_every=c.sync_every)
 
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
@@ -103,90 +100,31 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     primary = distributed.is_primary()
     workdir = _prepare_workdir(workdir)
     if primary:
-        with open(os.path.join(workdir, "config.json"), "w") as f:
-            f.write(config.to_json_best_effort(indent=2))
+        _write_json(os.path.join(workdir, "config.json"), config)
     seed = config.seed
-    writer = metrics.MetricWriter(workdir, tensorboard=config.log.tensorboard, enabled=primary)
+    writer = metrics.MetricWriter(workdir, tensorboard=config.log.tensorboard, enabled=primary,
+                                  wandb=config.log.wandb, wandb_mode=config.log.wandb_mode,
+                                  config=config.to_dict())
     say = print if config.log.progress and primary else (lambda *a, **k: None)
-
-    # ======================================================================= task
-    task_cfg = {k: v for k, v in config.task.items() if k != "name"}
-    task = tasks.make_task(config.task.name, task_cfg, seed)
-    if not task.train or not task.eval:
-        raise RunError(f"task {config.task.name!r} has an empty train or eval split")
-    skipped = task.stats.get("skipped_no_answer", 0)
-    if skipped:
-        log.warning("task %s: skipped %d rows without an answer", task.name, skipped)
-    say(f"task {task.name}: {len(task.train)} train prompts, {len(task.eval)} eval prompts, "
-        f"buckets {task.buckets}")
+    task = _make_task(config, say)
 
     # ======================================================================= policy
     # The mesh comes first: a loaded checkpoint's tensors go straight into their shardings.
     mesh = sharding.make_mesh(config.mesh.data, config.mesh.fsdp, config.mesh.model)
     pol = policy.prepare(config, task, workdir, mesh, say)
-    graphdef, params, mcfg, tokenizer, ws_info = (pol.graphdef, pol.params, pol.mcfg,
-                                                  pol.tokenizer, pol.warmstart)
+    graphdef, mcfg, tokenizer = pol.graphdef, pol.mcfg, pol.tokenizer
 
     # ======================================================================= device functions
-    loss_cfg = losses.LossConfig(
-        aggregation=losses.LOSSES[config.rl.loss].aggregation, eps_low=config.rl.eps_low,
-        eps_high=config.rl.eps_high, clip_ratio_c=config.rl.clip_ratio_c,
-        kl_coef=config.rl.kl_coef, tis_cap=config.rl.tis_cap)
-    tx = make_optimizer(OptimConfig(
-        learning_rate=config.rl.learning_rate, b1=config.rl.b1, b2=config.rl.b2,
-        weight_decay=config.rl.weight_decay, grad_clip=config.rl.grad_clip,
-        warmup_steps=config.rl.warmup_steps))
-    trainer = Trainer(graphdef, loss_cfg, tx, mesh, epochs=config.rl.epochs,
-                      minibatches=config.rl.minibatches,
-                      temperature=config.rollout.temperature,
-                      micro_batch_size=config.rl.micro_batch_size,
-                      logits_chunk=config.model.logits_chunk)
-    params, opt_state = trainer.init(params)
-    # A copy: the update donates `params`' buffers, which may be the ones init returned.
-    ref_params = jax.tree.map(jnp.copy, params) if config.rl.kl_coef > 0 else None
+    trainer = update.make_trainer(config, graphdef, mesh)
+    params, opt_state = trainer.init(pol.params)
     sampler = Sampler(graphdef, mcfg, eos_id=policy.stop_ids(mcfg, tokenizer),
                       pad_id=tokenizer.pad_token_id, prompt_buckets=PROMPT_BUCKETS,
                       max_new_tokens=config.rollout.max_new_tokens, mesh=mesh)
     # The sampler returns log-probs of softmax(logits / T) before top-p truncation, what the
-    # trainer computes at the same T, so they serve as the old policy's at any temperature.
-    # Under top-p the trainer still recomputes them with a full forward, as verl's actor always
-    # does; the distribution is the same, only the KV-cache path's rounding is replaced.
-    # An external engine's log-probs come from another implementation (and precision): the
-    # trainer recomputes them and logs the difference (rollout/engine_logprob_abs_diff).
+    # trainer computes at the same T, so they serve as the old policy's unless the engine is
+    # another implementation or top-p truncates (rollout/engine.py `recompute_old_logp`).
     engine = _make_engine(config, workdir, sampler, trainer, graphdef, mcfg, tokenizer,
                           encode_prompt(tokenizer, task.train[0].text))
-    recompute_old = {"always": True, "never": False}.get(
-        config.rl.recompute_old_logp, config.rollout.top_p < 1.0 or engine.external)
-
-    def shape_rewards(outcomes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        if config.rl.loss == "dapo" and config.rl.overlong_buffer > 0:
-            return outcomes + losses.overlong_penalty(
-                lengths, config.rollout.max_new_tokens, config.rl.overlong_buffer,
-                config.rl.overlong_penalty)
-        return outcomes
-
-    # With eval.sets the benchmark files replace the task's held-out split (eval_suite.py).
-    if config.eval.get("sets"):
-        task.eval = eval_suite.suite_task(config.task.name, task_cfg, config.eval.sets).eval
-
-    def evaluate(params, step: int) -> dict[str, float]:
-        """The eval metrics (the code `frontier-rl eval` runs); the per-prompt correct counts go
-        to the next metrics record only (`evalset/correct_counts`, what a comparison's
-        intervals resample)."""
-        if engine.external and engine.synced_step != step:
-            try:  # evaluation measures the current policy, never a stale one
-                engine.sync(params, step)
-            except EngineError as e:
-                raise RunError(f"evaluation at step {step}: {e}") from None
-        ev, counts = eval_suite.evaluate(engine, params, tokenizer, task, config.eval,
-                                         seed=seed + 7)
-        eval_counts[:] = counts.tolist()
-        return ev
-
-    eval_counts: list[int] = []
-
-    # ======================================================================= selector
-    selector = selection.make(config.selector.name, config.selector, len(task.train), seed)
     entropy_fn = PromptEntropy(graphdef, pad_id=tokenizer.pad_token_id,
                                prompt_buckets=PROMPT_BUCKETS, mesh=mesh,
                                micro_batch=config.rollout.entropy_batch,
@@ -194,142 +132,70 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     # FLOPs of every rollout, entropy pass, old-logprob pass and update: XLA's cost analysis of
     # each compiled function x its calls, beside the 2N/6N formula (accounting.py).
     accountant = Accountant(mcfg, params, sampler=sampler, entropy=entropy_fn, trainer=trainer)
+    # With eval.sets the benchmark files replace the task's held-out split (eval_suite.py).
+    if config.eval.get("sets"):
+        task.eval = eval_suite.suite_task(config.task.name, _task_fields(config),
+                                          config.eval.sets).eval
+    evaluator = eval_suite.Evaluator(engine, tokenizer, task, config.eval, seed=seed + 7)
+
+    # ======================================================================= selector
+    selector = selection.make(config.selector.name, config.selector, len(task.train), seed)
     ctx = PolicyContext(
         sampler=sampler, tokenizer=tokenizer, prompts=list(task.train), verify=task.verify,
-        shape_rewards=shape_rewards, group_size=config.rl.group_size,
+        shape_rewards=update.reward_shaper(config), group_size=config.rl.group_size,
         batch_size=config.rl.batch_size, temperature=config.rollout.temperature,
         top_p=config.rollout.top_p, seed=seed,
         prompt_entropy_fn=entropy_fn, flops_per_token=2.0 * mcfg.num_params(),
         accountant=accountant, verify_many=task.verify_many, engine=engine)
+    updater = update.Updater(
+        config, trainer, params, accountant=accountant, encode=ctx.encode,
+        pad_id=tokenizer.pad_token_id, seed=seed,
+        recompute_old=recompute_old_logp(config.rl.recompute_old_logp, config.rollout.top_p,
+                                         engine))
 
     # ======================================================================= restore
-    # Async: a save copies the arrays off the devices and writes them while the next steps run.
-    ckpt = checkpoint.Checkpointer(os.path.join(workdir, "checkpoints"),
-                                   max_to_keep=config.checkpoint.max_to_keep, async_save=True)
-    start_step, last_eval, done = 0, {}, False
-    # Cumulative wall time per phase (seconds), the split a comparison reports; checkpointed.
-    clock = {k: 0.0 for k in CLOCKS}
-    restored = ckpt.restore({"params": policy.flat(params), "opt_state": policy.flat(opt_state)})
-    if restored is not None:
-        start_step, arrays, meta = restored
-        params = jax.device_put(policy.unflat(params, arrays["params"]), trainer.param_shardings)
-        opt_state = jax.device_put(policy.unflat(opt_state, arrays["opt_state"]),
-                                   trainer.opt_shardings)
-        selector.load_state_dict(meta["selector"])
-        ctx.counters.update(meta["counters"])
-        if engine.external:
-            engine.load_state_dict(meta.get("engine", {}))
-        accountant.load_state_dict(meta.get("accounting", {}))
-        clock.update(meta.get("clock", {}))
-        last_eval = meta.get("last_eval", {})
-        done = bool(meta.get("done", False))
-        writer.truncate_after(start_step)
-        say(f"resumed from step {start_step} ({ctx.counters['rollouts']:,} rollouts so far)")
-    else:
-        writer.truncate_after(-1)
-
-    def save(step: int) -> None:
-        ckpt.save(step, {"params": policy.flat(params), "opt_state": policy.flat(opt_state)},
-                  {"step": step, "selector": selector.state_dict(), "counters": ctx.counters,
-                   "engine": engine.state_dict() if engine.external else {},
-                   "clock": clock, "accounting": accountant.state_dict(), "rng": {"seed": seed},
-                   "last_eval": last_eval, "done": done}, force=True)
-
+    run_state = _RunState(workdir, config, selector, ctx, engine, accountant)
+    params, opt_state, start_step = run_state.restore(params, opt_state, trainer, writer, say)
     if start_step == 0:
         t0 = time.perf_counter()
-        last_eval = evaluate(params, 0)
-        task_metrics = {"task/train_prompts": len(task.train), "task/eval_prompts": len(task.eval),
-                        **{f"task/{k}": v for k, v in task.stats.items()
-                           if isinstance(v, (int, float))}}
-        ws_metrics = {f"warmstart/{k}": ws_info[k]
-                      for k in ("steps", "loss", "check_acc", "frontier_acc")
-                      if isinstance(ws_info.get(k), (int, float)) and np.isfinite(ws_info[k])}
-        writer.write(0, {**last_eval, **task_metrics, **ws_metrics,
-                         "evalset/correct_counts": list(eval_counts),
+        run_state.last_eval = evaluator.run(params, 0)
+        writer.write(0, {**run_state.last_eval, **_start_metrics(task, pol.warmstart),
+                         "evalset/correct_counts": list(evaluator.counts),
                          "evalset/prompt_buckets": [p.bucket for p in task.eval],
                          "perf/eval_time": time.perf_counter() - t0, "rollout/total": 0})
-        say(_eval_line(0, last_eval, task.buckets, config.eval.k))
+        say(_eval_line(0, run_state.last_eval, task.buckets, config.eval.k))
 
     # ======================================================================= loop
     num_steps, budget = config.rl.num_steps, config.rl.rollout_budget
-    every_r = config.eval.every_rollouts
     bar = _progress(config.log.progress, start_step, num_steps, budget,
                     ctx.counters["rollouts"])
     profile = _Profiler(config.log.profile_steps, os.path.join(workdir, "profile"))
-    flops_seen = accountant.metrics()  # cumulative; per-step deltas give MFU and tokens/s
-    bad_steps = 0
+    timing = _StepTiming(run_state.clock, accountant)
     # SIGTERM (preemption, maintenance) -> checkpoint at the end of the step, exit cleanly.
     preemption = distributed.Preemption().install()
-    preempted = False
-    step = start_step
-    def sync(step: int) -> None:
-        if engine.external and engine.synced_step == step:
-            return
-        try:
-            engine.sync(params, step)
-        except EngineError as e:
-            raise RunError(f"step {step}: {e}; the newest checkpoint in {workdir} is intact, "
-                           "resume from it once the engine is fixed") from None
-
-    sync(start_step)  # before the first rollout: a server may start from any checkpoint
-    while not done and step < num_steps:
+    preempted, step = False, start_step
+    _sync(engine, params, start_step, workdir)  # a server may start from any checkpoint
+    while not run_state.done and step < num_steps:
         step += 1
         profile.begin(step)
-        t_step = time.perf_counter()
+        timing.begin()
         ctx.begin_step(step, params)
-        staleness_base = engine.synced_step if engine.external else step - 1
+        engine.begin_step(step)
         rollouts_before = ctx.counters["rollouts"]
 
         # --- select + roll out
-        try:
-            groups = selector.build_batch(ctx)
-        except EngineError as e:
-            raise RunError(f"step {step}: {e}; nothing of this step was written, the newest "
-                           f"checkpoint in {workdir} is intact") from None
-        except RuntimeError as e:  # e.g. DS's max_num_gen_batches: the selector's own words
-            raise RunError(f"step {step}: {e}") from None
-        t_built = time.perf_counter()
-        if not groups:
-            raise RunError(f"selector {config.selector.name!r} returned no groups at step {step}")
+        groups = _build_batch(selector, config.selector.name, ctx, step, workdir)
+        timing.built()
 
-        # --- update
-        prompt_ids = [ctx.encode(g.index) for g in groups]
-        batch = batch_lib.pack(groups, prompt_ids, pad_id=tokenizer.pad_token_id,
-                               prompt_buckets=PROMPT_BUCKETS, row_buckets=ROW_BUCKETS,
-                               row_multiple=trainer.row_multiple,
-                               std_norm=config.rl.adv_std_norm)
-        engine_diff = None
-        if recompute_old:
-            engine_logp = batch["rollout_logp"] = batch["old_logp"]
-            batch["old_logp"] = trainer.logps(params, batch["tokens"], batch["valid"])
-            accountant.charge_logps(batch)
-            # the train-inference mismatch, over response tokens
-            mask = batch["loss_mask"] > 0
-            engine_diff = float(np.abs(batch["old_logp"] - engine_logp)[mask].mean())
-        if ref_params is not None:
-            batch["ref_logp"] = trainer.logps(ref_params, batch["tokens"], batch["valid"])
-            accountant.charge_logps(batch)
-        params, opt_state, train_metrics = trainer.step(
-            params, opt_state, batch, seed=int(np.random.SeedSequence([seed, step, 99])
-                                               .generate_state(1)[0]))
-        accountant.charge_train(batch)
-        t_updated = time.perf_counter()
-        # NaN guard: the trainer skipped every update whose loss or gradient norm was not
-        # finite (params unchanged); a run of such steps means the run has diverged (checked
-        # after this step's metrics are written).
-        if train_metrics.get("skipped_updates", 0) > 0:
-            bad_steps += 1
-            log.warning("step %d: %d update(s) skipped on a non-finite loss or gradient norm",
-                        step, int(train_metrics["skipped_updates"]))
-        else:
-            bad_steps = 0
+        # --- update, then the engine serves the new policy (on its sync schedule)
+        params, opt_state, train_metrics, engine_diff = updater.update(
+            params, opt_state, groups, step)
+        timing.updated()
         ctx.params = params
-        # The engine samples the updated policy from here on (an external one every
-        # rollout.sync_every steps: export, reload, probe), HeaPA's augmentation included.
-        if not engine.external or step % config.rollout.sync_every == 0:
-            sync(step)
+        if engine.sync_due(step):
+            _sync(engine, params, step, workdir)
         selector.after_update(ctx, groups)
-        t_after = time.perf_counter()
+        timing.after()
 
         # --- budget: stop at the step boundary nearest the budget (the next step is expected
         # to cost what this one did), so matched runs differ by at most about one step's batch.
@@ -338,90 +204,35 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         ctx.counters["effective_rollouts"] += sum(g.size for g in groups if not g.zero_variance)
         if budget and (ctx.counters["rollouts"] >= budget
                        or budget - ctx.counters["rollouts"] < used / 2):
-            done = True
-        last = done or step == num_steps
+            run_state.done = True
+        last = run_state.done or step == num_steps
 
-        # --- metrics
-        outcomes = np.concatenate([g.outcomes for g in groups])
-        rewards = np.concatenate([g.rewards for g in groups])
-        phase = {
-            "generate": ctx.timers["generate"], "verify": ctx.timers["verify"],
-            "entropy": ctx.timers["entropy"], "update": t_updated - t_built,
-            "select": (t_built - t_step) - ctx.timers["generate"] - ctx.timers["verify"]
-            - ctx.timers["entropy"] + (t_after - t_updated)}
-        for k, v in phase.items():
-            clock[k] += v
-        step_metrics = {f"train/{k}": v for k, v in train_metrics.items()}
-        step_metrics.update({
-            "rollout/total": ctx.counters["rollouts"],
-            "rollout/step": used,
-            "rollout/effective_total": ctx.counters["effective_rollouts"],
-            # responses whose answer check timed out or crashed (scored wrong), cumulative
-            "rollout/verify_timeouts": ctx.counters["verify_timeouts"],
-            "rollout/tokens": ctx.counters["response_tokens"],
-            "perf/rollout_pflops": ctx.counters["rollout_flops"] / 1e15,
-            "perf/entropy_pflops": ctx.counters["entropy_flops"] / 1e15,
-            "rollout/reward_mean": float(rewards.mean()),
-            "rollout/correct": float(np.mean(outcomes == 1)),
-            "rollout/invalid": float(np.mean(outcomes == -1)),
-            "rollout/zero_var_frac": float(np.mean([g.zero_variance for g in groups])),
-            "rollout/all_correct_frac": float(np.mean([g.all_correct for g in groups])),
-            "rollout/all_wrong_frac": float(np.mean([g.all_wrong for g in groups])),
-            "rollout/response_len": float(np.mean(np.concatenate([g.lengths for g in groups]))),
-            "perf/step_time": t_after - t_step,
-            **{f"perf/{k}_time": v for k, v in phase.items()},
-            **{f"perf/cum_{k}_time": v for k, v in clock.items()},
-            "perf/peak_rss_gib": _peak_rss_gib(),
-        })
-        step_metrics.update(ctx.rolled.metrics())
-        if engine.external:
-            step_metrics.update(engine.metrics())
-            step_metrics["rollout/engine_staleness"] = step - 1 - staleness_base
-        if engine_diff is not None:
-            step_metrics["rollout/engine_logprob_abs_diff"] = engine_diff
-        flops_now = accountant.metrics()
-        step_metrics.update(flops_now)
-        step_seconds = t_after - t_step
-        step_model_flops = (flops_now["perf/pflops_formula"]
-                            - flops_seen["perf/pflops_formula"]) * 1e15
-        step_tokens = flops_now["perf/tokens"] - flops_seen["perf/tokens"]
-        flops_seen = flops_now
-        step_metrics["perf/tokens_per_s"] = step_tokens / max(step_seconds, 1e-9)
-        step_metrics["perf/mfu"] = perf.mfu(step_model_flops, step_seconds)
-        step_metrics.update({f"select/{k}": v for k, v in selector.metrics().items()})
-        # Cumulative evidence that the method's mechanism ran (selection/base.py).
-        step_metrics.update({f"mech/{k}": v
-                             for k, v in getattr(selector, "mechanisms", dict)().items()})
-        crossed = every_r and (ctx.counters["rollouts"] // every_r > rollouts_before // every_r)
-        if (config.eval.every and step % config.eval.every == 0) or crossed or last:
+        # --- metrics, evaluation
+        record = _step_record(train_metrics, engine_diff, ctx, groups, used, timing, engine,
+                              selector, step)
+        if evaluator.due(step, rollouts_before, ctx.counters["rollouts"], last):
             t0 = time.perf_counter()
-            last_eval = evaluate(params, step)
-            clock["eval"] += time.perf_counter() - t0
-            step_metrics.update(last_eval)
-            step_metrics["evalset/correct_counts"] = list(eval_counts)
-            step_metrics["perf/eval_time"] = time.perf_counter() - t0
-            step_metrics["perf/cum_eval_time"] = clock["eval"]
-        writer.write(step, step_metrics)
-        if bad_steps >= config.rl.max_bad_steps:
+            run_state.last_eval = evaluator.run(params, step)
+            run_state.clock["eval"] += time.perf_counter() - t0
+            record.update(run_state.last_eval)
+            record["evalset/correct_counts"] = list(evaluator.counts)
+            record["perf/eval_time"] = time.perf_counter() - t0
+            record["perf/cum_eval_time"] = run_state.clock["eval"]
+        writer.write(step, record)
+        diverged = updater.diverged(step)
+        if diverged is not None:
             writer.close()
-            ckpt.wait()
-            raise RunError(f"step {step}: non-finite loss or gradient norm in {bad_steps} "
-                           f"steps in a row (rl.max_bad_steps={config.rl.max_bad_steps}); the "
-                           "parameters were left at their last finite values, which the newest "
-                           "checkpoint holds. Lower rl.learning_rate or check the rewards")
-        bar.update(step, ctx.counters["rollouts"], float(rewards.mean()), last_eval, task.buckets,
-                   config.eval.k)
+            run_state.ckpt.wait()
+            raise diverged
+        bar.update(step, ctx.counters["rollouts"], record["rollout/reward_mean"],
+                   run_state.last_eval, task.buckets, config.eval.k)
+
+        # --- checkpoint, export
         preempted = preemption.requested()  # agreed by every process
         if step % config.checkpoint.every == 0 or last or preempted:
-            save(step)
+            run_state.save(step, params, opt_state)
         if config.export.every and step % config.export.every == 0:
-            host_params = distributed.to_host(params) if jax.process_count() > 1 else params
-            if primary:
-                out = export.export_params(
-                    graphdef, host_params, mcfg, tokenizer,
-                    os.path.join(config.export.dir or os.path.join(workdir, "export"),
-                                 f"step_{step}"))
-                say(f"exported the policy at step {step} to {out}")
+            _export(config, workdir, graphdef, params, mcfg, tokenizer, step, say)
         profile.end(step)
         if preempted:
             log.warning("preempted: checkpointed step %d; rerun the same command to resume",
@@ -431,15 +242,215 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     profile.close()
     bar.close()
     if step > start_step:
-        say(_eval_line(step, last_eval, task.buckets, config.eval.k))
-    ckpt.close()  # waits for the last (async) save to be complete on disk
+        say(_eval_line(step, run_state.last_eval, task.buckets, config.eval.k))
+    run_state.ckpt.close()  # waits for the last (async) save to be complete on disk
     writer.close()
-    if not primary or preempted:
-        return last_eval
-    with open(os.path.join(workdir, "final_metrics.json"), "w") as f:
-        json.dump({"step": step, "rollouts": ctx.counters["rollouts"], **last_eval}, f,
-                  indent=2)
-    return last_eval
+    if primary and not preempted:
+        _write_json(os.path.join(workdir, "final_metrics.json"),
+                    {"step": step, "rollouts": ctx.counters["rollouts"], **run_state.last_eval})
+    return run_state.last_eval
+
+
+# ============================================================================ the loop's parts
+
+
+def _task_fields(config) -> dict:
+    return {k: v for k, v in config.task.items() if k != "name"}
+
+
+def _make_task(config, say):
+    task = tasks.make_task(config.task.name, _task_fields(config), config.seed)
+    if not task.train or not task.eval:
+        raise RunError(f"task {config.task.name!r} has an empty train or eval split")
+    skipped = task.stats.get("skipped_no_answer", 0)
+    if skipped:
+        log.warning("task %s: skipped %d rows without an answer", task.name, skipped)
+    say(f"task {task.name}: {len(task.train)} train prompts, {len(task.eval)} eval prompts, "
+        f"buckets {task.buckets}")
+    return task
+
+
+def _start_metrics(task, ws_info: dict) -> dict:
+    """Step 0's record besides the evaluation: the task's sizes and where the warm start
+    stopped."""
+    out = {"task/train_prompts": len(task.train), "task/eval_prompts": len(task.eval),
+           **{f"task/{k}": v for k, v in task.stats.items() if isinstance(v, (int, float))}}
+    out.update({f"warmstart/{k}": ws_info[k] for k in ("steps", "loss", "check_acc",
+                                                       "frontier_acc", "attempts", "seed")
+                if isinstance(ws_info.get(k), (int, float)) and np.isfinite(ws_info[k])})
+    return out
+
+
+def _sync(engine, params, step: int, workdir: str) -> None:
+    """The engine serves `params` of `step` (in process: at once; a server: export, reload,
+    probe); a failure stops the run with the checkpoint intact."""
+    try:
+        engine.ensure(params, step)
+    except EngineError as e:
+        raise RunError(f"step {step}: {e}; the newest checkpoint in {workdir} is intact, "
+                       "resume from it once the engine is fixed") from None
+
+
+def _build_batch(selector, name: str, ctx, step: int, workdir: str) -> list:
+    """The step's trained groups from the selector; its failures become one-line errors."""
+    try:
+        groups = selector.build_batch(ctx)
+    except EngineError as e:
+        raise RunError(f"step {step}: {e}; nothing of this step was written, the newest "
+                       f"checkpoint in {workdir} is intact") from None
+    except RuntimeError as e:  # e.g. DS's max_num_gen_batches: the selector's own words
+        raise RunError(f"step {step}: {e}") from None
+    if not groups:
+        raise RunError(f"selector {name!r} returned no groups at step {step}")
+    return groups
+
+
+def _write_json(path: str, obj) -> None:
+    with open(path, "w") as f:
+        if isinstance(obj, ml_collections.ConfigDict):
+            f.write(obj.to_json_best_effort(indent=2))
+        else:
+            json.dump(obj, f, indent=2)
+
+
+def _step_record(train_metrics, engine_diff, ctx, groups, used: int, timing, engine, selector,
+                 step: int) -> dict:
+    """A step's metrics record: the update, the rollouts, the phase times and FLOPs, the
+    engine's report, the selector's metrics and its cumulative mechanism counters."""
+    record = {f"train/{k}": v for k, v in train_metrics.items()}
+    record.update(_rollout_metrics(ctx, groups, used))
+    record.update(timing.metrics(ctx.timers))
+    record.update(engine.step_metrics(step))
+    if engine_diff is not None:
+        record["rollout/engine_logprob_abs_diff"] = engine_diff
+    record.update({f"select/{k}": v for k, v in selector.metrics().items()})
+    # Cumulative evidence that the method's mechanism ran (selection/mechanisms.py).
+    record.update({f"mech/{k}": v for k, v in getattr(selector, "mechanisms", dict)().items()})
+    return record
+
+
+def _rollout_metrics(ctx, groups, used: int) -> dict[str, float]:
+    """What the step rolled out and trained on (counters are cumulative)."""
+    outcomes = np.concatenate([g.outcomes for g in groups])
+    rewards = np.concatenate([g.rewards for g in groups])
+    out = {
+        "rollout/total": ctx.counters["rollouts"],
+        "rollout/step": used,
+        "rollout/effective_total": ctx.counters["effective_rollouts"],
+        # responses whose answer check timed out or crashed (scored wrong), cumulative
+        "rollout/verify_timeouts": ctx.counters["verify_timeouts"],
+        "rollout/tokens": ctx.counters["response_tokens"],
+        "perf/rollout_pflops": ctx.counters["rollout_flops"] / 1e15,
+        "perf/entropy_pflops": ctx.counters["entropy_flops"] / 1e15,
+        "rollout/reward_mean": float(rewards.mean()),
+        "rollout/correct": float(np.mean(outcomes == 1)),
+        "rollout/invalid": float(np.mean(outcomes == -1)),
+        "rollout/zero_var_frac": float(np.mean([g.zero_variance for g in groups])),
+        "rollout/all_correct_frac": float(np.mean([g.all_correct for g in groups])),
+        "rollout/all_wrong_frac": float(np.mean([g.all_wrong for g in groups])),
+        "rollout/response_len": float(np.mean(np.concatenate([g.lengths for g in groups]))),
+    }
+    out.update(ctx.rolled.metrics())
+    return out
+
+
+class _StepTiming:
+    """Wall time per phase of a step (generate, verify, entropy, update, select), the
+    cumulative `clock` a comparison reports (checkpointed), MFU and tokens/s."""
+
+    def __init__(self, clock: dict, accountant):
+        self.clock, self.accountant = clock, accountant
+        self.flops_seen = accountant.metrics()  # cumulative; per-step deltas give MFU
+
+    def begin(self) -> None:
+        self.t_step = time.perf_counter()
+
+    def built(self) -> None:
+        self.t_built = time.perf_counter()
+
+    def updated(self) -> None:
+        self.t_updated = time.perf_counter()
+
+    def after(self) -> None:
+        self.t_after = time.perf_counter()
+
+    def metrics(self, timers: dict) -> dict[str, float]:
+        phase = {
+            "generate": timers["generate"], "verify": timers["verify"],
+            "entropy": timers["entropy"], "update": self.t_updated - self.t_built,
+            "select": (self.t_built - self.t_step) - timers["generate"] - timers["verify"]
+            - timers["entropy"] + (self.t_after - self.t_updated)}
+        for k, v in phase.items():
+            self.clock[k] += v
+        seconds = self.t_after - self.t_step
+        flops_now = self.accountant.metrics()
+        model_flops = (flops_now["perf/pflops_formula"]
+                       - self.flops_seen["perf/pflops_formula"]) * 1e15
+        tokens = flops_now["perf/tokens"] - self.flops_seen["perf/tokens"]
+        self.flops_seen = flops_now
+        return {"perf/step_time": seconds,
+                **{f"perf/{k}_time": v for k, v in phase.items()},
+                **{f"perf/cum_{k}_time": v for k, v in self.clock.items()},
+                "perf/peak_rss_gib": _peak_rss_gib(), **flops_now,
+                "perf/tokens_per_s": tokens / max(seconds, 1e-9),
+                "perf/mfu": perf.mfu(model_flops, seconds)}
+
+
+class _RunState:
+    """What a checkpoint holds beside the parameters and optimizer state: the selector's and
+    engine's state, the context's counters, the FLOPs account, the phase clock, the last
+    evaluation and whether the budget was reached. Saves are asynchronous."""
+
+    def __init__(self, workdir: str, config, selector, ctx, engine, accountant):
+        self.ckpt = checkpoint.Checkpointer(os.path.join(workdir, "checkpoints"),
+                                            max_to_keep=config.checkpoint.max_to_keep,
+                                            async_save=True)
+        self.selector, self.ctx, self.engine, self.accountant = selector, ctx, engine, accountant
+        self.seed = config.seed
+        self.clock = {k: 0.0 for k in CLOCKS}
+        self.last_eval: dict = {}
+        self.done = False
+
+    def restore(self, params, opt_state, trainer, writer, say):
+        """(params, opt_state, step) of the newest checkpoint, or the inputs and step 0."""
+        restored = self.ckpt.restore({"params": policy.flat(params),
+                                      "opt_state": policy.flat(opt_state)})
+        if restored is None:
+            writer.truncate_after(-1)
+            return params, opt_state, 0
+        step, arrays, meta = restored
+        params = jax.device_put(policy.unflat(params, arrays["params"]), trainer.param_shardings)
+        opt_state = jax.device_put(policy.unflat(opt_state, arrays["opt_state"]),
+                                   trainer.opt_shardings)
+        self.selector.load_state_dict(meta["selector"])
+        self.ctx.counters.update(meta["counters"])
+        self.engine.load_state_dict(meta.get("engine", {}))
+        self.accountant.load_state_dict(meta.get("accounting", {}))
+        self.clock.update(meta.get("clock", {}))
+        self.last_eval = meta.get("last_eval", {})
+        self.done = bool(meta.get("done", False))
+        writer.truncate_after(step)
+        say(f"resumed from step {step} ({self.ctx.counters['rollouts']:,} rollouts so far)")
+        return params, opt_state, step
+
+    def save(self, step: int, params, opt_state) -> None:
+        self.ckpt.save(step, {"params": policy.flat(params), "opt_state": policy.flat(opt_state)},
+                       {"step": step, "selector": self.selector.state_dict(),
+                        "counters": self.ctx.counters, "engine": self.engine.state_dict(),
+                        "clock": self.clock, "accounting": self.accountant.state_dict(),
+                        "rng": {"seed": self.seed}, "last_eval": self.last_eval,
+                        "done": self.done}, force=True)
+
+
+def _export(config, workdir: str, graphdef, params, mcfg, tokenizer, step: int, say) -> None:
+    """`export.every`: a transformers-loadable copy of the policy (gathered on every process,
+    written by process 0)."""
+    host_params = distributed.gather(params)
+    if distributed.is_primary():
+        out = export.export_params(
+            graphdef, host_params, mcfg, tokenizer,
+            os.path.join(config.export.dir or os.path.join(workdir, "export"), f"step_{step}"))
+        say(f"exported the policy at step {step} to {out}")
 
 
 def _eval_line(step: int, ev: dict, buckets, k: int) -> str:

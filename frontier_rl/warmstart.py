@@ -146,19 +146,21 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
           progress=None) -> Result:
     """Trains on `pairs` for at most `steps` steps; returns a `Result`.
 
-    Linear warmup then cosine decay to 5% over `steps` (the cap). With `check` (params ->
+    Linear warmup, then a constant rate. With `check` (params ->
     held-out accuracy) and `target_acc` > 0, training stops at the first check (every
     `check_every` steps) whose accuracy is >= target_acc and, with `frontier_check`, whose
-    accuracy on the next-harder bucket (never trained on) is >= frontier_min: the regime RL
+    accuracy on held-out prompts of the next-harder bucket is >= frontier_min: the regime RL
     needs, easy prompts solved and the frontier solved sometimes. `Result.reached` says whether
     it did.
     With `dose_pairs` and `dose`, that share of every batch is frontier examples
     (`make_batches`). Optionally it also stops once the loss EMA falls below `target_loss` (0
     disables).
     """
-    schedule = optax.warmup_cosine_decay_schedule(
-        0.0, learning_rate, max(1, min(warmup_steps, steps - 1)), max(steps, 2),
-        end_value=learning_rate * 0.05)
+    # Linear warmup, then constant: when to stop is the held-out check's decision, and a rate
+    # decaying over the cap would slow exactly the seeds whose plateau ends late.
+    schedule = optax.join_schedules(
+        [optax.linear_schedule(0.0, learning_rate, max(1, min(warmup_steps, steps - 1))),
+         optax.constant_schedule(learning_rate)], [max(1, min(warmup_steps, steps - 1))])
     tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(schedule, b2=0.98))
     opt_state = tx.init(params)
 

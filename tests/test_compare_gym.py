@@ -35,7 +35,7 @@ def test_smoke_comparison_runs_on_gym_buckets(tmp_path):
     assert {"num_terms=3", "num_terms=4"} <= buckets <= {f"num_terms={n}" for n in range(3, 7)}
     for r in runs:
         assert r["rollouts"] > 0
-    with open(tmp_path / "warmstart" / "frontier_rl_warmstart_result.json") as f:
+    with open(tmp_path / "warmstart" / "s0" / "frontier_rl_warmstart_result.json") as f:
         assert json.load(f)["buckets"] == ["num_terms=3", "num_terms=4"]
     # rollouts are scored by the gym verifier: invalid (-1) is possible, the run still trains
     recs = [json.loads(x) for x in open(tmp_path / "runs" / "uniform-s0" / "metrics.jsonl")]

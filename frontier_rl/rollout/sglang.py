@@ -100,8 +100,10 @@ class SGLangEngine:
                  probe_ids: Sequence[int] = (), probe_tol: float = 1e-3,
                  temperature: float = 1.0, timeout: float = 600.0, deadline: float = 1800.0,
                  retries: int = 8, backoff: float = 1.0, concurrency: int = 8,
-                 max_rows: int = 4096):
+                 max_rows: int = 4096, sync_every: int = 1):
         self.url = url.rstrip("/")
+        self.sync_every = int(sync_every)  # steps between weight syncs (rollout.sync_every)
+        self._staleness_base = -1
         self.pad_id = pad_id
         self.stop_ids = [int(i) for i in stop_ids]
         self.max_new_tokens = max_new_tokens
@@ -268,6 +270,23 @@ class SGLangEngine:
         self.synced_step = step
         self.counters["syncs"] += 1
         self.counters["sync_time"] += time.perf_counter() - t0
+
+    # -- the run loop's view -------------------------------------------------------------------
+
+    def ensure(self, params, step: int) -> None:
+        if self.synced_step != step:
+            self.sync(params, step)
+
+    def sync_due(self, step: int) -> bool:
+        return step % self.sync_every == 0
+
+    def begin_step(self, step: int) -> None:
+        self._staleness_base = self.synced_step
+
+    def step_metrics(self, step: int) -> dict[str, float]:
+        """Counters plus staleness: updates the served policy lagged behind the trainer's when
+        the step's rollouts were generated."""
+        return {**self.metrics(), "rollout/engine_staleness": step - 1 - self._staleness_base}
 
     def health(self) -> bool:
         try:

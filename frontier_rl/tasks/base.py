@@ -22,9 +22,11 @@ from typing import Any
 
 import numpy as np
 
-REWARD_CORRECT = 1
-REWARD_WRONG = 0
-REWARD_INVALID = -1  # No parsable answer, or the response never ended (no EOS).
+from frontier_rl.tasks.rewards import (  # noqa: F401 - re-exported: every task's outcomes
+    REWARD_CORRECT,
+    REWARD_INVALID,
+    REWARD_WRONG,
+)
 
 
 @dataclasses.dataclass(frozen=True)

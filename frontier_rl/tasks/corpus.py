@@ -299,7 +299,7 @@ def make_scorer(cfg: Mapping):
     raise ValueError(f"Unknown verifier {cfg['verifier']!r}; use 'math_verify' or 'numeric'.")
 
 
-def _make_verifier(cfg: Mapping) -> base.Verifier:
+def make_verifier(cfg: Mapping) -> base.Verifier:
     reward = make_scorer(cfg)
 
     def verifier(prompt: base.Prompt, response: str, finished: bool = True) -> int:
@@ -351,7 +351,7 @@ def make_corpus_task(cfg: dict, seed: int) -> base.Task:
     buckets = sorted(values, key=lambda b: values[b] if numeric else b)
     template = cfg["response_template"] or RESPONSE_TEMPLATES[cfg["verifier"]]
     return base.Task(name=f"corpus:{name}", train=[p for p, _ in train],
-                     eval=[p for p, _ in evals], buckets=buckets, verifier=_make_verifier(cfg),
+                     eval=[p for p, _ in evals], buckets=buckets, verifier=make_verifier(cfg),
                      stats=stats, config=cfg, response_template=template,
                      scorer=make_scorer(cfg), verify_workers=cfg["verify_workers"],
                      verify_timeout_s=float(cfg["verify_timeout_s"]))

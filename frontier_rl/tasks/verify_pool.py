@@ -33,7 +33,7 @@ from multiprocessing.connection import wait
 
 import numpy as np
 
-from frontier_rl.tasks.base import REWARD_WRONG
+from frontier_rl.tasks.rewards import REWARD_WRONG
 
 Scorer = Callable[[str, str, bool], int]
 Item = tuple[str, str, bool]  # (response, reference answer, finished)

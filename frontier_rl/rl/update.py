@@ -1,0 +1,105 @@
+"""One RL update from a step's groups: pack, old and reference log-probs, the optimizer step,
+the FLOPs charge and the divergence guard.
+
+`Updater.update(params, opt_state, groups, step)` packs the groups into the padded batch the
+train step compiles for (rl/batch.py), recomputes the old policy's log-probs when the engine's
+cannot serve (another implementation, or top-p truncation; `rl.recompute_old_logp`), adds the
+KL reference's log-probs, runs the epochs x minibatches of the train step and charges every
+device program to the accountant. A step whose every update was skipped for a non-finite loss
+or gradient norm counts toward `rl.max_bad_steps`; `check_diverged` raises once that many come
+in a row.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from frontier_rl.errors import RunError
+from frontier_rl.rl import batch as batch_lib
+from frontier_rl.rl import losses
+from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
+from frontier_rl.rollout.sampler import PROMPT_BUCKETS, ROW_BUCKETS
+
+log = logging.getLogger("frontier_rl")
+
+
+def make_trainer(config, graphdef, mesh) -> Trainer:
+    """The train step of `config.rl` (loss, clip range, KL, optimizer, micro-batches)."""
+    r = config.rl
+    loss_cfg = losses.LossConfig(
+        aggregation=losses.LOSSES[r.loss].aggregation, eps_low=r.eps_low, eps_high=r.eps_high,
+        clip_ratio_c=r.clip_ratio_c, kl_coef=r.kl_coef, tis_cap=r.tis_cap)
+    tx = make_optimizer(OptimConfig(
+        learning_rate=r.learning_rate, b1=r.b1, b2=r.b2, weight_decay=r.weight_decay,
+        grad_clip=r.grad_clip, warmup_steps=r.warmup_steps))
+    return Trainer(graphdef, loss_cfg, tx, mesh, epochs=r.epochs, minibatches=r.minibatches,
+                   temperature=config.rollout.temperature, micro_batch_size=r.micro_batch_size,
+                   logits_chunk=config.model.logits_chunk)
+
+
+def reward_shaper(config):
+    """outcomes, lengths -> rewards: DAPO's overlong penalty when configured, else outcomes."""
+    r = config.rl
+    if r.loss == "dapo" and r.overlong_buffer > 0:
+        def shape(outcomes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+            return outcomes + losses.overlong_penalty(
+                lengths, config.rollout.max_new_tokens, r.overlong_buffer, r.overlong_penalty)
+        return shape
+    return lambda outcomes, lengths: outcomes
+
+
+class Updater:
+    def __init__(self, config, trainer: Trainer, params, *, accountant, encode, pad_id: int,
+                 recompute_old: bool, seed: int):
+        self.trainer, self.accountant, self.encode = trainer, accountant, encode
+        self.pad_id, self.recompute_old, self.seed = pad_id, recompute_old, seed
+        self.std_norm = config.rl.adv_std_norm
+        self.max_bad_steps = config.rl.max_bad_steps
+        # A copy: the update donates `params`' buffers, which may be the ones init returned.
+        self.ref_params = jax.tree.map(jnp.copy, params) if config.rl.kl_coef > 0 else None
+        self.bad_steps = 0
+
+    def update(self, params, opt_state, groups, step: int):
+        """(params, opt_state, train metrics, engine log-prob gap or None) after one step."""
+        trainer, accountant = self.trainer, self.accountant
+        batch = batch_lib.pack(groups, [self.encode(g.index) for g in groups],
+                               pad_id=self.pad_id, prompt_buckets=PROMPT_BUCKETS,
+                               row_buckets=ROW_BUCKETS, row_multiple=trainer.row_multiple,
+                               std_norm=self.std_norm)
+        engine_diff = None
+        if self.recompute_old:
+            engine_logp = batch["rollout_logp"] = batch["old_logp"]
+            batch["old_logp"] = trainer.logps(params, batch["tokens"], batch["valid"])
+            accountant.charge_logps(batch)
+            # the train-inference mismatch, over response tokens
+            mask = batch["loss_mask"] > 0
+            engine_diff = float(np.abs(batch["old_logp"] - engine_logp)[mask].mean())
+        if self.ref_params is not None:
+            batch["ref_logp"] = trainer.logps(self.ref_params, batch["tokens"], batch["valid"])
+            accountant.charge_logps(batch)
+        params, opt_state, metrics = trainer.step(
+            params, opt_state, batch,
+            seed=int(np.random.SeedSequence([self.seed, step, 99]).generate_state(1)[0]))
+        accountant.charge_train(batch)
+        # NaN guard: the trainer skipped every update whose loss or gradient norm was not
+        # finite (params unchanged); a run of such steps means the run has diverged.
+        if metrics.get("skipped_updates", 0) > 0:
+            self.bad_steps += 1
+            log.warning("step %d: %d update(s) skipped on a non-finite loss or gradient norm",
+                        step, int(metrics["skipped_updates"]))
+        else:
+            self.bad_steps = 0
+        return params, opt_state, metrics, engine_diff
+
+    def diverged(self, step: int) -> RunError | None:
+        """The error to stop with after `rl.max_bad_steps` skipped steps in a row, else None."""
+        if self.bad_steps < self.max_bad_steps:
+            return None
+        return RunError(f"step {step}: non-finite loss or gradient norm in {self.bad_steps} "
+                        f"steps in a row (rl.max_bad_steps={self.max_bad_steps}); the "
+                        "parameters were left at their last finite values, which the newest "
+                        "checkpoint holds. Lower rl.learning_rate or check the rewards")
