@@ -1,61 +1,64 @@
-"""Matched-budget comparison on the embedded arithmetic task: uniform GRPO, DAPO dynamic
-sampling (DS), HIVE and HeaPA, each to the same rollout budget from the same warm start, over
-several seeds, with 95% intervals and a proof that each method's mechanism ran.
+"""Matched-budget comparison on the embedded arithmetic task: uniform GRPO, HIVE and HeaPA (DS,
+GRESO, the ablations and the rest in `:claims` / `:full`), each to the same rollout budget from
+each seed's own warm start, over three seeds, with verdicts from per-seed paired t-intervals
+on the pre-registered frontier bucket and a per-(method, seed) proof that each mechanism ran.
 
   frontier-rl compare --config=configs/compare_arith.py --workdir=runs/compare
   frontier-rl compare --config=configs/compare_arith.py:claims --workdir=runs/compare_claims
   frontier-rl compare --config=configs/compare_arith.py --workdir=runs/compare \
-      --config.compare.run=uniform,hive --config.compare.seeds=0,1,2
+      --config.compare.run=uniform,ds,hive --config.compare.seeds=0,1,2,3,4
+  frontier-rl compare --config=configs/compare_arith.py --workdir=runs/steps \
+      --config.compare.budget=steps --config.compare.steps=75      # matched updates
 
 Args:
-  ''       uniform, ds, hive, heapa; seeds 0,1; 38,400 rollouts each (75 uniform steps)
-  claims   every method the report's claims table needs (adds greso, heapa_childagg, ps_aug and
-           the composite heapa_hive); seeds 0,1,2
+  ''       uniform, hive, heapa; seeds 0,1,2; 38,400 rollouts each (75 uniform steps)
+  claims   every claim of the report and the four ablation arms: uniform, ds, greso, hive,
+           hive_random_drop, hive_no_stage1, heapa, heapa_uniform_pool, heap_only,
+           heapa_childagg, ps_aug, heapa_hive; seeds 0,1,2
   full     every registered method; seeds 0,1,2
   smoke    two methods, one seed, on the smoke-sized task, in seconds (used by tests)
 
 Each method is a delta merged over the base config (configs/arith_grpo.py's GRPO run); the base
 also carries the arith settings of HeaPA's augmentation and teacher, as configs/arith_heapa.py.
 
-Experiment settings, and why (no method's algorithm is changed; tests/test_mechanisms.py fails
-if a method's mechanism counter stays at zero under these settings):
+Pre-registered before any run: the primary metric is Avg@4 on the frontier bucket 4op
+(`compare.metric`; "all" is secondary); verdicts compare each method with uniform GRPO on the
+same seeds (`compare.target`), none below 3 seeds; rollouts-to-target uses uniform's final 4op
+accuracy minus 2 points per seed (`compare.target_margin`); the ablations of `:claims` answer
+the questions in `compare.ablations`.
+
+Experiment settings, and why (no method's algorithm is changed; `compare.settings_notes` lists
+them in the report, and tests/test_mechanisms.py fails if a method's proof counter stays at
+zero under them):
 - Pool of 1,500 training prompts (task.train_size; the default task has 20,000) against a
   budget of 38,400 rollouts: uniform GRPO passes its pool 3.2 times. With 20,000 prompts and
   76,800 rollouts no method finished its first epoch, so HIVE's Stage 1 (history) and GRESO's
   skip rule, which act on prompts seen before, never fired, and HeaPA never left its cold queue.
 - HeaPA (and PS, heapa_hive): capacity N = 1,400, below the 1,500 seeds, so the bound binds
-  from the start and records are evicted as seeds, children and recycled records arrive
-  (N = 30,000 never evicted; at N = 1,536 a real run trained only ~50 children a seed and
-  never filled the pool);
-  archive threshold A_max = 768 and chunk 128 (the paper's 8,192 / 512 are 32 and 2 steps of
-  B = 256; 768 is 12 steps of B = 64, so the archive recycles several times and lineage
-  refreshes run within the budget); children enter the heaps at their estimate
-  (`aug_entry="heap"`, the released code) so that once the 1,500 seeds have left the cold queue
-  (about step 24) every batch comes from the boundary sampler (PS: by priority), children
-  included; with the paper's cold entry, children refill the cold queue every step and PS+PA
-  never drew by priority. The cold queue keeps the paper's max_cold_frac = 1. Augmentation
-  runs without the released code's capacity check (`aug_require_capacity=False`, every
-  HeaPA-family method): with it, a pool refilled by recycling admits no child, so the bound
-  never binds (a real run at N = 1,536 trained 103 children and evicted none; PS, which has
-  no archive, would never add a child at all); without it, children arrive every step and
-  evict the hardest records, the bounded evolving pool of the paper.
+  from the start (evictions during the initial fill are information only; the proof counter is
+  `evicted_after_fill`); archive threshold A_max = 768 and chunk 128 (768 is 12 steps of
+  B = 64, so the archive recycles several times and lineage refreshes run within the budget);
+  children enter the heaps at their estimate (`aug_entry="heap"`, the released code); no
+  capacity check on augmentation (`aug_require_capacity=False`): with it, a pool refilled by
+  recycling admits no child and the bound never binds.
+- A fair teacher: the embedded arith teacher is exact and instant; every augmenting arm
+  mislabels 1.2% of its children, the wrong-label rate the HeaPA paper estimates for its LLM
+  teacher (`teacher_error_rate`).
 - Pre-filter (`:full`): n = 8 offline rollouts per prompt (the paper's 16 would spend 24,000
   of the 38,400 rollouts before the first update; 8 spends 12,000).
-- Evaluation: 512 held-out prompts x 8 samples, 4 evaluations per run plus step 0, no greedy
-  pass (the report resamples the per-prompt counts for its intervals; fewer evaluations make
-  two seeds fit the time of one before).
-- Warm start: until 80% greedy exact match on held-out 2op/3op prompts and at least 5% on
-  held-out 4op prompts, which it never trains on (config_lib), shared by every method and seed;
-  the report's "Starting point" gives it and the step-0 accuracies. On this pool the outcome
-  swings with the seed and the thread count: seed 0 reached 97% on 2op/3op with 4op at 0-1%
-  through 4,000 steps on 2 threads, seed 2 passed at 1,800 steps on one thread and stayed at
-  36% on 2op/3op on two; so an attempt outside the regime at its 2,500-step cap is redone from
-  a fresh init with the next seed (warmstart.attempts = 3), and the report names the seed used.
+- Evaluation: 1,024 held-out 4op prompts (the verdicts' bucket) and 64 in each other bucket,
+  4 samples each at T = 0.7, top-p 0.7; 6 evaluations per run plus step 0 (rollouts-to-target
+  interpolates between them); no greedy pass.
+- Warm start per seed (`compare.shared_start=False`): 2op/3op plus a 10% dose of 4op examples
+  in every batch (warmstart.frontier_dose), until 80% greedy exact match on held-out 2op/3op
+  prompts and at least 10% on held-out 4op prompts; methods at one seed share that seed's
+  warm start, so the seeds sample starting points as well as RL noise.
+  `frontier-rl bench warmstart --config=configs/compare_arith.py --seeds=0-9` checks that
+  every seed reaches this regime on its first attempt (README).
 
-Hardware: 2 CPU cores. Expected: the warm start once, then 8 runs of about a minute each,
-ending with the report's main table printed (see README for the measured time). Writes
-DIR/results.json (with "mechanisms"), DIR/report.md and DIR/plots/*.png; rerunning after a
-kill skips finished runs and resumes the interrupted one.
+Hardware: 2 CPU cores (see README for the measured time of the default). Writes
+DIR/results.json (mechanisms per method and seed, steps, updates), DIR/report.md and
+DIR/plots/*.png; rerunning after a kill skips finished runs and resumes the interrupted one.
 """
 
 import ml_collections

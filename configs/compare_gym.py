@@ -1,10 +1,11 @@
-"""Matched-budget comparison on a reasoning-gym dataset: uniform GRPO, DAPO dynamic sampling
-(DS) and HIVE, each to the same rollout budget from one shared warm start, over two seeds.
+"""Matched-budget comparison on a reasoning-gym dataset: uniform GRPO and HIVE (add DS, GRESO
+or the heaps with `--config.compare.run`), each to the same rollout budget from each seed's own
+warm start, over three seeds, verdicts on the frontier bucket num_terms=5.
 
   frontier-rl compare --config=configs/compare_gym.py --workdir=runs/compare_gym
   frontier-rl compare --config=configs/compare_gym.py:basic_arithmetic,smoke --workdir=/tmp/x
   frontier-rl compare --config=configs/compare_gym.py --workdir=runs/compare_gym \
-      --config.compare.run=uniform,greso,heap_only --config.compare.seeds=0,1,2
+      --config.compare.run=uniform,ds,greso,hive,heap_only --config.compare.seeds=0,1,2
 
 Args (comma-separated): a dataset from PRESETS (default basic_arithmetic), and `smoke` (the
 same code paths in seconds, used by tests/test_compare_gym.py). Another reasoning-gym dataset
@@ -16,8 +17,9 @@ The task (basic_arithmetic): reasoning-gym's `basic_arithmetic` with 3-6 one-dig
 joined by + and -, no parentheses, e.g. "Calculate 9 - 2 + 6 + 6 + 4." -> 23, bucketed by the
 item's `num_terms` ("num_terms=3" .. "num_terms=6"). The policy is the embedded 2-layer d=64
 char-level model (125k parameters, vocab 32); the warm start teaches num_terms=3,4 in the
-format the gym verifier scores correct ("<answer>23</answer>", then EOS); RL's frontier bucket
-is num_terms=5.
+format the gym verifier scores correct ("<answer>23</answer>", then EOS), with a 10% dose of
+num_terms=5 training items in every batch (warmstart.frontier_dose); RL's frontier bucket, and
+the pre-registered metric, is num_terms=5.
 
 Experiment settings, and why (no method's algorithm is changed):
 - One-digit terms with + and -: the answer has at most two digits, so the tiny model can write
@@ -30,24 +32,16 @@ Experiment settings, and why (no method's algorithm is changed):
   its pool 1.2 times, so the history-based mechanisms (HIVE's Stage 1) act; at 25,600 rollouts
   uniform never finished a pass and the report flagged `pool_passes` as never exercised.
   800 eval items (769 after removing those also in training, 194 of them in num_terms=5):
-  8 samples each give the frontier bucket a 95% interval of about +-6 points on a change.
-- Warm start on the training items of num_terms=3,4 until 80% greedy exact match on 256
-  held-out ones (config_lib's target), shared by every method and seed (`warmstart.seed=0`).
+  the verdicts' bucket has 194 prompts here (a reasoning-gym eval set is drawn as a whole, not
+  per bucket), so its intervals are wider than the arith comparison's 1,024.
+- The warm start's frontier dose uses num_terms=5 items of the training pool (minus the 256
+  held out for its check): those prompts have been seen with their answers before RL.
+- Warm start per seed until 80% greedy exact match on 256 held-out num_terms=3,4 items and at
+  least 10% on held-out num_terms=5 items (config_lib's targets).
 - rollout.max_new_tokens=24: the longest response, "<answer>-40</answer>", is 20 characters.
-- Evaluation: 4 evaluations per run plus step 0, Avg@8 at T=0.7, top-p 0.7, no greedy pass.
+- Evaluation: 6 evaluations per run plus step 0, Avg@8 at T=0.7, top-p 0.7, no greedy pass.
 
-Hardware: 2 CPU cores (shared with other work while measured). Measured, seeds 0 and 1: the
-warm start reached 83.2% held-out exact match after 1,600 steps in 683 s (made once, by an
-earlier run with the same task, model and warm-start settings; every run loads it), then the
-6 runs took 1,211 s (uniform 290-296 s each, DS 136-141 s, HIVE 169-176 s).
-Held-out Avg@8 on the frontier bucket num_terms=5, step 0 -> budget, and the paired change over
-its 194 eval prompts with a 95% bootstrap interval, seed 0 | seed 1:
-  uniform  22.1 -> 46.9, +24.8 [+17.8, +32.0] | 22.4 -> 50.0, +27.6 [+20.4, +34.6]
-  DS       22.1 -> 39.4, +17.3 [+11.0, +23.7] | 22.4 -> 40.9, +18.5 [+12.6, +24.2]
-  HIVE     22.1 -> 41.2, +19.1 [+13.0, +25.1] | 22.4 -> 42.7, +20.3 [+14.4, +26.2]
-The report's change from step 0 over both seeds: uniform +26.2 [+19.6, +33.5] on num_terms=5,
-+13.2 [+10.2, +16.4] on all; Avg@8 all at budget uniform 57.8, DS 53.4 (-4.3 [-7.1, -2.0] vs
-uniform), HIVE 54.6 (-3.2 [-5.9, -0.9]); every method's mechanism counters are non-zero.
+Hardware: 2 CPU cores; the measured time is in the README.
 """
 
 import ml_collections
@@ -93,15 +87,14 @@ def get_config(arg: str | None = None):
         prompt_template="{question}", response_template="<answer>{answer}</answer>"))
     c.rl.loss = "grpo"
     c.warmstart.buckets = p["warm"]
-    c.warmstart.seed = 0  # one warm start for every seed
     c.rollout.max_new_tokens = 24
     c.eval.greedy = False
     c.log.tensorboard = False
 
     c.compare = ml_collections.ConfigDict()
     c.compare.methods = _methods()  # name -> delta over the base config
-    c.compare.run = "uniform,ds,hive"  # methods to run, in this order
-    c.compare.seeds = "0,1"
+    c.compare.run = "uniform,hive"  # methods to run, in this order (add ds, greso, heap_only..)
+    c.compare.seeds = "0,1,2"
     c.compare.budget = "rollouts"  # matched rollouts; "steps": matched updates (compare.steps)
     c.compare.rollout_budget = 38400  # 75 uniform steps of 64 x 8
     c.compare.steps = 0  # steps per run when budget = "steps"

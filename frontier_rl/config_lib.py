@@ -90,7 +90,7 @@ def default_config() -> ml_collections.ConfigDict:
     c.warmstart.frontier_dose = 0.1
     c.warmstart.check_every = 100
     c.warmstart.check_size = 256
-    c.warmstart.steps = 2500  # cap of one attempt
+    c.warmstart.steps = 4000  # cap of one attempt
     c.warmstart.attempts = 3  # an attempt outside the regime at its cap is redone, seed + 1
     c.warmstart.target_loss = 0.0  # also stop once the loss EMA is below this; 0 disables
     c.warmstart.batch_size = 128
