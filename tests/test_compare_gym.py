@@ -8,8 +8,6 @@ import pytest
 
 from frontier_rl import compare, config_lib
 
-pytest.importorskip("reasoning_gym")
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

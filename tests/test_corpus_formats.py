@@ -9,8 +9,6 @@ import pytest
 from frontier_rl import benchmarks, fixtures
 from frontier_rl.tasks import chat, make_task
 
-pytest.importorskip("math_verify")
-
 
 @pytest.fixture(scope="module")
 def smoke():
@@ -64,7 +62,6 @@ def test_plain_jsonl_with_bucket_by_data_source(tmp_path):
 
 
 def test_prepared_tfds_corpus_is_read_in_order_and_sharded(tmp_path, smoke):
-    pytest.importorskip("tensorflow_datasets")
     from frontier_rl import data
 
     out = data.prepare(smoke["train"], "smoke_corpus", str(tmp_path))

@@ -415,7 +415,8 @@ def test_sglang_client_requests_rows_and_chunks(max_rows, tmp_path):
     finally:
         srv.stop()
     rows = [p for p in PROMPTS for _ in range(2)]
-    sent = fake.requests[:-1]
+    # the requests of one call go out concurrently: in the order of their seeds
+    sent = sorted(fake.requests[:-1], key=lambda r: r["sampling_params"]["sampling_seed"])
     assert [r["input_ids"] for r in sent] == [rows[i:i + max_rows]
                                               for i in range(0, 6, max_rows)]
     for i, r in enumerate(sent):

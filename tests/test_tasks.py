@@ -136,7 +136,8 @@ def test_config_handling():
         tasks.make_task("nope", {}, 0)
     with pytest.raises(ValueError, match="distinct problems"):
         tasks.make_task("arith", {"max_digits": 1, "max_operands": 2, "train_size": 200}, 0)
-    ml_collections = pytest.importorskip("ml_collections")
+    import ml_collections
+
     cfg = ml_collections.ConfigDict({"name": "arith", "max_operands": 3, "train_size": 60,
                                      "eval_per_bucket": 4})
     task = tasks.make_task(cfg.name, cfg, seed=0)
@@ -291,8 +292,9 @@ def test_corpus_errors(tmp_path):
 
 
 def test_parquet_corpus_with_math_verify(tmp_path):
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     rows = [{"question": f"Half of {2 * i + 1}?", "solution": f"{2 * i + 1}/2"} for i in range(20)]
     rows.append({"question": "missing", "solution": None})
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "half.parquet")
@@ -309,7 +311,7 @@ def test_parquet_corpus_with_math_verify(tmp_path):
 
 
 def test_tfds_corpus_via_data_source(tmp_path):
-    tfds = pytest.importorskip("tensorflow_datasets")
+    import tensorflow_datasets as tfds
 
     class FrontierRlTinyQa(tfds.core.GeneratorBasedBuilder, skip_registration=True):
         """A 12-row question/answer set written as array_record (no tensorflow needed).
@@ -351,7 +353,6 @@ def test_tfds_corpus_via_data_source(tmp_path):
 
 
 def test_reasoning_gym_task():
-    pytest.importorskip("reasoning_gym")
     task = tasks.make_task("gym:leg_counting", {"train_size": 100, "eval_size": 30}, seed=0)
     assert task.name == "gym:leg_counting" and task.buckets == ["leg_counting"]
     assert len(task.train) == 100 - task.stats["train_duplicates"]
@@ -375,7 +376,6 @@ def test_reasoning_gym_task():
 
 
 def test_reasoning_gym_buckets_from_metadata():
-    pytest.importorskip("reasoning_gym")
     cfg = {"train_size": 200, "eval_size": 60, "bucket_key": "num_terms",
            "dataset_kwargs": {"min_terms": 3, "max_terms": 5, "min_digits": 1, "max_digits": 1,
                               "operators": ["+", "-"], "allow_parentheses": False}}
@@ -389,7 +389,6 @@ def test_reasoning_gym_buckets_from_metadata():
 
 
 def test_fields_of_another_task_at_their_defaults_are_ignored():
-    pytest.importorskip("reasoning_gym")
     arith_section = {"name": "arith", **arith.DEFAULTS}
     task = tasks.make_task("gym:leg_counting", {**arith_section, "train_size": 30,
                                                 "eval_size": 10}, seed=0)
@@ -427,12 +426,8 @@ def _kinds(tmp_path):
     out = {"arith": tasks.make_task("arith", SMALL, seed=0),
            "corpus_math_verify": _corpus_task(tmp_path, "math_verify"),
            "corpus_numeric": _corpus_task(tmp_path, "numeric")}
-    if sys.modules.get("reasoning_gym", True) is not None:
-        try:
-            out["gym"] = tasks.make_task("gym:basic_arithmetic", {"train_size": 100,
-                                                                  "eval_size": 10}, seed=0)
-        except ImportError:
-            pass
+    out["gym"] = tasks.make_task("gym:basic_arithmetic", {"train_size": 100, "eval_size": 10},
+                                 seed=0)
     return out
 
 
@@ -443,7 +438,7 @@ def test_warmstart_responses_are_scored_correct_by_each_task(tmp_path):
     ws = config_lib.default_config().warmstart
     ws.steps, ws.batch_size = 4, 8
     kinds = _kinds(tmp_path)
-    assert set(kinds) >= {"arith", "corpus_math_verify", "corpus_numeric"}
+    assert set(kinds) == {"arith", "corpus_math_verify", "corpus_numeric", "gym"}
     for kind, task in kinds.items():
         pairs = warmstart.pairs_for(task, [], ws, seed=0)  # [] = the task's easier half
         assert pairs, kind
@@ -455,11 +450,10 @@ def test_warmstart_responses_are_scored_correct_by_each_task(tmp_path):
             assert response == task.format_response(p.answer)
     assert kinds["arith"].format_response("458") == "458"
     assert kinds["corpus_math_verify"].format_response("1/2") == r"\boxed{1/2}"
-    if "gym" in kinds:
-        assert kinds["gym"].format_response("7") == "<answer>7</answer>"
-        # the bug this pins: a bare answer is invalid to the gym verifier
-        p = kinds["gym"].train[0]
-        assert kinds["gym"].verify(p, p.answer) == REWARD_INVALID
+    assert kinds["gym"].format_response("7") == "<answer>7</answer>"
+    # the bug this pins: a bare answer is invalid to the gym verifier
+    p = kinds["gym"].train[0]
+    assert kinds["gym"].verify(p, p.answer) == REWARD_INVALID
 
 
 def test_warmstart_buckets_default_and_errors(arith_task, tmp_path):

@@ -3,15 +3,11 @@ within the timeout and is counted, a crashing one too, and results keep their or
 
 import functools
 import os
-import time
 
 import numpy as np
-import pytest
 
 from frontier_rl.tasks import Prompt, Task, verify_pool
 from frontier_rl.tasks.verify import math_verify_reward
-
-pytest.importorskip("math_verify")
 
 HANG = r"The answer is $\boxed{9^{9^{9^{9}}}}$."  # sympy evaluates the tower: minutes
 
@@ -30,12 +26,10 @@ def test_hanging_check_scores_wrong_within_timeout_and_is_counted():
     try:
         items = ([(r"so \boxed{3}", "3", True), (HANG, "3", True), (r"\boxed{4}", "3", True),
                   ("no box", "3", True), (r"\boxed{1/2}", "0.5", True)] * 2)
-        t0 = time.perf_counter()
         res = pool.map(items)
-        took = time.perf_counter() - t0
+        # the two towers were cut off (each a timeout and a replaced worker), not waited for
         assert res.rewards.tolist() == [1, 0, 0, -1, 1] * 2
-        assert res.timeouts == 2 and res.restarts == 2
-        assert took < 15  # two timeouts of 1.5 s plus worker start-up, not minutes
+        assert (res.timeouts, res.restarts, res.crashes) == (2, 2, 0)
         # the replacement workers serve the next call
         assert pool.map(items[:1]).rewards.tolist() == [1]
     finally:
