@@ -129,5 +129,54 @@ def test_k_names_the_metrics_and_one_sample_is_avg_equals_pass(tokenizer):
 
 
 def test_needs_a_verifier(tokenizer):
-    with pytest.raises(ValueError, match="needs verify or verify_many"):
+    with pytest.raises(ValueError, match="^evaluate needs verify or verify_many$"):
         evaluation.evaluate(_engine(tokenizer), None, tokenizer, PROMPTS, None, k=K)
+
+
+def test_default_k_is_eight(tokenizer):
+    """HeaPA-style Avg@8 unless told: 8 samples per prompt, the metrics named @8."""
+    eight = {p.text: SAMPLED[p.text] + SAMPLED[p.text][:2] + SAMPLED[p.text][:3]
+             for p in PROMPTS}  # samples 0-2, 0-1, 0-2 again
+    eng = ScriptedEngine(tokenizer, eight, GREEDY)
+    metrics, counts = evaluation.evaluate(eng, None, tokenizer, PROMPTS, verify, greedy=False,
+                                          per_prompt=True)
+    assert [(n, s) for _, n, s in eng.calls] == [(8, Sampling(temperature=0.7, top_p=0.7))]
+    # correct of 8: p0 2+1+2, p1 0, p2 8, p3 0, p4 2+1+2
+    assert counts.tolist() == [5, 0, 8, 0, 5]
+    assert metrics["eval/avg@8/all"] == pytest.approx(100 * 18 / 40)
+    assert metrics["eval/pass@8/all"] == 60.0
+    assert not any("@3" in key for key in metrics)
+
+
+def test_a_sampler_is_evaluated_at_the_parameters_given(tiny_policy, tokenizer):
+    """Through the in-process sampler (no engine of its own): the figures are those of the
+    sampler's own samples at the parameters passed in, the eval seed and sampling, whatever
+    it answers (a random policy; the verifier scores a response by its first character)."""
+    from frontier_rl.rollout.context import decode_responses, encode_prompt
+    from frontier_rl.rollout.sampler import Sampler
+
+    cfg, graphdef, params = tiny_policy
+    sampler = Sampler(graphdef, cfg, eos_id=tokenizer.eos_token_id,
+                      pad_id=tokenizer.pad_token_id, max_new_tokens=4)
+
+    def by_first_char(prompt, text, finished):
+        if not text:
+            return -1
+        return 1 if text[0] in "02468+" else 0
+
+    metrics, counts = evaluation.evaluate(sampler, params, tokenizer, PROMPTS, by_first_char,
+                                          k=4, temperature=1.0, top_p=1.0, seed=5,
+                                          per_prompt=True)
+    ids = [encode_prompt(tokenizer, p.text) for p in PROMPTS]
+    res = sampler.sample(params, ids, 4, seed=5, temperature=1.0, top_p=1.0)
+    texts = decode_responses(tokenizer, res)
+    outcomes = np.array([by_first_char(None, t, f) for t, f in zip(texts, res.finished,
+                                                                    strict=True)]).reshape(5, 4)
+    assert counts.tolist() == (outcomes == 1).sum(axis=1).tolist()
+    assert metrics["eval/avg@4/all"] == pytest.approx(100 * np.mean(outcomes == 1))
+    assert metrics["eval/invalid@4/all"] == pytest.approx(100 * np.mean(outcomes == -1))
+    assert metrics["eval/response_len/all"] == pytest.approx(np.mean(res.lengths))
+    greedy = sampler.sample(params, ids, 1, seed=5, greedy=True)
+    scored = [by_first_char(None, t, f) for t, f in zip(decode_responses(tokenizer, greedy),
+                                                        greedy.finished, strict=True)]
+    assert metrics["eval/greedy/all"] == pytest.approx(100 * np.mean(np.array(scored) == 1))
