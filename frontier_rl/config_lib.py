@@ -94,7 +94,8 @@ def default_config() -> ml_collections.ConfigDict:
     c.warmstart.attempts = 3  # an attempt outside the regime at its cap is redone, seed + 1
     c.warmstart.target_loss = 0.0  # also stop once the loss EMA is below this; 0 disables
     c.warmstart.batch_size = 128
-    c.warmstart.learning_rate = 1e-2  # 3e-3 left seed 0 on its plateau ~700 steps longer
+    # Peak rate, cosine-decayed over `steps`: 3e-3 left seed 0 on its plateau ~700 steps longer.
+    c.warmstart.learning_rate = 1e-2
     c.warmstart.warmup_steps = 50
     # Where the warm start is cached; "" = DIR/warmstart. `compare` points every run at one
     # shared cache so all methods start from the same policy.
