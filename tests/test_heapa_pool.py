@@ -483,3 +483,80 @@ def test_uniform_draws_ignore_the_heap_order():
     counts = collections.Counter(draws["sorted"])
     # 2,000 draws over 100 records: 20 each, sd ≈ 4.4; ±4.5 sd
     assert len(counts) == 100 and min(counts.values()) >= 1 and max(counts.values()) <= 40
+
+
+# ----------------------------------------------------------------------------- pinned details
+
+
+def test_boundary_reads_the_record_with_handle_zero():
+    """The first record registered has handle 0; a boundary on it is still reported."""
+    high = scored_pool([0.5], alpha=0.5)  # round(0.5 * 1) = 0 low: the record is HIGH
+    assert (high.n_low, high.n_high) == (0, 1) and high.boundary() == (None, 0.5)
+    low = scored_pool([0.5], alpha=0.95)  # round(0.95 * 1) = 1 low
+    assert (low.n_low, low.n_high) == (1, 0) and low.boundary() == (0.5, None)
+    both = exact_pool([0.3, 0.7], alpha=0.5)  # bulk_load registers by statistic: 0.3 is handle 0
+    assert both.boundary() == (0.3, 0.7)
+
+
+def test_recycling_counters_and_refresh_count():
+    p = scored_pool([0.0] * 4, alpha=0.5)
+    for rec in p.sample(4):
+        p.observe(rec, 0.5, step=1)
+    # r0 and r1 change, r2 is given its own value (no change), r9 is not archived
+    assert p.refresh_archive({"r0": 0.25, "r1": -0.5, "r2": 0.5, "r9": 1.0}) == 2
+    assert p.counters["refreshed"] == 2
+    assert p.refresh_archive({"r0": 0.25}) == 0 and p.counters["refreshed"] == 2
+    assert p.begin_recycle({"r3": 0.75}) == 4
+    assert p.counters["refreshed"] == 3 and p.counters["recycles"] == 1
+    assert p.recycle_some(chunk=3) == 3 and p.counters["recycled"] == 3
+    assert p.recycle_some(chunk=3) == 1 and p.counters["recycled"] == 4
+    for rec in p.sample(4):
+        p.observe(rec, 0.5, step=2)
+    assert p.begin_recycle() == 4 and p.counters["recycles"] == 2
+    assert p.counters["refreshed"] == 3
+
+
+def test_bulk_load_rejects_a_non_empty_pool():
+    p = scored_pool([0.5])
+    with pytest.raises(ValueError, match="bulk_load needs an empty pool"):
+        p.bulk_load([Record("x", stat=0.1)])
+
+
+def test_bulk_load_over_capacity_evicts_the_hardest():
+    evicted = []
+    p = Pool(alpha=0.5, capacity=3, on_evict=lambda r: evicted.append(r.rid))
+    p.bulk_load([Record(f"r{i}", stat=s) for i, s in enumerate([0.4, 0.1, 0.9, 0.2, 0.6])])
+    assert evicted == ["r1", "r3"]  # 0.1, then 0.2
+    assert sorted(r.stat for r in p.records.values()) == [0.4, 0.6, 0.9]
+    p.check()
+
+
+def test_bulk_load_fills_the_uniform_sampler():
+    p = Pool(alpha=0.5, sampling="uniform", seed=1)
+    p.bulk_load([Record(f"r{i}", stat=i / 10) for i in range(10)])
+    p.check()
+    got = p.sample(10)
+    assert sorted(r.rid for r in got) == [f"r{i}" for i in range(10)]
+    assert p.last["uniform"] == 10
+
+
+def test_checkpoint_keeps_estimates_aug_index_and_the_uniform_bag():
+    p = Pool(alpha=0.5, sampling="uniform", seed=2)
+    p.add_many([Record("s0", stat=0.2, est=0.3, index=7),
+                Record("a0", stat=0.6, est=0.1, aug=True, index=5),
+                Record("s1", stat=0.9, index=8)])
+    state = json.loads(json.dumps(p.state_dict()))
+    q = Pool(alpha=0.5, sampling="uniform", seed=2)
+    q.load_state_dict(state)
+    q.check()
+    assert q.records["s0"].est == 0.3 and q.records["a0"].est == 0.1
+    assert q.records["s0"].index == 7 and q.records["s1"].index == 8
+    assert q.records["a0"].index == -1  # an augmented record is registered again on rollout
+    assert [r.rid for r in q.sample(3)] == [r.rid for r in p.sample(3)]
+    # a state written before the uniform sampler's bag existed still loads (no bag: empty)
+    old = exact_pool([0.1, 0.9]).state_dict()
+    del old["bag"]
+    r = Pool()
+    r.load_state_dict(old)
+    r.check()
+    assert r.boundary() == (0.1, 0.9)

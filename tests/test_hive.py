@@ -380,3 +380,47 @@ def test_validation_names_the_field(field, value, message):
     c.selector.hive[field] = value
     with pytest.raises(config_lib.ConfigError):
         config_lib.validate(c)
+
+
+def test_stage2_band_is_not_symmetric_in_v():
+    # k_off = k_keep = 0.25 over 8: drop the 2 highest V, keep the next 2 (the default
+    # 0.25 / 0.5 band keeps the same positions whichever way V is sorted, so it cannot tell)
+    v = np.arange(8, dtype=np.float64)  # V rises with position
+    sel, thr = hive_lib.stage2(v, np.arange(8), gate="band", k_off=0.25, k_keep=0.25,
+                               group_size=1)
+    assert sel.tolist() == [4, 5] and thr == 4.0
+    # all V equal: the order is `tie`'s, ascending
+    sel, _ = hive_lib.stage2(np.ones(8), np.array([7, 6, 5, 4, 3, 2, 1, 0]), gate="band",
+                             k_off=0.25, k_keep=0.25, group_size=1)
+    assert sel.tolist() == [4, 5]  # tie order 0, 1 dropped (positions 7, 6), 2, 3 kept
+
+
+def test_stage2_band_keeps_one_and_none():
+    # group_size 1 (heapa_hive): n = 4, drop ⌊1⌋ = 1, keep ⌊2⌋ = 2; n = 3: drop 0, keep 1
+    v = np.array([0.5, 2.0, 1.0, 3.0])
+    sel, thr = hive_lib.stage2(v, np.arange(4), gate="band", k_off=0.25, k_keep=0.5,
+                               group_size=1)
+    assert sel.tolist() == [1, 2] and thr == 1.0
+    sel, thr = hive_lib.stage2(v[:3], np.arange(3), gate="band", k_off=0.25, k_keep=0.5,
+                               group_size=1)
+    assert sel.tolist() == [1] and thr == 2.0
+    # keep = 0 (fewer than G / k_keep candidates): nothing kept, NaN threshold, usable index
+    unit = np.arange(100, 107)
+    sel, thr = hive_lib.stage2(np.arange(7.0), unit, gate="band", k_off=0.25, k_keep=0.5,
+                               group_size=8)
+    assert sel.dtype == np.int64 and sel.shape == (0,) and math.isnan(thr)
+    assert unit[sel].tolist() == []
+
+
+def test_median_gate_keeps_v_equal_to_the_median():
+    v = np.array([3.0, 1.0, 2.0, 5.0, 0.0])  # median 2.0
+    sel, gamma = hive_lib.stage2(v, np.arange(5), gate="median", k_off=0.25, k_keep=0.5,
+                                 group_size=8)
+    assert gamma == 2.0 and sel.tolist() == [0, 2, 3]
+
+
+def test_unit_keep_counts():
+    band, median = make(64), make(64, gate="median")
+    ns = [0, 1, 2, 15, 16, 31, 32]
+    assert [band._unit_keep(n, G) for n in ns] == [0, 0, 0, 0, 8, 8, 16]
+    assert [median._unit_keep(n, G) for n in ns] == [0, 1, 1, 8, 8, 16, 16]  # ⌈n/2⌉
