@@ -1,6 +1,6 @@
 """Matched-budget comparison on real math: HIVE vs HeaPA vs uniform GRPO vs DAPO dynamic
 sampling (DS), each to the same rollout budget, in HIVE's setting (Qwen2.5-Math, DAPO+MATH,
-B_t = 256 x 8, lr 1e-6, responses <= 2,560, six benchmarks; frontier_rl/paper.py).
+B_t = 256 x 8, lr 1e-6, responses <= 2,560, six benchmarks; frontier_rl/experiment/paper.py).
 
   frontier-rl compare --config=configs/compare_math.py --workdir=runs/compare_math
   frontier-rl compare --config=configs/compare_math.py:qwen2.5-math-7b --workdir=runs/cm7
@@ -22,7 +22,8 @@ numbers at its own budgets: 1.5B HIVE 48.8 / DS 48.4 / GRESO 48.1 / PCL 45.1 / P
 
 import ml_collections
 
-from frontier_rl import config_lib, paper
+from frontier_rl import config_lib
+from frontier_rl.experiment import paper
 
 MODELS = ("qwen2.5-math-1.5b", "qwen2.5-math-7b")
 BUDGET = {"qwen2.5-math-1.5b": 3_100_000, "qwen2.5-math-7b": 3_900_000}

@@ -1,7 +1,7 @@
 """DAPO (token-mean loss, clip-higher 0.2/0.28, overlong reward shaping, no KL) with dynamic
 sampling (selector "ds": generation batches until B groups with mixed outcomes): the "DS"
 baseline of HIVE's table and HeaPA's "original DAPO". Settings and deviations:
-frontier_rl/paper.py.
+frontier_rl/experiment/paper.py.
 
   frontier-rl train --config=configs/math_dapo.py:qwen2.5-math-1.5b --workdir=runs/ds_1.5b
   frontier-rl train --config=configs/math_dapo.py:qwen3-8b --workdir=runs/dapo_qwen3_8b
@@ -18,7 +18,8 @@ DS row, Qwen2.5-Math-1.5B 48.4 (six-benchmark average) with 7.6M rollouts in 94.
 with 13.1M in 198.4 h; HeaPA's original DAPO on DAPO-Math-17k (Qwen2.5-7B-Instruct) 46.1 Avg@16.
 """
 
-from frontier_rl import config_lib, paper
+from frontier_rl import config_lib
+from frontier_rl.experiment import paper
 
 
 def get_config(arg: str | None = None):

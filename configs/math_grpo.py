@@ -1,6 +1,6 @@
 """GRPO with uniform prompt selection on real math corpora, in the papers' settings: the
 baseline both papers improve on (HeaPA Table 1-2 "original GRPO"; under HIVE's protocol, the
-uniform counterpart of its DS baseline). Settings and deviations: frontier_rl/paper.py.
+uniform counterpart of its DS baseline). Settings and deviations: frontier_rl/experiment/paper.py.
 
   frontier-rl train --config=configs/math_grpo.py:qwen3-4b --workdir=runs/math_grpo_qwen3_4b
   frontier-rl train --config=configs/math_grpo.py:qwen2.5-math-1.5b --workdir=runs/grpo_1.5b
@@ -24,7 +24,8 @@ DAPO-Math-17k, HeaPA Table 2 as gains of HeaPA over this baseline): HeaPA + Path
 by +1.8 (0.6B), +2.0 (1.7B), +7.2 (4B), +4.9 (8B); on Qwen2.5-7B-Instruct GRPO reaches 46.5.
 """
 
-from frontier_rl import config_lib, paper
+from frontier_rl import config_lib
+from frontier_rl.experiment import paper
 
 
 def get_config(arg: str | None = None):

@@ -2,8 +2,8 @@
 by an asynchronous teacher, PathAgg lineage re-estimation) on DAPO-Math-17k, in the setting of
 HeaPA's Qwen3 scaling table (Table 2): B = 512 x n = 16, PPO mini-batch 64, lr 1e-6, weight
 decay 0.1, KL 1e-6, responses <= 20,480, 500 steps, Avg@16 (T = 0.7, top-p 0.7) on seven
-benchmarks every 10 steps. Settings and deviations: frontier_rl/paper.py; the selector's fields
-(N, alpha, archive threshold, ...) keep selector.heapa's paper defaults.
+benchmarks every 10 steps. Settings and deviations: frontier_rl/experiment/paper.py; the
+selector's fields (N, alpha, archive threshold, ...) keep selector.heapa's paper defaults.
 
   frontier-rl train --config=configs/math_heapa.py:qwen3-4b --workdir=runs/heapa_qwen3_4b
   frontier-rl train --config=configs/math_heapa.py:qwen3-8b,dapo --workdir=runs/heapa_dapo_8b
@@ -25,7 +25,8 @@ Qwen2.5-7B-Instruct 51.1 vs 46.5 (GRPO recipe) and 49.3 vs 46.1 (DAPO recipe); +
 and teacher service time ~13.1% of training time.
 """
 
-from frontier_rl import config_lib, paper
+from frontier_rl import config_lib
+from frontier_rl.experiment import paper
 
 MODELS = ("qwen3-4b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-8b", "qwen2.5-math-1.5b",
           "qwen2.5-math-7b")

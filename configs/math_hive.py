@@ -2,7 +2,8 @@
 DAPO+MATH in HIVE's setting: Qwen2.5-Math-1.5B / 7B, B_t = 256 prompts x G = 8, AdamW lr 1e-6,
 no KL, temperature 1.0, responses <= 2,560 tokens (context 4,096), 1,000 steps, evaluated every
 50 steps on HIVE's six benchmarks (math500, aime24, amc23, minerva_math, gaokao2023en,
-olympiadbench; 4 samples at T = 1.0, top-p 0.7). Settings and deviations: frontier_rl/paper.py.
+olympiadbench; 4 samples at T = 1.0, top-p 0.7). Settings and deviations:
+frontier_rl/experiment/paper.py.
 
   frontier-rl train --config=configs/math_hive.py:qwen2.5-math-7b --workdir=runs/hive_7b
   frontier-rl train --config=configs/math_hive.py:qwen2.5-math-1.5b,math --workdir=runs/h15
@@ -19,7 +20,8 @@ checkpoint / #rollouts over 1,000 steps / rollout hours / total hours), HIVE vs 
 94.2; Qwen2.5-Math-7B 59.7 / 3.9M / 40.2 / 85.8 vs 57.8 / 13.1M / 153.7 / 198.4.
 """
 
-from frontier_rl import config_lib, paper
+from frontier_rl import config_lib
+from frontier_rl.experiment import paper
 
 MODELS = ("qwen2.5-math-1.5b", "qwen2.5-math-7b")
 

@@ -76,7 +76,7 @@ def _main(argv: list[str]) -> int:
                 raise train.RunError("--config is required (e.g. --config=configs/arith_grpo.py)")
             train.run(FLAGS.config, FLAGS.workdir)
         elif command == "compare":
-            from frontier_rl import compare
+            from frontier_rl.experiment import compare
 
             if FLAGS.config is None:
                 raise train.RunError(
@@ -94,7 +94,7 @@ def _main(argv: list[str]) -> int:
             if len(argv) < 3:
                 raise train.RunError(f"bench needs one of {sorted(bench.BENCHES)}")
             if argv[2] == "engine":
-                from frontier_rl import bench_engine
+                from frontier_rl.bench import engine as bench_engine
 
                 if FLAGS.config is None:
                     raise train.RunError("bench engine needs --config (e.g. "
@@ -102,14 +102,14 @@ def _main(argv: list[str]) -> int:
                 bench_engine.main(FLAGS.config, FLAGS.workdir, repeats=FLAGS.repeats,
                                   as_json=FLAGS.json)
             elif argv[2] == "warmstart":
-                from frontier_rl import bench_warmstart
+                from frontier_rl.bench import warmstart as bench_warmstart
 
                 if FLAGS.config is None:
                     raise train.RunError("bench warmstart needs --config (e.g. "
                                          "configs/compare_arith.py) and --seeds")
                 bench_warmstart.main(FLAGS.config, FLAGS.seeds, as_json=FLAGS.json)
             elif argv[2] == "selection":
-                from frontier_rl import bench_selection
+                from frontier_rl.bench import selection as bench_selection
 
                 bench_selection.main(FLAGS.selector, sizes=[int(s) for s in FLAGS.sizes],
                                      repeats=FLAGS.repeats, as_json=FLAGS.json)
@@ -124,7 +124,7 @@ def _main(argv: list[str]) -> int:
                                      "qwen2.5-math-1.5b)")
             fit.main(FLAGS.config, FLAGS.mesh, FLAGS.device, FLAGS.json)
         elif command == "eval":
-            from frontier_rl import eval_suite
+            from frontier_rl.evaluation import suite as eval_suite
 
             if FLAGS.config is None:
                 raise train.RunError("--config is required (e.g. --config=configs/math_grpo.py)")

@@ -21,7 +21,6 @@ from frontier_rl import (
     checkpoint,
     config_lib,
     distributed,
-    eval_suite,
     export,
     metrics,
     perf,
@@ -32,6 +31,7 @@ from frontier_rl import (
 from frontier_rl.accounting import Accountant
 from frontier_rl.entropy import PromptEntropy
 from frontier_rl.errors import RunError
+from frontier_rl.evaluation import suite as eval_suite
 from frontier_rl.rl import sharding, update
 from frontier_rl.rollout.context import PolicyContext, encode_prompt
 from frontier_rl.rollout.engine import EngineError, JaxEngine, recompute_old_logp

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Converts locally downloaded benchmarks (and DAPO-Math-17k) into the files the paper configs
 read. Nothing is fetched: each benchmark's public source, expected row count and columns are
-listed in frontier_rl/benchmarks.py (and printed by --list).
+listed in frontier_rl/data/benchmarks.py (and printed by --list).
 
   python launch/prepare_benchmarks.py --list
   python launch/prepare_benchmarks.py --src_dir=downloads --out_dir=data/eval
@@ -22,7 +22,7 @@ import logging
 import os
 import sys
 
-from frontier_rl import benchmarks
+from frontier_rl.data import benchmarks
 
 
 def main(argv=None) -> int:

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from frontier_rl import bench_selection, selection
+from frontier_rl import selection
+from frontier_rl.bench import selection as bench_selection
 from frontier_rl.selection import reinforce_ada as ra
 from frontier_rl.selection.common import PromptStream
 from frontier_rl.selection.scripted import ScriptedContext

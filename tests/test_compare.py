@@ -11,7 +11,8 @@ import time
 import numpy as np
 import pytest
 
-from frontier_rl import compare, config_lib, report, stats
+from frontier_rl import config_lib
+from frontier_rl.experiment import compare, report, stats
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from frontier_rl import compare, config_lib
+from frontier_rl import config_lib
+from frontier_rl.experiment import compare
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from frontier_rl import benchmarks, fixtures
+from frontier_rl.data import benchmarks, fixtures
 from frontier_rl.tasks import chat, make_task
 
 

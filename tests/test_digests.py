@@ -12,7 +12,8 @@ import os
 
 import pytest
 
-from frontier_rl import compare, train
+from frontier_rl import train
+from frontier_rl.experiment import compare
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

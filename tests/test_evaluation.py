@@ -1,4 +1,4 @@
-"""Held-out evaluation (frontier_rl/evaluation.py) against a scripted engine and verifier: Avg@k,
+"""Held-out evaluation (frontier_rl/evaluation/) against a scripted engine and verifier: Avg@k,
 pass@k, invalid@k, response length and greedy accuracy per bucket, worked out by hand, with the
 prompts split over several chunks (each chunk's rows must land on their own prompts)."""
 

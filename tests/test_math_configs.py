@@ -8,7 +8,9 @@ import os
 
 import pytest
 
-from frontier_rl import compare, config_lib, eval_suite, paper, policy, train
+from frontier_rl import config_lib, policy, train
+from frontier_rl.evaluation import suite as eval_suite
+from frontier_rl.experiment import compare, paper
 from frontier_rl.tasks import make_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

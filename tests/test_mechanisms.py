@@ -17,7 +17,7 @@ import os
 
 import pytest
 
-from frontier_rl import compare
+from frontier_rl.experiment import compare
 from frontier_rl.selection.mechanisms import information_mechanisms, required_mechanisms
 from frontier_rl.sim import run as sim_run
 

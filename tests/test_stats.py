@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from frontier_rl import stats
+from frontier_rl.experiment import stats
 
 EXPERIMENTS = 1000  # simulated comparisons per setting
 

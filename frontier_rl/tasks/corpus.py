@@ -19,8 +19,8 @@ Rows without an answer (missing / None / empty) are skipped and counted in
 task.stats["skipped_no_answer"]; rows without a prompt likewise in "skipped_no_prompt". Repeated
 prompt texts are kept once. Eval is a seeded random `eval_fraction` of the rows (or, for TFDS,
 `eval_split` if given), disjoint from train by text; `eval.sets` in the run config replaces it
-with benchmark files (frontier_rl/eval_suite.py). GSM8K-style answers ("rationale #### 72") are
-reduced to the part after the last "####".
+with benchmark files (frontier_rl/evaluation/suite.py). GSM8K-style answers ("rationale #### 72")
+are reduced to the part after the last "####".
 
 The verifier: "math_verify" (the papers' reward: the last \\boxed{} of the response against the
 reference, LaTeX-aware; no box = invalid) or "numeric". Both are picklable scorers, so the

@@ -33,7 +33,8 @@ import os
 
 import ml_collections
 
-from frontier_rl import config_lib, eval_suite
+from frontier_rl import config_lib
+from frontier_rl.evaluation import suite as eval_suite
 from frontier_rl.tasks import chat
 
 # arg -> (preset, Hugging Face name, protocol)
@@ -194,9 +195,9 @@ def wrapper_from_template(task_cfg) -> str:
 def smoke(c: ml_collections.ConfigDict, family: str) -> ml_collections.ConfigDict:
     """The same code paths on CPU in seconds: a tiny random model of the paper's family with a
     locally built ChatML tokenizer, a generated verl parquet, the benchmarks' generated
-    stand-ins (frontier_rl/fixtures.py), whose model was fitted to answer in \\boxed{} once,
+    stand-ins (frontier_rl/data/fixtures.py), whose model was fitted to answer in \\boxed{} once,
     when the fixtures were built; the run itself has no warm start, as the papers'."""
-    from frontier_rl import fixtures
+    from frontier_rl.data import fixtures
 
     f = fixtures.math_smoke(family)
     c.model.path = f["model"]  # the chat template follows

@@ -37,8 +37,8 @@ import os
 
 import numpy as np
 
-from frontier_rl import stats
-from frontier_rl.stats import to_target
+from frontier_rl.experiment import stats
+from frontier_rl.experiment.stats import to_target
 
 
 def _by_method(results: dict) -> dict[str, list[dict]]:

@@ -19,11 +19,12 @@ seed in `compare.seeds`:
 - runs live in DIR/runs/<method>-s<seed>; a finished run (`compare_done.json` holding its config
   fingerprint) is skipped on rerun, an interrupted one resumes from its checkpoint (train.py).
 
-Then `results.json`, `report.md` and PNG plots are written (frontier_rl/report.py) and the main
-table is printed. The compared accuracy is `compare.metric`, an eval bucket named in the config
-before the runs (the frontier bucket; "all" for every eval prompt). The rollouts-to-target
-target is pre-registered too: `compare.target_value` points, or, when that is 0, per seed the
-final accuracy of `compare.target` minus `compare.target_margin` points. `compare.ablations`
+Then `results.json`, `report.md` and PNG plots are written (frontier_rl/experiment/report.py)
+and the main table is printed. The compared accuracy is `compare.metric`, an eval bucket named in
+the config before the runs (the frontier bucket; "all" for every eval prompt). The
+rollouts-to-target target is pre-registered too: `compare.target_value` points, or, when that
+is 0, per seed the final accuracy of `compare.target` minus `compare.target_margin` points.
+`compare.ablations`
 names (method, ablation) pairs whose paired difference the report gives as the effect of a
 mechanism, and `compare.settings_notes` the methods run at non-default settings, with why.
 
@@ -46,9 +47,10 @@ import time
 import ml_collections
 import numpy as np
 
-from frontier_rl import config_lib, report
+from frontier_rl import config_lib
+from frontier_rl.experiment import report
+from frontier_rl.experiment.stats import to_target
 from frontier_rl.selection.mechanisms import required_mechanisms
-from frontier_rl.stats import to_target
 
 DONE = "compare_done.json"
 BUDGETS = ("rollouts", "steps")

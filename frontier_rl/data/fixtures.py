@@ -2,8 +2,8 @@
 formats: a Hugging Face model directory (a tiny random model of the paper's family, a BPE
 tokenizer built here with a ChatML chat template, generation_config.json listing two EOS ids),
 a verl-format training parquet (chat-message prompts, `reward_model.ground_truth`,
-`data_source`, `extra_info`) and the benchmarks' eval files, converted by frontier_rl/benchmarks.py
-from raw files in each benchmark's own schema.
+`data_source`, `extra_info`) and the benchmarks' eval files, converted by
+frontier_rl/data/benchmarks.py from raw files in each benchmark's own schema.
 
 `math_smoke(family)` builds them once under FRONTIER_RL_SMOKE_DIR (default:
 <tmp>/frontier_rl_smoke) and returns the paths; concurrent callers (parallel tests) build into
@@ -24,7 +24,7 @@ import tempfile
 
 import numpy as np
 
-from frontier_rl import benchmarks
+from frontier_rl.data import benchmarks
 from frontier_rl.tasks import chat
 
 VERSION = "2"  # bump when the generated files change

@@ -1,5 +1,6 @@
 """Held-out evaluation: Avg@k, pass@k, invalid rate, response length and greedy accuracy per
-bucket (a difficulty bucket, or a benchmark's name for an eval suite, frontier_rl/eval_suite.py).
+bucket (a difficulty bucket, or a benchmark's name for an eval suite,
+frontier_rl/evaluation/suite.py).
 
 Avg@k (HeaPA's metric, Avg@16 there; k = `config.eval.k`, 8 by default) is the mean correctness
 of k samples per prompt at `config.eval.temperature` and `config.eval.top_p` (0.7 / 0.7,

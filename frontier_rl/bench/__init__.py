@@ -229,7 +229,7 @@ def bench_flops(work: dict, repeats: int) -> dict:
 
 def bench_verify(work: dict, repeats: int) -> dict:
     """Answer checking (math-verify) in 0, 1 and 2 worker processes: bench_verify.py."""
-    from frontier_rl import bench_verify as bv
+    from frontier_rl.bench import verify as bv
 
     return bv.run(work, repeats)
 

@@ -1,0 +1,1 @@
+"""The matched-budget comparison: runs, statistics, the report, the papers' settings."""
