@@ -155,6 +155,7 @@ def test_param_rules_shard_on_fsdp_and_model_axes(tiny_policy):
     assert sharding._fit(P(("data", "fsdp")), (6,), mesh) == P(None)
 
 
+@pytest.mark.all_devices
 def test_make_mesh_checks_the_device_count():
     if jax.device_count() < 8:
         pytest.skip("needs 8 fake devices")
