@@ -45,7 +45,7 @@ def test_unknown_dataset_arg_and_field_errors():
     with pytest.raises(ValueError, match="unknown arg 'nope'"):
         _config("nope")
     c = _config("")
-    assert c.task.name == "gym:basic_arithmetic" and c.compare.seeds == "0,1"
+    assert c.task.name == "gym:basic_arithmetic" and c.compare.seeds == "0,1,2"
     c.task.bucket_key = "num_termz"
     config_lib.validate(c)  # a metadata key is checked when the task is built
     with pytest.raises(config_lib.ConfigError, match="max_digits=4"):

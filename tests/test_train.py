@@ -7,9 +7,11 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from frontier_rl import config_lib, metrics, train
+from frontier_rl.rollout.context import PolicyContext
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -22,9 +24,24 @@ def smoke_config(**overrides):
     return config_lib.validate(config_lib.set_fields(c, overrides))
 
 
-def _comparable(records):
-    """Everything but wall-clock figures."""
-    return [{k: v for k, v in r.items() if not k.startswith("perf/")} for r in records]
+def _wall_clock(key: str) -> bool:
+    """Measured, not computed: perf/* and durations (select/time_ms, teacher_latency_ms...)."""
+    return key.startswith("perf/") or key.endswith(("_ms", "_s"))
+
+
+def _assert_same_records(a, b):
+    """Equal records, a failure naming the step and the keys that differ."""
+    assert [r["step"] for r in a] == [r["step"] for r in b]
+    for x, y in zip(a, b, strict=True):
+        assert x.keys() == y.keys(), (x["step"], x.keys() ^ y.keys())
+        assert {k: (x[k], y[k]) for k in x if x[k] != y[k]} == {}, x["step"]
+
+
+def _comparable(records, evals_at=None):
+    """Everything but wall-clock figures (and the evaluation of step `evals_at`)."""
+    return [{k: v for k, v in r.items() if not _wall_clock(k)
+             and not (r["step"] == evals_at and k.startswith(("eval/", "evalset/")))}
+            for r in records]
 
 
 @pytest.fixture(scope="module")
@@ -34,14 +51,38 @@ def full_run(tmp_path_factory):
     return workdir, final
 
 
+def _evals(record, buckets):
+    """The eval metrics worked out from the record's per-prompt correct counts (of k = 2)."""
+    counts = record["evalset/correct_counts"]
+    out = {}
+    for b in [*sorted(set(buckets)), "all"]:
+        mine = [c for c, pb in zip(counts, buckets, strict=True) if b in (pb, "all")]
+        out[f"eval/avg@2/{b}"] = 100.0 * sum(mine) / (2 * len(mine))
+        out[f"eval/pass@2/{b}"] = 100.0 * sum(c > 0 for c in mine) / len(mine)
+    return out
+
+
 def test_smoke_run_writes_metrics(full_run):
     workdir, final = full_run
     records = metrics.read(os.path.join(workdir, "metrics.jsonl"))
     assert [r["step"] for r in records] == [0, 1, 2, 3, 4]
     assert records[-1]["rollout/total"] == 4 * 8 * 8  # steps x B x G
-    for key in ("eval/avg@2/2op", "eval/greedy/5op", "eval/avg@2/all"):
-        assert key in records[0] and key in records[-1]
-    assert "train/loss" in records[1] and "rollout/zero_var_frac" in records[1]
+    # Evaluations at step 0 and at the end: every bucket's metrics, Avg@2 and pass@2 those of
+    # the per-prompt counts recorded beside them (8 prompts per bucket).
+    buckets = records[0]["evalset/prompt_buckets"]
+    assert sorted(set(buckets)) == ["2op", "3op", "4op", "5op"] and len(buckets) == 32
+    names = ("avg@2", "pass@2", "invalid@2", "response_len", "greedy")
+    want_keys = {f"eval/{m}/{b}" for m in names for b in ["2op", "3op", "4op", "5op", "all"]}
+    for r in (records[0], records[-1]):
+        assert {k for k in r if k.startswith("eval/")} == want_keys | {"eval/verify_timeouts"}
+        assert all(0 <= c <= 2 for c in r["evalset/correct_counts"])
+        for k, v in _evals(r, buckets).items():
+            assert r[k] == pytest.approx(v, abs=1e-9), k
+        assert 1 <= r["eval/response_len/all"] <= 8  # EOS counted; the cap is 8 tokens
+    assert not any(k.startswith("eval/") for r in records[1:-1] for k in r)  # eval.every=0
+    assert {"train/loss", "train/pg_loss", "rollout/zero_var_frac"} <= set(records[1])
+    for r in records[1:]:
+        assert r["train/loss"] == r["train/pg_loss"]  # no KL term at kl_coef=0
     # The 2N-per-token rollout counter and the accountant count the same generated tokens.
     from frontier_rl.models import hf
 
@@ -54,24 +95,22 @@ def test_smoke_run_writes_metrics(full_run):
     assert final == {k: v for k, v in records[-1].items() if k.startswith("eval/")}
 
 
-def test_resume_equals_uninterrupted(full_run, tmp_path):
-    workdir = str(tmp_path)
-    train.run(smoke_config(**{"rl.num_steps": 2}), workdir)  # stops after step 2's checkpoint
-    train.run(smoke_config(), workdir)  # same workdir: resumes at 2, runs to 4
-    resumed = metrics.read(os.path.join(workdir, "metrics.jsonl"))
-    uninterrupted = metrics.read(os.path.join(full_run[0], "metrics.jsonl"))
-    # The first run's final eval at step 2 is an extra record; drop eval keys to compare.
-    evals = ("eval/", "evalset/")
-    strip = [{k: v for k, v in r.items() if not k.startswith(evals)} for r in resumed]
-    ref = [{k: v for k, v in r.items() if not k.startswith(evals)} for r in uninterrupted]
-    assert _comparable(strip) == _comparable(ref)
-    assert _comparable(resumed)[-1] == _comparable(uninterrupted)[-1]
+def test_eval_of_the_final_checkpoint_is_the_runs_final_eval(full_run, capsys):
+    """`frontier-rl eval` on the saved step-4 checkpoint gives the run's own final figures."""
+    from frontier_rl.evaluation import suite as eval_suite
+
+    workdir, final = full_run
+    out = eval_suite.run(smoke_config(), workdir)
+    assert out["metrics"] == final
 
 
-def test_sigterm_checkpoints_next_step_then_resume_matches(full_run, tmp_path, monkeypatch):
-    """SIGTERM during step 1 (delivered while its metrics are written): the run checkpoints
-    step 1, off the checkpoint.every=2 schedule, and returns; rerunning resumes from there and
-    ends with the uninterrupted run's metrics."""
+def test_interrupted_twice_then_resumed_equals_uninterrupted(full_run, tmp_path, monkeypatch):
+    """One workdir, stopped twice. SIGTERM during step 1 (delivered while its metrics are
+    written): the run checkpoints step 1, off the checkpoint.every=2 schedule, and returns with
+    the process's SIGTERM handler put back. Rerun with rl.num_steps=2: it resumes at 1 and stops
+    after step 2 (with a final eval there). Rerun as configured: it resumes at 2 and ends at 4.
+    Every record equals the uninterrupted run's (the same seed gives the same run), but for
+    the extra eval at step 2."""
     workdir = str(tmp_path)
     write = metrics.MetricWriter.write
 
@@ -80,24 +119,26 @@ def test_sigterm_checkpoints_next_step_then_resume_matches(full_run, tmp_path, m
         if step == 1:
             os.kill(os.getpid(), signal.SIGTERM)
 
+    handler = signal.getsignal(signal.SIGTERM)
     monkeypatch.setattr(metrics.MetricWriter, "write", write_then_sigterm)
     train.run(smoke_config(), workdir)
     monkeypatch.setattr(metrics.MetricWriter, "write", write)
-    assert sorted(int(d) for d in os.listdir(os.path.join(workdir, "checkpoints"))
-                  if d.isdigit()) == [1]
+    assert signal.getsignal(signal.SIGTERM) == handler
+    ckpts = os.path.join(workdir, "checkpoints")
+    assert sorted(int(d) for d in os.listdir(ckpts) if d.isdigit()) == [1]
     assert not os.path.exists(os.path.join(workdir, "final_metrics.json"))
-    assert signal.getsignal(signal.SIGTERM) is not None  # the handler was put back
+    assert [r["step"] for r in metrics.read(os.path.join(workdir, "metrics.jsonl"))] == [0, 1]
+
+    short = train.run(smoke_config(**{"rl.num_steps": 2}), workdir)
+    assert max(int(d) for d in os.listdir(ckpts) if d.isdigit()) == 2
+    assert short and all(k.startswith("eval/") for k in short)
     train.run(smoke_config(), workdir)
+
     resumed = metrics.read(os.path.join(workdir, "metrics.jsonl"))
     uninterrupted = metrics.read(os.path.join(full_run[0], "metrics.jsonl"))
-    assert _comparable(resumed) == _comparable(uninterrupted)
-
-
-def test_same_seed_same_metrics(full_run, tmp_path):
-    train.run(smoke_config(), str(tmp_path))
-    a = metrics.read(os.path.join(full_run[0], "metrics.jsonl"))
-    b = metrics.read(os.path.join(str(tmp_path), "metrics.jsonl"))
-    assert _comparable(a) == _comparable(b)
+    assert [r["step"] for r in resumed] == [0, 1, 2, 3, 4]
+    assert any(k.startswith("eval/") for k in resumed[2])
+    _assert_same_records(_comparable(resumed, evals_at=2), _comparable(uninterrupted, evals_at=2))
 
 
 def test_damaged_latest_checkpoint_falls_back(full_run, tmp_path, caplog):
@@ -148,7 +189,8 @@ def test_cli_model_dir_without_weights(tmp_path):
 
 
 @pytest.mark.slow
-def test_sigkill_then_resume_matches(full_run, tmp_path):
+@pytest.mark.all_devices  # the command's mesh: every device of the process (conftest's 8)
+def test_sigkill_then_resume_matches(tmp_path):
     """kill -9 mid-run, rerun the same command: the final metrics equal an uninterrupted run."""
     cmd = [sys.executable, "-m", "frontier_rl", "train", "--config=configs/arith_grpo.py:smoke",
            f"--workdir={tmp_path}", "--config.log.progress=false",
@@ -166,9 +208,8 @@ def test_sigkill_then_resume_matches(full_run, tmp_path):
     subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
     ref_dir = tmp_path.parent / "ref"
     train.run(smoke_config(**{"rl.num_steps": 12, "checkpoint.every": 3}), str(ref_dir))
-    a = _comparable(metrics.read(str(tmp_path / "metrics.jsonl")))
-    b = _comparable(metrics.read(str(ref_dir / "metrics.jsonl")))
-    assert a == b
+    _assert_same_records(_comparable(metrics.read(str(tmp_path / "metrics.jsonl"))),
+                         _comparable(metrics.read(str(ref_dir / "metrics.jsonl"))))
 
 
 def test_corpus_rows_without_answer_are_skipped_and_counted(tmp_path):
@@ -188,7 +229,7 @@ def test_corpus_rows_without_answer_are_skipped_and_counted(tmp_path):
     assert first["task/train_prompts"] + first["task/eval_prompts"] == 40
 
 
-def test_dapo_config_trains(tmp_path):
+def test_dapo_config_trains(tmp_path, monkeypatch):
     """configs/arith_dapo.py: the DAPO loss with dynamic sampling, so every trained group has
     mixed outcomes and a step rolls out at least B x G responses."""
     import importlib.util
@@ -201,13 +242,35 @@ def test_dapo_config_trains(tmp_path):
     c.log.progress = c.log.tensorboard = False
     c.eval.every = 0
     c.rl.num_steps = 2
+    # A longer overlong buffer and a half penalty than the config's, so that most rows are
+    # shaped and the factor shows: L tokens of the 8 allowed cost min(0, -(L - 2) / 6 * 0.5).
+    c.rl.overlong_buffer, c.rl.overlong_penalty = 6, 0.5
+    rolled = []
+    rollout = PolicyContext.rollout
+
+    def keep(self, indices, n):
+        groups = rollout(self, indices, n)
+        rolled.extend(groups)
+        return groups
+
+    monkeypatch.setattr(PolicyContext, "rollout", keep)
     final = train.run(config_lib.validate(c), str(tmp_path))
     records = metrics.read(str(tmp_path / "metrics.jsonl"))
-    assert records[-1]["step"] == 2 and "eval/avg@2/all" in final
+    assert records[-1]["step"] == 2 and set(final) == {
+        k for k in records[-1] if k.startswith("eval/")}
     for r in records[1:]:
-        assert r["train/loss"] == r["train/loss"]  # finite
+        assert r["train/loss"] == r["train/pg_loss"]  # DAPO has no KL term
         assert r["rollout/zero_var_frac"] == 0.0
         assert r["rollout/step"] >= 8 * 8 and r["rollout/step"] % 8 == 0
+    # The rewards the loss sees are the verifier's outcomes plus the overlong penalty of each
+    # row's own length; the outcomes alone decide which groups are kept.
+    assert sum(r["rollout/step"] for r in records[1:]) == 8 * len(rolled)
+    penalised = 0
+    for g in rolled:
+        penalty = [min(0.0, -(int(n) - 2) / 6 * 0.5) for n in g.lengths]
+        np.testing.assert_allclose(g.rewards, g.outcomes + np.array(penalty), atol=1e-6)
+        penalised += sum(p < 0 for p in penalty)
+    assert penalised > 0
 
 
 def test_grpo_with_kl_to_reference_trains(tmp_path):
@@ -216,7 +279,10 @@ def test_grpo_with_kl_to_reference_trains(tmp_path):
     train.run(c, str(tmp_path))
     records = metrics.read(str(tmp_path / "metrics.jsonl"))
     assert records[-1]["step"] == 2
-    assert all(r["train/loss"] == r["train/loss"] for r in records[1:])  # finite
+    for r in records[1:]:  # the loss is the policy loss plus 0.05 x the k3 estimate of the KL
+        assert r["train/kl_ref"] > 0
+        assert r["train/loss"] == pytest.approx(r["train/pg_loss"] + 0.05 * r["train/kl_ref"],
+                                                rel=1e-5, abs=1e-7)
     # One reference pass per step (T = 1, no top-p: no old-policy recompute), over the trained
     # tokens, which the update reads once per epoch.
     for r in records[1:]:
@@ -239,3 +305,52 @@ def test_cli_incomplete_model_config(tmp_path):
              f"--config.model.path={tmp_path}/model")
     assert r.returncode == 1 and "num_attention_heads" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def _config_file(spec, **overrides):
+    import importlib.util
+
+    path, _, arg = spec.partition(":")
+    mod_spec = importlib.util.spec_from_file_location("cfg", os.path.join(ROOT, path))
+    mod = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(mod)
+    c = mod.get_config(arg)
+    c.log.progress = c.log.tensorboard = False
+    c.eval.every = 0
+    return config_lib.validate(config_lib.set_fields(c, overrides))
+
+
+@pytest.mark.all_devices
+def test_heapa_hive_on_an_fsdp_mesh_resumes_exactly(tmp_path, monkeypatch):
+    """The suite's one end-to-end run over all 8 devices: configs/arith_heapa_hive.py:smoke on
+    a data=4 x fsdp=2 mesh (parameters, gradients and Adam's moments split over fsdp), stopped
+    after step 1 and resumed for step 2 (the heap, pool, gate and augmentation state restored;
+    the warm start loaded from the first run's cache), equals an uninterrupted 2-step run."""
+    import shutil
+
+    from frontier_rl.rl import sharding
+
+    meshes = []
+    make_mesh = sharding.make_mesh
+
+    def record(*args, **kw):
+        mesh = make_mesh(*args, **kw)
+        meshes.append(dict(mesh.shape))
+        return mesh
+
+    monkeypatch.setattr(sharding, "make_mesh", record)
+    spec = "configs/arith_heapa_hive.py:smoke"
+    full, parts = tmp_path / "full", tmp_path / "parts"
+    train.run(_config_file(spec, **{"mesh.fsdp": 2, "rl.num_steps": 2}), str(full))
+    parts.mkdir()
+    shutil.copytree(full / "warmstart", parts / "warmstart")
+    train.run(_config_file(spec, **{"mesh.fsdp": 2, "rl.num_steps": 1}), str(parts))
+    assert sorted(d for d in os.listdir(parts / "checkpoints") if d.isdigit()) == ["1"]
+    train.run(_config_file(spec, **{"mesh.fsdp": 2, "rl.num_steps": 2}), str(parts))
+    assert meshes == [{"data": 4, "fsdp": 2, "model": 1}] * 3
+
+    a = metrics.read(str(full / "metrics.jsonl"))
+    b = metrics.read(str(parts / "metrics.jsonl"))
+    assert [r["step"] for r in b] == [0, 1, 2]
+    assert any(k.startswith("select/") for k in b[2])  # the selector's own figures compared
+    _assert_same_records(_comparable(a, evals_at=1), _comparable(b, evals_at=1))
