@@ -1,5 +1,7 @@
 """The embedded sampler: determinism, EOS handling, log-probs, compile-once buckets."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -70,13 +72,20 @@ def test_logps_match_full_forward(sampler, tiny_policy):
         np.testing.assert_allclose(res.entropies[i, :n], want_ent, atol=2e-5)
 
 
+@functools.cache
+def _forward(graphdef):
+    """The model's logits for one unpadded sequence, jitted (an eager forward dispatches and
+    compiles op by op, for every sequence length)."""
+    return jax.jit(lambda params, ids: nnx.merge(graphdef, params)(
+        ids[None], jnp.arange(ids.shape[0])[None])[0][0])
+
+
 def _reference(graphdef, params, prompt, response, temperature):
     """Log-probs of `response` after `prompt` and the entropies of each step's distribution,
     log_softmax(logits / T) in float64 from one unpadded forward pass of the model."""
-    model = nnx.merge(graphdef, params)
     ids = np.concatenate([prompt, response]).astype(np.int32)
-    logits, _ = model(jnp.asarray(ids[None]), jnp.arange(len(ids))[None])
-    z = np.asarray(logits[0], np.float64)[len(prompt) - 1:len(ids) - 1] / temperature
+    logits = _forward(graphdef)(params, jnp.asarray(ids))
+    z = np.asarray(logits, np.float64)[len(prompt) - 1:len(ids) - 1] / temperature
     z = z - z.max(-1, keepdims=True)
     logq = z - np.log(np.exp(z).sum(-1, keepdims=True))
     return logq[np.arange(len(response)), response], -(np.exp(logq) * logq).sum(-1)
@@ -155,11 +164,9 @@ def test_prompt_entropy_matches_numpy(tiny_policy, tokenizer):
     fn = PromptEntropy(graphdef, pad_id=tokenizer.pad_token_id, prompt_buckets=(16,),
                        batch_buckets=(8,))
     got = fn(params, PROMPTS)
-    model = nnx.merge(graphdef, params)
     for p, v in zip(PROMPTS, got, strict=True):
-        ids = jnp.asarray([p], jnp.int32)
-        logits, _ = model(ids, jnp.arange(len(p))[None])
-        logits = np.asarray(logits[0, :-1], np.float64)
+        logits = np.asarray(_forward(graphdef)(params, jnp.asarray(p, jnp.int32))[:-1],
+                            np.float64)
         z = logits - logits.max(-1, keepdims=True)
         logq = z - np.log(np.exp(z).sum(-1, keepdims=True))
         expected = float(np.mean(-(np.exp(logq) * logq).sum(-1)))
