@@ -168,11 +168,13 @@ def get_config(arg: str | None = None):
     c.compare.settings_notes = ml_collections.ConfigDict({
         "heapa": "capacity N=1,400 (< 1,500 seeds), archive threshold 768, chunk 128, children "
                  "enter the heaps (aug_entry=heap), no capacity check on augmentation: so that "
-                 "the bound, recycling and lineage refreshes act within 38,400 rollouts",
+                 "recycling and lineage refreshes act within the budget; measured, the bound "
+                 "evicts only at the initial fill (children take the slots archiving frees, so "
+                 "evicted_after_fill stays 0 and the report flags it)",
         "heapa_family": "every augmenting arm's teacher mislabels 1.2% of children (the HeaPA "
                         "paper's estimate); the embedded teacher is otherwise exact and instant",
-        "prefilter": "n=8 offline rollouts per prompt (the paper's 16 would spend 24,000 of the "
-                     "38,400 rollouts before the first update)",
+        "prefilter": "n=8 offline rollouts per prompt (the paper's 16 would spend 24,000 of "
+                     ":full's 38,400 rollouts before the first update)",
     })
     if arg == "claims":
         names = ["uniform", "ds", "greso", "hive", "hive_random_drop", "hive_no_stage1",
