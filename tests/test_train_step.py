@@ -306,7 +306,9 @@ def test_lower_allocates_nothing(tiny_policy):
     step = tr.lower_step(shapes, 16, 22).compile()
     logps = tr.lower_logps(shapes, 16, 22).compile()
     assert len(jax.live_arrays()) == live
-    assert step.memory_analysis() is not None and logps.memory_analysis() is not None
+    # XLA sized both for the shapes alone: the step's arguments hold the optimizer state too
+    step_args = step.memory_analysis().argument_size_in_bytes
+    assert 0 < logps.memory_analysis().argument_size_in_bytes < step_args
     with pytest.raises(ValueError, match="multiple of 8"):
         tr.lower_step(shapes, 12, 22)
 
