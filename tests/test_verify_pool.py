@@ -22,8 +22,11 @@ def _crash(response, answer, finished):
 
 def test_hanging_check_scores_wrong_within_timeout_and_is_counted():
     pool = verify_pool.VerifyPool(functools.partial(math_verify_reward, require_boxed=True),
-                                  workers=2, timeout_s=1.5)
+                                  workers=2, timeout_s=3.0)
     try:
+        # Start the workers first: the first call also starts the forkserver (it imports sympy),
+        # which on a loaded machine can take longer than a check's timeout.
+        assert pool.map([(r"\boxed{1}", "1", True)] * 2).rewards.tolist() == [1, 1]
         items = ([(r"so \boxed{3}", "3", True), (HANG, "3", True), (r"\boxed{4}", "3", True),
                   ("no box", "3", True), (r"\boxed{1/2}", "0.5", True)] * 2)
         res = pool.map(items)
@@ -63,6 +66,7 @@ def test_task_verify_many_serial_and_pooled_agree():
     pooled = Task("t", [], prompts, ["all"], verifier, scorer=scorer, verify_workers=2,
                   verify_timeout_s=5.0)
     a, ta = serial.verify_many(prompts, responses, [True] * 12)
+    pooled.verify_many(prompts[:2], responses[:2], [True] * 2)  # the workers started (above)
     b, tb = pooled.verify_many(prompts, responses, [True] * 12)
     assert a.tolist() == b.tolist() and ta == tb == 0
     assert b.tolist()[:3] == [1, 1, 0]  # answers 0, 1, 2 vs boxed 0, 1, 0
