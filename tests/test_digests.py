@@ -4,6 +4,13 @@ The digest is a SHA-256 over every metrics record with the measured (wall-clock,
 throughput) keys removed: selections, rollouts, rewards, losses and evaluations. The recorded
 values change only with a deliberate change of behaviour (then say why in the commit); a
 refactor that moves code must leave them as they are.
+
+Bit-level results hold on the machine (CPU model, thread count) that recorded them, not across
+machines, so the check runs on request, before and after a refactor on one machine:
+
+  FRONTIER_RL_DIGESTS=1 python -m pytest -m slow tests/test_digests.py
+
+(`python tests/test_digests.py` prints the current digests to record.)
 """
 
 import hashlib
@@ -17,10 +24,10 @@ from frontier_rl.experiment import compare
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-RECORDED = {
-    "configs/arith_grpo.py:smoke": "",
-    "configs/math_hive.py:smoke": "",
-    "configs/compare_arith.py:smoke": "",
+RECORDED = {  # 2-core x86-64 CPU, JAX CPU backend
+    "configs/arith_grpo.py:smoke": "3eb33fe443ed3aed",
+    "configs/compare_arith.py:smoke": "56acf92cc89dbfeb,1e3be14587ef0b21",
+    "configs/math_hive.py:smoke": "9c9f4960455cc9fa",
 }
 
 
@@ -54,6 +61,18 @@ def run_digest(spec: str, workdir: str) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.allow_skip(reason="bit-level digests hold on the machine that recorded them; "
+                        "set FRONTIER_RL_DIGESTS=1 to check a refactor there")
 @pytest.mark.parametrize("spec", sorted(RECORDED))
 def test_smoke_metrics_are_bit_identical(spec, tmp_path):
+    if os.environ.get("FRONTIER_RL_DIGESTS") != "1":
+        pytest.skip("set FRONTIER_RL_DIGESTS=1 (on the machine that recorded the digests)")
     assert run_digest(spec, str(tmp_path)) == RECORDED[spec]
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    for spec in sorted(RECORDED):
+        with tempfile.TemporaryDirectory() as d:
+            print(f'    "{spec}": "{run_digest(spec, d)}",', flush=True)
