@@ -98,6 +98,7 @@ def main(config: ml_collections.ConfigDict, seeds: str, as_json: bool = False,
     first = sum(r["attempts"] == 1 for r in rows)
     print(f"{first}/{len(rows)} seeds reached the regime on their first attempt", flush=True)
     out = {"seeds": rows}
-    if as_json:
-        print(json.dumps(out))
+    if as_json:  # strict JSON: an accuracy that was not measured (no check) is null
+        print(json.dumps({"seeds": [{k: (None if isinstance(v, float) and v != v else v)
+                                     for k, v in r.items()} for r in rows]}))
     return out
