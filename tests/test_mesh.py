@@ -1,8 +1,10 @@
 """The device functions on (data, fsdp, model) meshes of 8 fake CPU devices give the
 single-device results: one train step (loss, metrics, updated parameters), sampled tokens
-(temperature 1, top-p 0.7) and prompt entropies."""
+(temperature 1, top-p 0.7) and prompt entropies. And the suite's one end-to-end run over all 8
+devices: a run on a data=4 x fsdp=2 mesh resumes exactly."""
 
 import math
+import os
 
 import jax
 import numpy as np
@@ -18,6 +20,7 @@ from frontier_rl.rl.losses import LOSSES
 from frontier_rl.rl.train_step import Trainer
 from frontier_rl.rollout.sampler import Sampler
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MESHES = [(1, 1, 1), (8, 1, 1), (2, 4, 1), (2, 2, 2)]
 PROMPTS = [[1, 5, 9, 3], [1, 7, 2], [1, 4, 4, 8, 6, 2, 3], [1, 30]]
 
@@ -133,3 +136,65 @@ def test_lowered_programs_split_rows(results, policy):
     assert gen.input_shardings[0][1].shard_shape((8, 8)) == (2, 8)  # 6 rows padded to 8
     ent = r["entropy_fn"].lower(shapes, 32, 8).compile()
     assert ent.output_shardings.spec == P(("data", "fsdp"))
+
+
+def _config_file(spec, **overrides):
+    import importlib.util
+
+    from frontier_rl import config_lib
+
+    path, _, arg = spec.partition(":")
+    mod_spec = importlib.util.spec_from_file_location("cfg", os.path.join(ROOT, path))
+    mod = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(mod)
+    c = mod.get_config(arg)
+    c.log.progress = c.log.tensorboard = False
+    c.eval.every = 0
+    return config_lib.validate(config_lib.set_fields(c, overrides))
+
+
+@pytest.mark.all_devices
+def test_heapa_hive_on_an_fsdp_mesh_resumes_exactly(tmp_path, monkeypatch):
+    """The suite's one end-to-end run over all 8 devices: configs/arith_heapa_hive.py:smoke on
+    a data=4 x fsdp=2 mesh (parameters, gradients and Adam's moments split over fsdp), stopped
+    after step 1 and resumed for step 2 (the heap, pool, gate and augmentation state restored;
+    the warm start loaded from the first run's cache), equals an uninterrupted 2-step run."""
+    import shutil
+
+    from frontier_rl import metrics, train
+
+    meshes = []
+    make_mesh = sharding.make_mesh
+
+    def record(*args, **kw):
+        mesh = make_mesh(*args, **kw)
+        meshes.append(dict(mesh.shape))
+        return mesh
+
+    monkeypatch.setattr(sharding, "make_mesh", record)
+    spec = "configs/arith_heapa_hive.py:smoke"
+    full, parts = tmp_path / "full", tmp_path / "parts"
+    train.run(_config_file(spec, **{"mesh.fsdp": 2, "rl.num_steps": 2}), str(full))
+    parts.mkdir()
+    shutil.copytree(full / "warmstart", parts / "warmstart")
+    train.run(_config_file(spec, **{"mesh.fsdp": 2, "rl.num_steps": 1}), str(parts))
+    assert sorted(d for d in os.listdir(parts / "checkpoints") if d.isdigit()) == ["1"]
+    train.run(_config_file(spec, **{"mesh.fsdp": 2, "rl.num_steps": 2}), str(parts))
+    assert meshes == [{"data": 4, "fsdp": 2, "model": 1}] * 3
+
+    a = metrics.read(str(full / "metrics.jsonl"))
+    b = metrics.read(str(parts / "metrics.jsonl"))
+    assert [r["step"] for r in b] == [0, 1, 2]
+    assert any(k.startswith("select/") for k in b[2])  # the selector's own figures compared
+    for x, y in zip(_comparable(a), _comparable(b), strict=True):
+        assert x.keys() == y.keys(), (x["step"], x.keys() ^ y.keys())
+        assert {k: (x[k], y[k]) for k in x if x[k] != y[k]} == {}, x["step"]
+
+
+def _comparable(records):
+    """Records without measured figures (perf/*, durations such as select/time_ms) and without
+    the evaluation of step 1, which only the stopped run has."""
+    return [{k: v for k, v in r.items() if not k.startswith("perf/")
+             and not k.endswith(("_ms", "_s"))
+             and not (r["step"] == 1 and k.startswith(("eval/", "evalset/")))}
+            for r in records]
