@@ -24,22 +24,23 @@ from frontier_rl.experiment import compare
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-RECORDED = {  # 2-core x86-64 CPU, JAX CPU backend
-    "configs/arith_grpo.py:smoke": "3eb33fe443ed3aed",
-    "configs/compare_arith.py:smoke": "56acf92cc89dbfeb,1e3be14587ef0b21",
-    "configs/math_hive.py:smoke": "9c9f4960455cc9fa",
+RECORDED = {  # recorded through pytest (conftest's devices) on a 2-core x86-64 CPU
+    "configs/arith_grpo.py:smoke": "33ad5a24197ef6f1",
+    "configs/compare_arith.py:smoke": "1c74cb52e3ac58b1,c3274ffdf2ebe053",
+    "configs/math_hive.py:smoke": "ca487a462616166a",
 }
 
 
 def digest(path: str) -> str:
     """SHA-256 of a run's metrics.jsonl without its measured keys (perf/*: times, FLOPs rates,
-    memory) and verifier timeouts (wall-clock)."""
+    memory; select/*_ms and *_s: selector and teacher times) and verifier timeouts."""
     h = hashlib.sha256()
     with open(path) as f:
         for line in f:
             rec = json.loads(line)
             kept = {k: v for k, v in rec.items()
-                    if not k.startswith("perf/") and not k.endswith("verify_timeouts")}
+                    if not k.startswith("perf/")
+                    and not k.endswith(("verify_timeouts", "_ms", "_s"))}
             h.update(json.dumps(kept, sort_keys=True).encode())
     return h.hexdigest()[:16]
 
