@@ -9,6 +9,7 @@ value and what is allowed.
 from __future__ import annotations
 
 import math
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -120,7 +121,7 @@ def default_config() -> ml_collections.ConfigDict:
     # Largest |engine - trainer| mean token log-prob on the probe sequence after a sync.
     c.rollout.probe_tol = 1e-3
     c.rollout.sglang = ml_collections.ConfigDict()
-    c.rollout.sglang.url = ""  # e.g. http://127.0.0.1:30000
+    c.rollout.sglang.url = ""  # e.g. http://127.0.0.1:31000 (launch/run_gpu.sh)
     c.rollout.sglang.timeout = 600.0  # seconds one request may take
     c.rollout.sglang.deadline = 1800.0  # seconds of retries before a call fails the step
     c.rollout.sglang.retries = 8  # attempts per request within the deadline
@@ -341,6 +342,39 @@ def _in(*choices):
     return lambda x: x in choices
 
 
+def _endpoint(url: str) -> tuple[str, int] | None:
+    """(host, port) of an http(s) URL, every loopback spelling as one host; None if unparsable."""
+    try:
+        u = urllib.parse.urlsplit(url)
+        port = u.port or (443 if u.scheme == "https" else 80)
+    except ValueError:
+        return None
+    host = (u.hostname or "").lower()
+    if not host:
+        return None
+    if host in ("localhost", "0.0.0.0", "::", "::1") or host.startswith("127."):
+        host = "loopback"
+    return host, port
+
+
+def _check_teacher_url(cfg: ml_collections.ConfigDict) -> None:
+    """An HTTP teacher must not be the rollout server: that one runs with --skip-tokenizer-init
+    and answers no chat completions, so every teacher call would fail (counted, not raised) and
+    augmentation would silently never happen."""
+    name = cfg.selector.name
+    s = cfg.selector.get(name)
+    if (cfg.rollout.engine != "sglang" or s is None or not s.get("teacher_url")
+            or not s.get("augment") or s.get("teacher") not in ("http", "auto")):
+        return
+    rollout = _endpoint(cfg.rollout.sglang.url)
+    _check(cfg, f"selector.{name}.teacher_url",
+           lambda x: rollout is None or _endpoint(x) != rollout,
+           f"the teacher's host:port is the rollout server's (rollout.sglang.url="
+           f"{cfg.rollout.sglang.url!r}), which serves token ids to the trainer and answers no "
+           "chat completions; serve the teacher on another port (launch/run_gpu.sh starts the "
+           "rollout server on 31000)")
+
+
 def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     """Raises ConfigError on the first bad field; returns cfg unchanged otherwise."""
     from frontier_rl import selection  # registry of selector names
@@ -431,7 +465,7 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "rollout.probe_tol", _pos, "a number > 0 (nats per token)")
     if cfg.rollout.engine == "sglang":
         _check(cfg, "rollout.sglang.url", lambda x: isinstance(x, str) and x.startswith(
-            ("http://", "https://")), "the server's address, e.g. http://127.0.0.1:30000")
+            ("http://", "https://")), "the server's address, e.g. http://127.0.0.1:31000")
     _check(cfg, "rollout.sglang.timeout", _pos, "a number > 0 (seconds)")
     _check(cfg, "rollout.sglang.deadline", lambda x: _pos(x) and x >= cfg.rollout.sglang.timeout,
            f"a number >= rollout.sglang.timeout={cfg.rollout.sglang.timeout} (seconds)")
@@ -485,6 +519,7 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
         selection.validate(cfg.selector.name, cfg.selector.get(cfg.selector.name))
     except ValueError as e:
         raise ConfigError(str(e)) from None
+    _check_teacher_url(cfg)
     _check(cfg, "eval.every", lambda x: isinstance(x, int) and x >= 0, "an integer >= 0")
     _check(cfg, "eval.every_rollouts", lambda x: isinstance(x, int) and x >= 0,
            "an integer >= 0 (0 disables)")

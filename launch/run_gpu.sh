@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # One GPU node: an SGLang server for rollouts plus the JAX trainer.
-#   launch/run_gpu.sh CONFIG WORKDIR [PORT=30000] [extra frontier-rl flags...]
+#   launch/run_gpu.sh CONFIG WORKDIR [PORT=31000] [extra frontier-rl flags...]
 # With several GPUs, SGLANG_GPUS (default: the first) go to SGLang and the rest to JAX; with one
 # GPU both share it: SGLang takes SGLANG_MEM (0.45) of its memory and JAX is capped by
 # XLA_PYTHON_CLIENT_MEM_FRACTION (0.45). SGLang starts from the run's warm start (or
 # model.path): the trainer syncs its policy into it before the first rollout.
+# The rollout server's port is 31000, not SGLang's default 30000: that one is left to a HeaPA
+# teacher (selector.heapa.teacher_url in the paper configs); the trainer refuses a teacher URL
+# that is the rollout server's.
 set -euo pipefail
 CONFIG="${1:?usage: launch/run_gpu.sh CONFIG WORKDIR [PORT] [flags...]}"
 WORKDIR="${2:?usage: launch/run_gpu.sh CONFIG WORKDIR [PORT] [flags...]}"
-PORT="${3:-30000}"
+PORT="${3:-31000}"
 shift 3 || shift $#
 HERE="$(dirname "$0")"
 source "$HERE/env.sh" tasks

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts an SGLang server for the trainer's rollouts (rollout.engine=sglang) and waits until it
 # answers /health.
-#   launch/sglang_server.sh MODEL_DIR [PORT=30000] [TP=1]
+#   launch/sglang_server.sh MODEL_DIR [PORT=31000] [TP=1]
 # SGLang gets a virtualenv of its own (SGLANG_VENV, default .venv-sglang): it pins its own torch
 # and CUDA kernels, which must not meet the trainer's JAX environment. Environment:
 #   SGLANG_VERSION   pip spec of the pinned version (default: sglang[all]>=0.4.6,<0.6)
@@ -12,7 +12,7 @@
 # MODEL_DIR/../sglang_PORT.log; its pid is printed on the last line.
 set -euo pipefail
 MODEL="${1:?usage: launch/sglang_server.sh MODEL_DIR [PORT] [TP]}"
-PORT="${2:-30000}"
+PORT="${2:-31000}"
 TP="${3:-1}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${SGLANG_VENV:-$ROOT/.venv-sglang}"

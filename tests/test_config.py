@@ -81,3 +81,42 @@ def test_set_fields_sets_dotted_paths_and_names_unknown_ones():
         config_lib.set_fields(c, {"rollout.nope.x": 1})
     with pytest.raises(config_lib.ConfigError, match="no field 'rl.lr'"):
         config_lib.set_fields(c, {"rl.lr": 1})
+
+
+def _script_default(script, var):
+    """The default a launch script gives `var` (`VAR="${N:-default}"`)."""
+    import re
+
+    with open(os.path.join(ROOT, "launch", script)) as f:
+        return re.search(rf'^{var}="\$\{{\d:-([^}}]+)\}}"', f.read(), re.M).group(1)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:30000", "http://localhost:30000/",
+                                 "http://0.0.0.0:30000"])
+def test_teacher_on_the_rollout_server_is_refused(url):
+    # The paper configs' teacher is SGLang's default port; pointing the rollout engine there
+    # (any loopback spelling) is refused before anything starts, naming the teacher's field.
+    c = load("math_heapa.py").get_config()
+    assert c.selector.heapa.teacher_url == "http://127.0.0.1:30000/v1"
+    config_lib.set_fields(c, {"rollout.engine": "sglang", "rollout.sglang.url": url})
+    with pytest.raises(config_lib.ConfigError,
+                       match=r"selector\.heapa\.teacher_url='http://127\.0\.0\.1:30000/v1' is "
+                             r"not allowed: the teacher's host:port is the rollout server's"):
+        config_lib.validate(c)
+    c.selector.heapa.augment = False  # no teacher calls: nothing to refuse
+    config_lib.validate(c)
+
+
+def test_launch_scripts_rollout_port_is_not_the_teachers():
+    port = _script_default("run_gpu.sh", "PORT")
+    assert port == _script_default("sglang_server.sh", "PORT") == "31000"
+    for name in ("math_heapa.py", "math_hive.py"):
+        c = load(name).get_config()
+        config_lib.set_fields(c, {"rollout.engine": "sglang",
+                                  "rollout.sglang.url": f"http://127.0.0.1:{port}"})
+        config_lib.validate(c)  # what launch/run_gpu.sh passes
+    c = load("math_heapa.py").get_config()
+    config_lib.set_fields(c, {"rollout.engine": "sglang",
+                              "rollout.sglang.url": "http://10.0.0.2:30000",
+                              "selector.heapa.teacher_url": "http://10.0.0.3:30000/v1"})
+    config_lib.validate(c)  # another host, same port: a different server
