@@ -35,6 +35,8 @@ import threading
 import jax
 import numpy as np
 
+from frontier_rl.errors import RunError
+
 log = logging.getLogger("frontier_rl")
 
 _initialized = False
@@ -45,11 +47,21 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
     """Joins the processes of one run (`jax.distributed.initialize`); call before any JAX
     computation.
 
-    Explicit flags win; otherwise, when the environment is a cluster JAX detects (SLURM with
-    more than one task, a TPU pod slice, ...), JAX finds the coordinator and ranks itself, and
-    `FRONTIER_RL_COORDINATOR`/`FRONTIER_RL_NUM_PROCESSES`/`FRONTIER_RL_PROCESS_ID` (set by
-    launch/multihost_local.sh) fill in what the flags leave out. With none of these, one process
-    runs alone and nothing is initialised. On the CPU, cross-process collectives use gloo.
+    Explicit flags win; `FRONTIER_RL_COORDINATOR`/`FRONTIER_RL_NUM_PROCESSES`/
+    `FRONTIER_RL_PROCESS_ID` (set by launch/multihost_local.sh) fill in what the flags leave
+    out. Otherwise JAX's own cluster detection (jax/_src/clusters/) finds the coordinator and
+    ranks:
+
+    * on a Cloud TPU VM, always, even on one host: JAX's GCE detector reads the worker list and
+      rank from the VM's metadata server (no environment variable names them there), and
+      orbax's checkpointer needs the distributed client;
+    * in a SLURM step of more than one task. JAX would then give each process one GPU, number
+      SLURM_LOCALID (its default assumes one task per GPU); here each process gets its share of
+      the GPUs it sees (`slurm_local_devices`): all of them with one task per node, as
+      launch/slurm.sbatch starts it.
+
+    With none of these, one process runs alone and nothing is initialised. On the CPU,
+    cross-process collectives use gloo.
     """
     global _initialized
     if _initialized:
@@ -61,21 +73,101 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
     if process_id is None and env.get("FRONTIER_RL_PROCESS_ID"):
         process_id = int(env["FRONTIER_RL_PROCESS_ID"])
     explicit = coordinator is not None or (num_processes or 1) > 1
-    if not explicit and not _cluster_detected(env):
+    tpu = on_cloud_tpu_vm(env)
+    if not (explicit or tpu or _slurm_step(env) or _gke_tpu(env)):
         return
     if "cpu" in (env.get("JAX_PLATFORMS") or "").split(","):
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    kwargs = {}
+    if _slurm_step(env) and not tpu:
+        local = slurm_local_devices(env)
+        if local is not None:
+            kwargs["local_device_ids"] = local
     jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes,
-                               process_id=process_id)
+                               process_id=process_id, **kwargs)
     _initialized = True
 
 
-def _cluster_detected(env) -> bool:
-    """A multi-process SLURM step, or a TPU VM (where JAX reads the pod's topology)."""
-    if int(env.get("SLURM_NTASKS", env.get("SLURM_NPROCS", "1")) or 1) > 1:
-        return True
-    return bool(env.get("TPU_WORKER_HOSTNAMES") or env.get("CLOUD_TPU_TASK_ID") is not None
-                or env.get("TPU_WORKER_ID") is not None)
+def on_cloud_tpu_vm(env=None) -> bool:
+    """Whether this is a Cloud TPU VM JAX will run on: libtpu installed and TPU chips on the PCI
+    bus, as JAX's own start-up (`jax._src.cloud_tpu_init`) found when jax was imported, and the
+    TPU backend not excluded by JAX_PLATFORMS."""
+    env = os.environ if env is None else env
+    platforms = (env.get("JAX_PLATFORMS") or "").split(",")
+    if platforms != [""] and "tpu" not in platforms:
+        return False
+    try:
+        from jax._src import cloud_tpu_init
+    except ImportError:  # a JAX without the module: only the environment can tell
+        return False
+    return bool(getattr(cloud_tpu_init, "running_in_cloud_tpu_vm", False))
+
+
+def _gke_tpu(env) -> bool:
+    """A TPU pod on GKE, where the worker list and rank are environment variables."""
+    return bool(env.get("TPU_WORKER_HOSTNAMES") or env.get("TPU_PROCESS_ADDRESSES")) and (
+        env.get("TPU_WORKER_ID") is not None)
+
+
+_SLURM_VARS = ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_NTASKS", "SLURM_PROCID",
+               "SLURM_LOCALID")  # what JAX's SlurmCluster.is_env_present requires
+
+
+def _slurm_step(env) -> bool:
+    """A step launched by srun with more than one task (JAX's SLURM detector applies)."""
+    return all(v in env for v in _SLURM_VARS) and int(env["SLURM_NTASKS"]) > 1
+
+
+def _tasks_on_node(env) -> int:
+    """Tasks of this step on this node, from SLURM_STEP_TASKS_PER_NODE ("8(x2)", "2(x3),1")
+    and SLURM_NODEID; else SLURM_NTASKS over the step's nodes."""
+    spec = env.get("SLURM_STEP_TASKS_PER_NODE", "")
+    if spec and "SLURM_NODEID" in env:
+        counts = []
+        for part in spec.split(","):
+            n, _, rep = part.partition("(x")
+            counts += [int(n)] * (int(rep.rstrip(")")) if rep else 1)
+        node = int(env["SLURM_NODEID"])
+        if node < len(counts):
+            return counts[node]
+    nodes = int(env.get("SLURM_STEP_NUM_NODES", env.get("SLURM_NNODES", "1")))
+    return max(1, int(env["SLURM_NTASKS"]) // max(1, nodes))
+
+
+def _visible_gpus(env) -> int:
+    """NVIDIA GPUs this process may use, without starting CUDA: CUDA_VISIBLE_DEVICES (SLURM
+    sets it for --gpus-per-node), else the driver's list (/proc/driver/nvidia/gpus)."""
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([d for d in visible.split(",") if d.strip()])
+    try:
+        return len(os.listdir("/proc/driver/nvidia/gpus"))
+    except OSError:
+        return 0
+
+
+def slurm_local_devices(env=None) -> list[int] | None:
+    """The local GPU ids (`local_device_ids`) of this SLURM task: the GPUs it sees split evenly
+    over the node's tasks, this task taking block SLURM_LOCALID. One task per node gets every
+    GPU; one task per GPU gets [SLURM_LOCALID] (JAX's default); a task that sees fewer GPUs
+    than the node has tasks (SLURM bound GPUs to tasks, --gpus-per-task) gets all it sees.
+    None where JAX should decide: no NVIDIA GPU is visible (CPU, TPU) or JAX_LOCAL_DEVICE_IDS
+    names them. RunError if the GPUs do not split evenly."""
+    env = os.environ if env is None else env
+    if env.get("JAX_LOCAL_DEVICE_IDS"):
+        return None
+    gpus = _visible_gpus(env)
+    if gpus == 0:
+        return None
+    tasks, local = _tasks_on_node(env), int(env["SLURM_LOCALID"])
+    if gpus < tasks:
+        return list(range(gpus))
+    if gpus % tasks:
+        raise RunError(f"SLURM started {tasks} tasks on this node, which sees {gpus} GPUs: each "
+                       "task needs the same number of GPUs (launch/slurm.sbatch runs one task "
+                       "per node with all its GPUs)")
+    per = gpus // tasks
+    return list(range(local * per, (local + 1) * per))
 
 
 def is_primary() -> bool:
