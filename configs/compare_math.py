@@ -56,7 +56,6 @@ def get_config(arg: str | None = None):
     c.selector.ds.max_num_gen_batches = 20
     if "smoke" in flags:
         paper.smoke(c, "qwen2")
-        c.selector.heapa.prompt_template = paper.wrapper_from_template(c.task)
         c.compare.methods.ds.rl.overlong_buffer = 4
         c.compare.run = "grpo,hive"
         c.compare.rollout_budget = 48

@@ -49,5 +49,4 @@ def get_config(arg: str | None = None):
         c.selector.heapa.max_rounds = 20
     if "smoke" in flags:
         paper.smoke(c, "qwen3" if model.startswith("qwen3") else "qwen2")
-        c.selector.heapa.prompt_template = paper.wrapper_from_template(c.task)
     return config_lib.validate(c)

@@ -146,7 +146,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         batch_size=config.rl.batch_size, temperature=config.rollout.temperature,
         top_p=config.rollout.top_p, seed=seed,
         prompt_entropy_fn=entropy_fn, flops_per_token=2.0 * mcfg.num_params(),
-        accountant=accountant, verify_many=task.verify_many, engine=engine)
+        accountant=accountant, verify_many=task.verify_many, engine=engine,
+        prompt_wrapper=task.prompt_wrapper)
     updater = update.Updater(
         config, trainer, params, accountant=accountant, encode=ctx.encode,
         pad_id=tokenizer.pad_token_id, seed=seed,

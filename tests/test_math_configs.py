@@ -68,6 +68,57 @@ def test_smoke_prompt_is_the_chat_template_rendering():
     assert set(stops) == {tok.convert_tokens_to_ids("<|im_end|>"), tok.eos_token_id}
 
 
+class _SeedCtx:
+    """What the HeaPA selector reads from the trainer's context before any rollout."""
+
+    def __init__(self, task):
+        self.prompts = list(task.train)
+        self.prompt_wrapper = task.prompt_wrapper
+        self.step = 0
+
+
+@pytest.mark.parametrize("model,template,head", [
+    ("qwen3-4b", "QWEN3_CHAT_TEMPLATE", "<|im_start|>user\n"),
+    ("qwen2.5-math-1.5b", "CHAT_TEMPLATE", "<|im_start|>system\nPlease reason step by step"),
+])
+def test_augmentation_unwraps_and_wraps_with_the_policy_template(model, template, head,
+                                                                  tmp_path):
+    """The real HeaPA config on a tokenizer with the model's chat template (Qwen3's renders no
+    system turn, Qwen2.5-Math's its own default): the ORIGINAL the policy and the teacher see
+    is the bare question, and a child is rendered exactly as the task renders a seed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from frontier_rl import selection
+    from frontier_rl.data import fixtures
+    from frontier_rl.selection.heapa import augment
+
+    c = _config("math_heapa.py", model)
+    tok_dir = str(tmp_path / "tok")
+    fixtures.build_tokenizer(["What is 2 plus {3}?", "What is 4 and 5?"], tok_dir,
+                             chat_template=getattr(fixtures, template))
+    questions = ["What is 2 plus {3}?", "What is 4 and 5?"]
+    rows = [{"data_source": "math_dapo", "prompt": [{"role": "user", "content": q}],
+             "reward_model": {"style": "rule", "ground_truth": a}}
+            for q, a in zip(questions + ["What is 7 plus 1?"], ["5", "9", "8"], strict=True)]
+    pq.write_table(pa.Table.from_pylist(rows), str(tmp_path / "train.parquet"))
+    c.task.path = str(tmp_path / "train.parquet")
+    c.task.chat_template = tok_dir
+    c.task.verify_workers = 0
+    task = make_task("corpus", {k: v for k, v in c.task.items() if k != "name"}, 0)
+    seed = task.train[0]
+    assert seed.text.startswith(head) and seed.text.endswith("<|im_start|>assistant\n")
+
+    sel = selection.make("heapa", c.selector, len(task.train), seed=0)
+    sel._seed(_SeedCtx(task))
+    [(gen_prompt, original)] = sel.augmenter.prompts(seed.text)
+    assert original == seed.meta["question"]  # no chat markup, no instruction
+    assert "<|im_start|>" not in gen_prompt and "boxed" not in original
+    child = "What is 7 plus 1?"
+    assert sel.wrap(child) == task.train[2].text  # the task's own rendering of that question
+    assert augment.unwrap(sel.wrap(child), sel.template) == child
+
+
 def _metrics(workdir):
     with open(os.path.join(workdir, "metrics.jsonl")) as f:
         return [json.loads(line) for line in f]

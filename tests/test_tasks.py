@@ -358,6 +358,8 @@ def test_reasoning_gym_task():
     assert len(task.train) == 100 - task.stats["train_duplicates"]
     assert not {p.text for p in task.train} & {p.text for p in task.eval}
     assert task.train[0].id == "gym/leg_counting/000000"
+    q = task.train[0].meta["entry"]["question"]
+    assert task.prompt_wrapper.format(prompt=q) == task.train[0].text  # augmentation's wrap
     for p in task.eval:
         assert task.verify(p, f"I count.\n<answer>{p.answer}</answer>") == REWARD_CORRECT
         assert task.verify(p, f"<answer>{int(p.answer) + 1}</answer>") == REWARD_WRONG

@@ -41,6 +41,23 @@ CHAT_TEMPLATE = (
     "{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 )
+# Qwen3's template in the same schema: a system turn only when one is given (no default), each
+# turn framed as above, and the assistant's turn opened at the end, with an empty think block
+# when the caller passes enable_thinking=False (the hybrid Qwen3 checkpoints' switch).
+QWEN3_CHAT_TEMPLATE = (
+    "{%- if messages[0]['role'] == 'system' %}"
+    "{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}"
+    "{%- endif %}"
+    "{%- for m in messages %}"
+    "{%- if m['role'] == 'user' or (m['role'] == 'system' and not loop.first) "
+    "or m['role'] == 'assistant' %}"
+    "{{- '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}"
+    "{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
+    "{%- if enable_thinking is defined and enable_thinking is false %}"
+    "{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}"
+)
 WORDS = ("plus", "added to", "and")
 
 
@@ -55,9 +72,10 @@ def _problems(n: int, seed: int) -> list[tuple[str, str]]:
     return out
 
 
-def build_tokenizer(texts: list[str], path: str, vocab_size: int = 384):
-    """A byte-level BPE tokenizer trained on `texts`, with Qwen's special tokens and the ChatML
-    template, saved as a Hugging Face tokenizer directory."""
+def build_tokenizer(texts: list[str], path: str, vocab_size: int = 384,
+                    chat_template: str = CHAT_TEMPLATE):
+    """A byte-level BPE tokenizer trained on `texts`, with Qwen's special tokens and a ChatML
+    template (Qwen2.5-Math's by default), saved as a Hugging Face tokenizer directory."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -70,7 +88,7 @@ def build_tokenizer(texts: list[str], path: str, vocab_size: int = 384):
     tok.train_from_iterator(texts, trainer)
     hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOT, pad_token=EOT,
                                  clean_up_tokenization_spaces=False)
-    hf.chat_template = CHAT_TEMPLATE
+    hf.chat_template = chat_template
     hf.save_pretrained(path)
     return hf
 

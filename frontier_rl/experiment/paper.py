@@ -165,31 +165,8 @@ def heapa_teacher(c: ml_collections.ConfigDict, name: str = "heapa") -> None:
     s.teacher = "http"
     s.teacher_url = "http://127.0.0.1:30000/v1"
     s.teacher_workers = 8
-    s.prompt_template = chatml_wrapper()
-
-
-def chatml_wrapper(system: str | None = None) -> str:
-    """The prompt text of a question as the Qwen chat templates render it, "{prompt}" standing
-    for the question (HeaPA's code wraps augmented questions like this, without the template):
-    what the augmentation unwraps seed prompts with and wraps children in."""
-    sys_msg = system if system is not None else "You are a helpful assistant."
-    return ("<|im_start|>system\n" + _esc(sys_msg) + "<|im_end|>\n<|im_start|>user\n{prompt} "
-            + _esc(chat.BOXED_STEP_BY_STEP) + "<|im_end|>\n<|im_start|>assistant\n")
-
-
-def _esc(text: str) -> str:
-    return text.replace("{", "{{").replace("}", "}}")
-
-
-def wrapper_from_template(task_cfg) -> str:
-    """The prompt text of "{prompt}" rendered by the task's own renderer (chat template,
-    system prompt, instruction), for augmentation on a task whose template is at hand."""
-    from frontier_rl.tasks import corpus
-
-    cfg = corpus.resolve({k: v for k, v in task_cfg.items() if k != "name"})
-    marker = "\x00QUESTION\x00"
-    text = corpus.prompt_renderer(cfg)([{"role": "user", "content": marker}])
-    return _esc(text).replace(marker, "{prompt}")
+    # prompt_template stays "": augmented questions are rendered as the task renders its
+    # seeds (the policy's own chat template, Task.prompt_wrapper), and seeds unwrapped by it.
 
 
 def smoke(c: ml_collections.ConfigDict, family: str) -> ml_collections.ConfigDict:

@@ -42,6 +42,7 @@ class PolicyContext:
         accountant=None,
         verify_many: Callable | None = None,
         engine=None,
+        prompt_wrapper: str = "{prompt}",
     ):
         self.sampler = sampler
         # Where generations come from (rollout/engine.py); a bare sampler samples `self.params`.
@@ -54,6 +55,8 @@ class PolicyContext:
         # in counters["verify_timeouts"].
         self.verify_many = verify_many
         self.shape_rewards = shape_rewards
+        # The task's rendering of a new question (tasks.base.Task.prompt_wrapper).
+        self.prompt_wrapper = prompt_wrapper
         self.group_size = group_size
         self.batch_size = batch_size
         self.temperature = temperature

@@ -82,6 +82,9 @@ class StepContext(Protocol):
     prompts: Sequence[Any]  # objects with .id, .text, .answer, .bucket
     group_size: int  # G, from config.rl.group_size
     batch_size: int  # B, prompts per step, from config.rl.batch_size
+    # Optional: the task's prompt text of a new question, "{prompt}" standing for it
+    # (tasks.base.Task.prompt_wrapper); contexts without it render a question as itself.
+    prompt_wrapper: str
 
     def rollout(self, indices: Sequence[int], n: int) -> list[Group]: ...
 

@@ -72,6 +72,10 @@ class Task:
     scorer: Callable[[str, str, bool], int] | None = None
     verify_workers: int = 0
     verify_timeout_s: float = 10.0
+    # How this task renders a new bare question: its prompt text with "{prompt}" standing for
+    # the question (other braces doubled, for str.format). HeaPA's augmentation unwraps parents
+    # and wraps children with it, so a child is rendered as the task renders its seeds.
+    prompt_wrapper: str = "{prompt}"
 
     def verify(self, prompt: Prompt, response: str, finished: bool = True) -> int:
         """Returns 1 (correct), 0 (well-formed but wrong) or -1 (unfinished / unparsable)."""

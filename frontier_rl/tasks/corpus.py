@@ -248,6 +248,14 @@ def prompt_renderer(cfg: Mapping):
     return render
 
 
+def prompt_wrapper(render) -> str:
+    """The prompt text `render` gives one user message, with "{prompt}" standing for its
+    content and every other brace doubled: a template for str.format."""
+    marker = "\x00QUESTION\x00"
+    text = render([{"role": "user", "content": marker}])
+    return text.replace("{", "{{").replace("}", "}}").replace(marker, "{prompt}")
+
+
 def to_prompts(records: list[dict], cfg: Mapping, prefix: str, stats: dict, seen: set[str],
                render=None, bucket: str | None = None) -> list[tuple[base.Prompt, object]]:
     """Valid, new records as (prompt, raw bucket value); updates `stats` and `seen`. `bucket`
@@ -354,4 +362,5 @@ def make_corpus_task(cfg: dict, seed: int) -> base.Task:
                      eval=[p for p, _ in evals], buckets=buckets, verifier=make_verifier(cfg),
                      stats=stats, config=cfg, response_template=template,
                      scorer=make_scorer(cfg), verify_workers=cfg["verify_workers"],
-                     verify_timeout_s=float(cfg["verify_timeout_s"]))
+                     verify_timeout_s=float(cfg["verify_timeout_s"]),
+                     prompt_wrapper=prompt_wrapper(render))

@@ -138,4 +138,5 @@ def make_gym_task(cfg: dict, seed: int) -> base.Task:
 
     return base.Task(name=f"gym:{name}", train=prompts["train"], eval=prompts["eval"],
                      buckets=buckets, verifier=verifier, stats=stats, config=cfg,
-                     response_template=cfg["response_template"])
+                     response_template=cfg["response_template"],
+                     prompt_wrapper=cfg["prompt_template"].replace("{question}", "{prompt}"))

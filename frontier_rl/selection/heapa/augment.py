@@ -170,8 +170,9 @@ def arith_difficulty(parent_text: str, child_text: str) -> float:
 
 
 def unwrap(text: str, template: str) -> str:
-    """The problem body of a prompt built as template.format(prompt=body)."""
-    head, _, tail = template.partition("{prompt}")
+    """The problem body of a prompt built as template.format(prompt=body). The template's
+    other braces are doubled (str.format), so its head and tail are compared as rendered."""
+    head, _, tail = template.format(prompt="\x00").partition("\x00")
     if head and text.startswith(head):
         text = text[len(head):]
     if tail and text.endswith(tail):

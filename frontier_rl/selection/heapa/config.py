@@ -34,7 +34,10 @@ COMMON = dict(
     arith_max_operands=6,  # arith dataset filter: operands per problem (min 2)
     arith_max_digits=3,  # arith dataset filter: digits per operand
     reverse_digits=True,  # arith: digits least-significant first (= task.reverse_digits)
-    prompt_template="{prompt}",  # template path: how a question becomes a prompt (= corpus's)
+    # Template path: how a question becomes a prompt ("{prompt}" stands for it, other braces
+    # doubled); "" = the task's own rendering (its chat template, instruction and system
+    # prompt: Task.prompt_wrapper, handed over by the trainer's context).
+    prompt_template="",
     d_min=0.75,  # d_min: clamp of the policy difficulty factor d
     d_max=1.33,  # d_max
     est_fallback=0.5,  # parent statistic used when it has none
@@ -123,8 +126,9 @@ def checker(name: str, defaults: dict):
         choice("arith_prefix", augment.ARITH_PREFIX)
         num("arith_max_operands", 2, integer=True)
         num("arith_max_digits", 1, 18, integer=True)
-        if not isinstance(c.prompt_template, str) or "{prompt}" not in c.prompt_template:
-            fail("prompt_template", "must contain '{prompt}'")
+        if not isinstance(c.prompt_template, str) or (
+                c.prompt_template and "{prompt}" not in c.prompt_template):
+            fail("prompt_template", "must contain '{prompt}' ('' = the task's rendering)")
         num("d_min", 0.01, 1.0)
         num("d_max", 1.0, 100.0)
         num("est_fallback", -1.0, 1.0)

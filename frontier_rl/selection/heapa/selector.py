@@ -156,6 +156,7 @@ class Heapa:
             backoff_s=c.teacher_backoff_s, latency_s=c.teacher_latency_s,
             step_s=c.teacher_step_s)
         self.fmt = ""  # resolved augmentation format ("arith" / "template")
+        self.template = c.prompt_template  # "" until resolved from the context (_resolve)
         self.augmenter: augment.Augmenter | None = None
         self.seeded = False
         self.seen: set[int] = set()
@@ -192,9 +193,14 @@ class Heapa:
 
     # ------------------------------------------------------------------ set-up
 
-    def _resolve(self, prompts) -> None:
-        """Picks the augmentation format and teacher (once; both are checkpointed)."""
+    def _resolve(self, ctx: StepContext) -> None:
+        """Picks the augmentation format, the prompt template and the teacher (once; all are
+        checkpointed). The template is the config's, else the task's own rendering of a new
+        question (ctx.prompt_wrapper): the policy's chat template, never a guess at it."""
         c = self.c
+        prompts = ctx.prompts
+        if not self.template:
+            self.template = getattr(ctx, "prompt_wrapper", "") or "{prompt}"
         if not self.fmt:
             fmt = c.aug_format
             if fmt == "auto":
@@ -210,7 +216,7 @@ class Heapa:
         self.augmenter = augment.Augmenter(
             fmt=self.fmt, n_aug=c.n_aug, max_new_tokens=c.aug_max_new_tokens,
             temperature=c.aug_temperature, d_min=c.d_min, d_max=c.d_max,
-            arith_mode=c.arith_prefix, prompt_template=c.prompt_template,
+            arith_mode=c.arith_prefix, prompt_template=self.template,
             est_fallback=c.est_fallback, rng=self.rng)
         kind = c.teacher if c.teacher != "auto" else ("arith" if self.fmt == "arith" else "http")
         if kind == "arith":
@@ -230,13 +236,17 @@ class Heapa:
                 max_question_chars=c.max_question_chars)
 
     def _body(self, text: str) -> str:
-        return text if self.fmt == "arith" else augment.unwrap(text, self.c.prompt_template)
+        return text if self.fmt == "arith" else augment.unwrap(text, self.template)
+
+    def wrap(self, question: str) -> str:
+        """The prompt text of a new question: the task's rendering (template path)."""
+        return question if self.fmt == "arith" else self.template.format(prompt=question)
 
     def _seed(self, ctx: StepContext) -> None:
         """The training prompts enter the cold queue (id = prompt id, index = position)."""
         prompts = ctx.prompts
         n = min(self.num_prompts, len(prompts))
-        self._resolve(prompts)
+        self._resolve(ctx)
         order = self.rng.permutation(n).tolist() if self.c.shuffle_seeds else range(n)
         recs = []
         for i in order:
@@ -402,10 +412,7 @@ class Heapa:
             if not verdict.ok:
                 self._step[f"reject_{verdict.reason}"] += 1
                 continue
-            if self.fmt == "arith":
-                text = verdict.question
-            else:
-                text = self.c.prompt_template.format(prompt=verdict.question)
+            text = self.wrap(verdict.question)
             if verdict.question.strip() != cand.text.strip():
                 key = text_key(verdict.question)
                 if key in self.seen:
@@ -542,7 +549,8 @@ class Heapa:
 
     def state_dict(self) -> dict:
         return {
-            "kind": self.kind, "version": 1, "fmt": self.fmt, "seeded": self.seeded,
+            "kind": self.kind, "version": 1, "fmt": self.fmt, "template": self.template,
+            "seeded": self.seeded,
             "step": self.step, "next_cid": self.next_cid, "next_rid": self.next_rid,
             "seen": sorted(self.seen), "counters": dict(self.counters),
             "mechanisms": self.mech.state_dict(),
@@ -555,6 +563,8 @@ class Heapa:
             raise ValueError(f"checkpoint holds a {state.get('kind')!r} selector state, "
                              f"not {self.kind!r}")
         self.fmt = state["fmt"]
+        # A state from before the template was checkpointed: the config's (or the identity).
+        self.template = state.get("template") or self.c.prompt_template or "{prompt}"
         self.seeded = bool(state["seeded"])
         self.step = int(state["step"])
         self.next_cid = int(state["next_cid"])
