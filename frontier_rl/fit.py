@@ -13,14 +13,17 @@ reference policy) stays resident, so it is added to theirs.
 The mesh is built from fake CPU devices (`--xla_force_host_platform_device_count`, set by the
 CLI before JAX starts), so the check runs on any machine. XLA's CPU compiler is not the GPU's
 or TPU's: fusion and layout differ, so treat the figures as estimates (not yet compared with
-a device's own memory profile; launch/gpu_check.sh does that on a GPU) and leave headroom: a
-program fits when it needs at most `USABLE` of the device's memory.
+a device's own memory profile; launch/gpu_check.sh does that on a GPU). A program fits when it
+needs at most the share of the device's memory JAX will have: on a GPU, the fraction it
+preallocates (`mem_fraction`: XLA_PYTHON_CLIENT_MEM_FRACTION, which launch/env.sh sets for every
+launch script, else JAX's default of 75%); on a TPU, which has no such fraction, `TPU_USABLE`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 
 import jax
@@ -30,7 +33,37 @@ import ml_collections
 from frontier_rl import perf
 from frontier_rl.models import ModelConfig, abstract_params, hf, presets
 
-USABLE = 0.9  # share of a device's memory a program may plan for (XLA, CUDA context, ...)
+# JAX preallocates 75% of a GPU's memory unless told otherwise (JAX's docs,
+# docs/gpu_memory_allocation.rst; jaxlib/xla_client.py passes the variables below to the GPU
+# client as its memory_fraction).
+JAX_DEFAULT_MEM_FRACTION = 0.75
+TPU_USABLE = 0.9  # share of a TPU's HBM a program may plan for (runtime reservations, headroom)
+TPU_DEVICES = ("v5e", "v5p", "v6e")
+
+
+def mem_fraction(env=None) -> tuple[float, str]:
+    """(the share of each GPU's memory JAX takes, the variable it came from):
+    XLA_CLIENT_MEM_FRACTION, else XLA_PYTHON_CLIENT_MEM_FRACTION (the older name, read as jaxlib
+    reads them; launch/env.sh sets it), else JAX's default 0.75."""
+    env = os.environ if env is None else env
+    for name in ("XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION"):
+        value = env.get(name, "")
+        if value:
+            try:
+                fraction = float(value)
+            except ValueError:
+                fraction = math.nan
+            if not 0 < fraction <= 1:
+                raise ValueError(f"{name}={value!r} is not a fraction in (0, 1]")
+            return fraction, f"{name}={value}"
+    return JAX_DEFAULT_MEM_FRACTION, "JAX's default; XLA_PYTHON_CLIENT_MEM_FRACTION is unset"
+
+
+def usable_share(device: str, env=None) -> tuple[float, str]:
+    """(share of `device`'s memory a program may use, where that share comes from)."""
+    if device in TPU_DEVICES:
+        return TPU_USABLE, "TPU HBM less runtime reservations"
+    return mem_fraction(env)
 
 
 def parse_mesh(spec: str) -> dict[str, int]:
@@ -168,7 +201,8 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
         f"{config.rollout.entropy_batch} ...", flush=True)
     ent_mem = _bytes(entropy.lower(params, ent_rows, plen).compile())
 
-    usable = USABLE * perf.DEVICE_BYTES[device]
+    share, source = usable_share(device)
+    usable = share * perf.DEVICE_BYTES[device]
     figures = {"train_step": train_mem["total"], "sampler": sample_mem["total"] + resident,
                "entropy": ent_mem["total"] + resident}
     report.update({
@@ -177,7 +211,7 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
         "entropy_bytes_per_device": figures["entropy"],
         "resident_optimizer_bytes_per_device": resident,
         "train_step": train_mem, "sampler": sample_mem, "entropy": ent_mem,
-        "usable_bytes": int(usable),
+        "usable_bytes": int(usable), "usable_share": share, "usable_source": source,
         "fits": all(v <= usable for v in figures.values()),
     })
     micro = config.rl.micro_batch_size or "the whole minibatch"
@@ -192,6 +226,9 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     }
     report["advice"] = [f"{k} does not fit: {hints[k]}" for k, v in figures.items()
                         if v > usable]
+    if report["advice"] and device not in TPU_DEVICES:
+        report["advice"].append(f"or give JAX more of each GPU ({source}; launch/env.sh sets it "
+                                "for every launch script, JAX_MEM_FRACTION)")
     return report
 
 
@@ -199,7 +236,7 @@ def print_report(r: dict, say=print) -> None:
     gib = 2**30
     say(f"{'program':<12} {'args':>9} {'outputs':>9} {'temps':>9} {'total/device':>13}  "
         f"(GiB; device {r['device']} {r['device_bytes'] / gib:.0f} GiB, usable "
-        f"{r['usable_bytes'] / gib:.0f})")
+        f"{r['usable_bytes'] / gib:.1f} = {r['usable_share']:g} x: {r['usable_source']})")
     for k in ("train_step", "sampler", "entropy"):
         m = r[k]
         say(f"{k:<12} {m['arguments'] / gib:9.2f} {m['outputs'] / gib:9.2f} "

@@ -12,8 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${1:-runs/gpu_check}"
 mkdir -p "$OUT"
-source launch/env.sh tasks
-export XLA_PYTHON_CLIENT_MEM_FRACTION="${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.95}"
+# shellcheck source=launch/env.sh
+source launch/env.sh tasks  # sets XLA_PYTHON_CLIENT_MEM_FRACTION, the share `fit` sizes against
+echo "XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-unset}"
 python -c "import jax; print('devices:', jax.devices())"
 frontier-rl bench train_step --bench_config=qwen2.5-0.5b-full --repeats=5 --json \
   | tee "$OUT/train_step.txt"

@@ -9,8 +9,9 @@ set -euo pipefail
 WORKDIR="${1:-runs/sglang_gpu}"
 PORT="${2:-30123}"
 HERE="$(dirname "$0")"
+export FRONTIER_RL_GPU_SHARED=1  # JAX beside SGLang on one GPU: env.sh gives JAX 0.45
+# shellcheck source=launch/env.sh
 source "$HERE/env.sh" tasks
-export XLA_PYTHON_CLIENT_MEM_FRACTION="${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.45}"
 SHAPE=(--config.model.hidden_size=256 --config.model.intermediate_size=512
        --config.model.num_heads=4 --config.model.num_kv_heads=2 --config.model.head_dim=64)
 rm -rf "$WORKDIR"

@@ -114,14 +114,20 @@ def test_nan_guard_stops_a_diverged_run(tmp_path):
     assert skipped[0] == 0 and all(s > 0 for s in skipped[1:]) and len(skipped) == 3
 
 
-def test_fit_reports_bytes_per_device_on_a_fake_mesh():
+def test_fit_reports_bytes_per_device_on_a_fake_mesh(monkeypatch, capsys):
     import jax
 
     assert jax.device_count() >= 8, "tests/conftest.py creates 8 fake CPU devices"
     from configs import arith_grpo
 
     c = arith_grpo.get_config("smoke")
+    # The usable share is the memory fraction launch/env.sh gives JAX.
+    monkeypatch.delenv("XLA_CLIENT_MEM_FRACTION", raising=False)
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.9")
     report = fit.check(c, fit.parse_mesh("data=2,fsdp=2,model=2"), "h200", say=lambda *a, **k: 0)
+    assert report["usable_bytes"] == int(0.9 * 141 * 10**9)
+    fit.print_report(report)
+    assert "usable 118.2 = 0.9 x: XLA_PYTHON_CLIENT_MEM_FRACTION=0.9" in capsys.readouterr().out
     for key in ("train_step_bytes_per_device", "sampler_bytes_per_device",
                 "entropy_bytes_per_device", "device_bytes", "fits"):
         assert key in report
