@@ -20,11 +20,11 @@ frontier-rl train --config=configs/arith_grpo.py:smoke --workdir="$WORKDIR/ws" \
   --config.rl.num_steps=0 --config.log.progress=False "${SHAPE[@]}"
 PID="$("$HERE/sglang_server.sh" "$WORKDIR/ws/warmstart" "$PORT" 1 | tail -1)"
 trap 'kill "$PID" 2>/dev/null || true' EXIT
-# 2. Three steps through SGLang; the probe tolerance allows for SGLang's own kernels.
+# 2. Three steps through SGLang, at the default probe tolerance (rollout.probe_tol=0.05).
 frontier-rl train --config=configs/arith_grpo.py:smoke --workdir="$WORKDIR/run" \
   --config.rl.num_steps=3 --config.eval.every=3 --config.log.progress=False "${SHAPE[@]}" \
   --config.warmstart.cache_dir="$WORKDIR/ws/warmstart" --config.rollout.engine=sglang \
-  --config.rollout.sglang.url="http://127.0.0.1:$PORT" --config.rollout.probe_tol=0.05
+  --config.rollout.sglang.url="http://127.0.0.1:$PORT"
 python - "$WORKDIR/run/metrics.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]

@@ -116,6 +116,31 @@ def test_stale_server_is_caught_by_the_probe(served, dirs):
         stale.stop()
 
 
+@pytest.mark.parametrize("offset,ok", [(0.02, True), (0.2, False)])
+def test_default_probe_tolerance_passes_bf16_noise_and_catches_other_weights(served, dirs,
+                                                                            offset, ok):
+    """At rollout.probe_tol's default, an engine whose log-probs sit 0.02 nats/token from the
+    trainer's (bf16 kernels: ~0.011 measured) passes; 0.2 (other weights: tiny random models
+    differ by ~0.14) stops the run."""
+    from frontier_rl import config_lib
+
+    policy, server = served
+    tol = config_lib.default_config().rollout.probe_tol
+    base = client(server.url, policy, dirs[2])
+
+    def shifted(params, prompt, response):
+        return np.asarray(base.probe_fn(params, prompt, response)) + offset
+
+    eng = client(server.url, policy, dirs[2], probe_fn=shifted, probe_tol=tol)
+    a = jax.tree.map(np.asarray, policy.params)
+    if ok:
+        eng.sync(a, 1)
+        assert eng.counters["probe_abs_diff"] == pytest.approx(offset, abs=1e-4)
+    else:
+        with pytest.raises(EngineError, match=f"rollout.probe_tol={tol}"):
+            eng.sync(a, 1)
+
+
 def _bad_server(fault, seen):
     async def generate(request):
         seen.append(1)

@@ -13,7 +13,8 @@ generate: `POST /generate` with `input_ids` (a batch of token-id lists; the serv
 sync: export the policy (HF safetensors) to `sync_dir`, `POST /update_weights_from_disk`
   {model_path}, `POST /flush_cache` (the radix cache holds the old policy's KV), then the probe:
   the engine's log-probs of a fixed sampled sequence against the trainer's, mean |diff| within
-  `rollout.probe_tol`, else EngineError (never a silent stale policy).
+  `rollout.probe_tol` (default 0.05: bf16 kernels alone differ by ~0.01), else EngineError
+  (never a silent stale policy).
 faults: connection errors, timeouts, 5xx and malformed answers (a missing field, log-probs
   not one per output id or not finite, more output ids than max_new_tokens, a finish reason
   other than stop / length, an abort) are retried with exponential backoff until `retries`
@@ -97,7 +98,7 @@ class SGLangEngine:
     def __init__(self, url: str, *, pad_id: int, stop_ids: Sequence[int], max_new_tokens: int,
                  sync_dir: str, export_fn: Callable[[object, str], str] | None = None,
                  probe_fn: Callable[[object, list[int], list[int]], np.ndarray] | None = None,
-                 probe_ids: Sequence[int] = (), probe_tol: float = 1e-3,
+                 probe_ids: Sequence[int] = (), probe_tol: float = 0.05,
                  temperature: float = 1.0, timeout: float = 600.0, deadline: float = 1800.0,
                  retries: int = 8, backoff: float = 1.0, concurrency: int = 8,
                  max_rows: int = 4096, sync_every: int = 1):
