@@ -91,13 +91,17 @@ def default_config() -> ml_collections.ConfigDict:
     c.warmstart.frontier_dose = 0.1
     c.warmstart.check_every = 100
     c.warmstart.check_size = 256
-    c.warmstart.steps = 4000  # cap of one attempt
+    c.warmstart.steps = 8000  # cap of one attempt
     c.warmstart.attempts = 3  # an attempt outside the regime at its cap is redone, seed + 1
     c.warmstart.target_loss = 0.0  # also stop once the loss EMA is below this; 0 disables
     c.warmstart.batch_size = 128
-    # Peak rate, cosine-decayed over `steps`: 3e-3 left seed 0 on its plateau ~700 steps longer.
+    # Peak rate (3e-3 left seed 0 on its loss plateau ~700 steps longer), held until the first
+    # check with easy exact match >= `escape_acc` (the plateau is over, whenever that is), then
+    # cosine-decayed to 5% over `decay_steps` (warmstart.train).
     c.warmstart.learning_rate = 1e-2
     c.warmstart.warmup_steps = 50
+    c.warmstart.escape_acc = 0.3
+    c.warmstart.decay_steps = 2000
     # Where the warm start is cached; "" = DIR/warmstart. `compare` points every run at one
     # shared cache so all methods start from the same policy.
     c.warmstart.cache_dir = ""
@@ -450,6 +454,9 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
            "a number in [0, 1] (0 disables the frontier check)")
     _check(cfg, "warmstart.frontier_dose", lambda x: _nonneg(x) and x < 1,
            "a number in [0, 1) (share of each batch from the frontier bucket; 0 = none)")
+    _check(cfg, "warmstart.escape_acc", lambda x: _nonneg(x) and x <= 1,
+           "a number in [0, 1] (0: the decay starts after the warmup and lasts to the cap)")
+    _check(cfg, "warmstart.decay_steps", _pos_int, "an integer >= 1")
     _check(cfg, "warmstart.check_every", _pos_int, "an integer >= 1")
     _check(cfg, "warmstart.attempts", _pos_int, "an integer >= 1")
     _check(cfg, "warmstart.check_size", _pos_int, "an integer >= 1")

@@ -138,31 +138,53 @@ def exact_match(sampler, params, tokenizer, pairs: list[tuple[str, str]]) -> flo
     return float(np.mean(ok)) if ok else float("nan")
 
 
+def rate(count: int, peak: float, warmup_steps: int, decay_from: int | None,
+         decay_steps: int) -> float:
+    """The learning rate of the update after `count` updates: linear warmup to `peak` over
+    `warmup_steps`, `peak` until `decay_from` (None: not yet), then a cosine decay to 5% of the
+    peak over `decay_steps`, held there."""
+    if count < warmup_steps:
+        return peak * count / warmup_steps
+    if decay_from is None or count <= decay_from:
+        return peak
+    t = min(1.0, (count - decay_from) / max(decay_steps, 1))
+    return peak * (0.05 + 0.95 * 0.5 * (1.0 + np.cos(np.pi * t)))
+
+
 def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
           learning_rate: float, warmup_steps: int, seed: int, target_loss: float = 0.0,
           check: Callable[[object], float] | None = None, check_every: int = 100,
           target_acc: float = 0.0, frontier_check: Callable[[object], float] | None = None,
           frontier_min: float = 0.0, dose_pairs=(), dose: float = 0.0,
-          progress=None) -> Result:
+          escape_acc: float = 0.0, decay_steps: int = 0, progress=None) -> Result:
     """Trains on `pairs` for at most `steps` steps; returns a `Result`.
 
-    Linear warmup, then cosine decay to 5% over `steps` (the cap). With `check` (params ->
-    held-out accuracy) and `target_acc` > 0, training stops at the first check (every
-    `check_every` steps) whose accuracy is >= target_acc and, with `frontier_check`, whose
-    accuracy on held-out prompts of the next-harder bucket is >= frontier_min: the regime RL
-    needs, easy prompts solved and the frontier solved sometimes. `Result.reached` says whether
-    it did.
+    With `check` (params -> held-out accuracy) and `target_acc` > 0, training stops at the
+    first check (every `check_every` steps) whose accuracy is >= target_acc and, with
+    `frontier_check`, whose accuracy on held-out prompts of the next-harder bucket is >=
+    frontier_min: the regime RL needs, easy prompts solved and the frontier solved sometimes.
+    `Result.reached` says whether it did.
+
+    The rate: linear warmup to `learning_rate`, held at that peak while the policy is on its
+    loss plateau, then a cosine decay to 5% over `decay_steps` from the first check whose
+    accuracy is >= `escape_acc` (the plateau is over). Without a check or an escape level the
+    decay starts after the warmup and lasts to the cap, `steps`.
     With `dose_pairs` and `dose`, that share of every batch is frontier examples
     (`make_batches`). Optionally it also stops once the loss EMA falls below `target_loss` (0
     disables).
     """
-    # Linear warmup, then cosine decay to 5% over the cap: a high rate leaves the loss plateau
-    # early (its end moves with the seed), the decay lets exact match converge. A constant rate
-    # left one seed oscillating around 65% held-out exact match for thousands of steps.
-    schedule = optax.warmup_cosine_decay_schedule(
-        0.0, learning_rate, max(1, min(warmup_steps, steps - 1)), max(steps, 2),
-        end_value=learning_rate * 0.05)
-    tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(schedule, b2=0.98))
+    # Why the decay waits for the escape: a tiny policy sits on a loss plateau whose length
+    # moves with the seed (measured on arith: from ~700 to over 4,000 steps). A rate decayed on
+    # a fixed clock is already low when a late seed leaves it, so that seed converges slowly or
+    # not at all within the cap; a constant rate never converges (one seed oscillated around
+    # 65% held-out exact match). Here the plateau is crossed at the peak rate and every seed
+    # gets the same decay window once it has crossed.
+    warmup = max(1, min(warmup_steps, steps - 1))
+    escaping = check is not None and escape_acc > 0
+    decay_from = None if escaping else warmup
+    decay_len = decay_steps if escaping else max(steps, 2) - warmup
+    tx = optax.chain(optax.clip_by_global_norm(1.0), optax.scale_by_adam(b2=0.98),
+                     optax.add_decayed_weights(1e-4), optax.scale(-1.0))
     opt_state = tx.init(params)
 
     def loss_fn(params, tokens, valid, mask):
@@ -170,9 +192,10 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
         return -jnp.sum(logp * mask) / jnp.maximum(jnp.sum(mask), 1.0)
 
     @jax.jit
-    def step(params, opt_state, tokens, valid, mask):
+    def step(params, opt_state, lr, tokens, valid, mask):
         loss, grads = jax.value_and_grad(loss_fn)(params, tokens, valid, mask)
         updates, opt_state = tx.update(grads, opt_state, params)
+        updates = jax.tree.map(lambda u: (lr * u).astype(u.dtype), updates)
         return optax.apply_updates(params, updates), opt_state, loss
 
     batches = make_batches(tokenizer, pairs, batch_size=batch_size, seed=seed,
@@ -181,7 +204,8 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
     acc, front, reached = float("nan"), float("nan"), not (check is not None and target_acc > 0)
     i = 0
     for i in range(1, steps + 1):
-        params, opt_state, loss = step(params, opt_state, *next(batches))
+        lr = np.float32(rate(i - 1, learning_rate, warmup, decay_from, decay_len))
+        params, opt_state, loss = step(params, opt_state, lr, *next(batches))
         losses.append(loss)
         check_due = check is not None and (i % check_every == 0 or i == steps)
         if i % 10 == 0 or i == steps or check_due:
@@ -193,6 +217,8 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
             if frontier_check is not None:
                 front = float(frontier_check(params))
             checks.append((i, float(ema), acc, front))
+            if decay_from is None and acc >= escape_acc:
+                decay_from = i
             if progress is not None:
                 progress(i, ema, acc, front)
             if target_acc > 0 and acc >= target_acc and (
@@ -309,8 +335,8 @@ def _attempt(config, task, graphdef, params, mcfg, tokenizer, seed: int, say) ->
         learning_rate=c.learning_rate, warmup_steps=c.warmup_steps, seed=seed,
         target_loss=c.target_loss, check=check, check_every=c.check_every,
         target_acc=c.target_acc, frontier_check=frontier_check, frontier_min=c.frontier_min,
-        dose_pairs=dose_pairs, dose=c.frontier_dose,
-        progress=lambda i, loss, acc, front: say(
+        dose_pairs=dose_pairs, dose=c.frontier_dose, escape_acc=c.escape_acc,
+        decay_steps=c.decay_steps, progress=lambda i, loss, acc, front: say(
             f"  warm start step {i}: loss {loss:.4f}"
             + ("" if acc is None else f", held-out exact match {acc:.3f}")
             + ("" if front is None or front != front else f", {frontier} {front:.3f}"),

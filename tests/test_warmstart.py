@@ -236,3 +236,36 @@ def test_reached_target_is_recorded_with_the_cache(tmp_path, monkeypatch):
     # a rerun loads the cache and still records where the warm start stopped
     train.run(cfg, str(tmp_path))
     assert calls == [16, 16]
+
+
+def test_the_rate_holds_its_peak_until_the_plateau_is_crossed():
+    peak = 1e-2
+    assert warmstart.rate(0, peak, 10, None, 100) == 0.0
+    assert warmstart.rate(5, peak, 10, None, 100) == pytest.approx(5e-3)
+    assert warmstart.rate(5_000, peak, 10, None, 100) == peak  # on the plateau: no decay
+    assert warmstart.rate(300, peak, 10, 300, 100) == peak
+    assert warmstart.rate(350, peak, 10, 300, 100) == pytest.approx(peak * (0.05 + 0.95 * 0.5))
+    assert warmstart.rate(400, peak, 10, 300, 100) == pytest.approx(0.05 * peak)
+    assert warmstart.rate(9_000, peak, 10, 300, 100) == pytest.approx(0.05 * peak)
+
+
+def test_the_decay_starts_at_the_first_check_past_the_escape_level(tiny_policy, tokenizer,
+                                                                   monkeypatch):
+    """The rates the steps are given: the peak through checks below escape_acc, then the decay
+    from the check that crossed it; without an escape level, decay over the cap."""
+    _, graphdef, params = tiny_policy
+    seen = []
+    real_rate = warmstart.rate
+    monkeypatch.setattr(warmstart, "rate", lambda count, *a: seen.append(
+        (count, a[2])) or real_rate(count, *a))
+    accs = iter([0.1, 0.2, 0.5, 0.6, 0.7, 0.9])
+    res = warmstart.train(graphdef, params, tokenizer, _pairs(), steps=100, batch_size=16,
+                          learning_rate=1e-3, warmup_steps=2, seed=0, check=lambda p: next(accs),
+                          check_every=3, target_acc=0.8, escape_acc=0.4, decay_steps=50)
+    assert res.reached and res.steps == 18
+    assert [d for c, d in seen if c < 9] == [None] * 9  # checks at 3 and 6 stay below 0.4
+    assert {d for c, d in seen if c >= 9} == {9}  # the check at step 9 crossed it
+    seen.clear()
+    warmstart.train(graphdef, params, tokenizer, _pairs(), steps=6, batch_size=16,
+                    learning_rate=1e-3, warmup_steps=2, seed=0)
+    assert {d for c, d in seen} == {2}
