@@ -4,7 +4,9 @@
 #   launch/sglang_server.sh MODEL_DIR [PORT=31000] [TP=1]
 # SGLang gets a virtualenv of its own (SGLANG_VENV, default .venv-sglang): it pins its own torch
 # and CUDA kernels, which must not meet the trainer's JAX environment. Environment:
-#   SGLANG_VERSION   pip spec of the pinned version (default: sglang[all]>=0.4.6,<0.6)
+#   SGLANG_VERSION   pip spec of the pinned versions (default: sglang[all]>=0.5.7,<=0.5.23, the
+#                    range whose request definitions frontier_rl/rollout/sglang.py is
+#                    written against; sampling_seed is an int64 from 0.5.7)
 #   SGLANG_MEM       --mem-fraction-static, the GPU memory SGLang takes (default 0.45: the rest
 #                    is left for JAX when both share a GPU; 0.85 on GPUs of its own)
 #   CUDA_VISIBLE_DEVICES  which GPUs SGLang uses.
@@ -16,11 +18,13 @@ PORT="${2:-31000}"
 TP="${3:-1}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${SGLANG_VENV:-$ROOT/.venv-sglang}"
+SPEC="${SGLANG_VERSION:-sglang[all]>=0.5.7,<=0.5.23}"
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q "${SGLANG_VERSION:-sglang[all]>=0.4.6,<0.6}"
 fi
+# Every start: a no-op when the installed SGLang is in the range, else it is replaced.
+"$VENV/bin/pip" install -q "$SPEC"
 LOG="$(dirname "$MODEL")/sglang_${PORT}.log"
 "$VENV/bin/python" -m sglang.launch_server --model-path "$MODEL" --port "$PORT" \
   --host 127.0.0.1 --tp-size "$TP" --skip-tokenizer-init \

@@ -86,7 +86,8 @@ class ScriptedEngine:
 class FakeSGLang:
     """A stand-in for SGLang's /generate (the native API, `--skip-tokenizer-init`) whose answer
     is a function of the request: row r (prompt ids p) generates 1 + (sum(p) + r) % max_new
-    tokens, token k being 20 + (sum(p) + seed + k) % 30 with log-prob -(k + 1) / 10; a row
+    tokens, token k being 20 + (sum(p) + seed + k) % 30 (seed: the row's sampling_seed) with
+    log-prob -(k + 1) / 10; a row
     of max_new tokens finishes "length", a shorter one ends in the first stop id and finishes
     "stop". `fault(row_answer)` (if set) edits each row's answer of the first `faults`
     requests (None: every request). Requests are recorded in `requests`."""
@@ -124,7 +125,9 @@ class FakeSGLang:
         self.requests.append(body)
         if self.status != 200:
             return PlainTextResponse(f"bad request {self.status}", status_code=self.status)
-        out = [self.answer(p, r, body["sampling_params"]) for r, p in enumerate(body["input_ids"])]
+        sp = body["sampling_params"]
+        out = [self.answer(p, r, sp[r] if isinstance(sp, list) else sp)
+               for r, p in enumerate(body["input_ids"])]
         if self.fault is not None and (self.faults is None or len(self.requests) <= self.faults):
             for row in out:
                 self.fault(row)

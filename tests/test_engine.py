@@ -85,6 +85,25 @@ def test_served_tokens_equal_the_sampler(served, dirs):
     assert eng.counters["requests"] == 1 and eng.counters["retries"] == 0
 
 
+def test_served_per_row_seeds_are_one_key(served):
+    """The client's per-row seeds s, s+1, ... sample the batch from key s (the embedded
+    sampler's rows); seeds that are not such a run are refused, not silently merged."""
+    import httpx
+
+    policy, server = served
+    ref = policy.sampler(None).sample(policy.params, PROMPTS, 1, seed=9, max_new_tokens=4)
+    sp = {"temperature": 1.0, "top_p": 1.0, "max_new_tokens": 4, "n": 1}
+    body = {"input_ids": PROMPTS, "return_logprob": True,
+            "sampling_params": [{**sp, "sampling_seed": 9 + i} for i in range(3)]}
+    r = httpx.post(f"{server.url}/generate", json=body, timeout=60)
+    assert r.status_code == 200
+    assert [row["output_ids"] for row in r.json()] == [
+        ref.tokens[i, :ref.lengths[i]].tolist() for i in range(3)]
+    body["sampling_params"] = [{**sp, "sampling_seed": 9} for _ in range(3)]
+    r = httpx.post(f"{server.url}/generate", json=body, timeout=60)
+    assert r.status_code == 400 and "sampling_seed" in r.text
+
+
 def test_sync_loads_and_probe_passes(served, dirs):
     policy, server = served
     b = jax.tree.map(np.asarray, serve.Policy(dirs[1]).params)
@@ -419,17 +438,18 @@ def _fake_answer(prompts, n, sampling, max_rows, max_new):
     rows = [p for p in prompts for _ in range(n)]
     out = []
     for c in range(0, len(rows), max_rows):
-        params = {"max_new_tokens": max_new, "sampling_seed": sampling.seed + c // max_rows,
-                  "stop_token_ids": [3, 2]}
-        out += [FakeSGLang.answer(p, r, params) for r, p in enumerate(rows[c:c + max_rows])]
+        out += [FakeSGLang.answer(p, r, {"max_new_tokens": max_new, "stop_token_ids": [3, 2],
+                                         "sampling_seed": sampling.seed + c + r})
+                for r, p in enumerate(rows[c:c + max_rows])]
     return out
 
 
 @pytest.mark.parametrize("max_rows", [4, 64])
 def test_sglang_client_requests_rows_and_chunks(max_rows, tmp_path):
     """3 prompts x n=2: each prompt sent n times with n=1, prompt-major, in requests of at most
-    max_rows rows seeded seed + request index; the answers' ids, log-probs, lengths and finish
-    reasons land in the rows they belong to, padded to the cap."""
+    max_rows rows, row r of the call seeded seed + r (no two copies of a prompt share a seed);
+    the answers' ids, log-probs, lengths and finish reasons land in the rows they belong to,
+    padded to the cap."""
     fake = FakeSGLang()
     srv = Server(fake.app)
     try:
@@ -441,17 +461,21 @@ def test_sglang_client_requests_rows_and_chunks(max_rows, tmp_path):
         srv.stop()
     rows = [p for p in PROMPTS for _ in range(2)]
     # the requests of one call go out concurrently: in the order of their seeds
-    sent = sorted(fake.requests[:-1], key=lambda r: r["sampling_params"]["sampling_seed"])
+    sent = sorted(fake.requests[:-1], key=lambda r: r["sampling_params"][0]["sampling_seed"])
     assert [r["input_ids"] for r in sent] == [rows[i:i + max_rows]
                                               for i in range(0, 6, max_rows)]
-    for i, r in enumerate(sent):
+    seeds = []
+    for r in sent:
         assert r["return_logprob"] is True
-        assert r["sampling_params"] == {"temperature": 0.7, "top_p": 0.9, "max_new_tokens": 5,
-                                        "stop_token_ids": [3, 2], "n": 1,
-                                        "sampling_seed": 40 + i}
-    assert fake.requests[-1]["sampling_params"] == {
+        assert len(r["sampling_params"]) == len(r["input_ids"])
+        for sp in r["sampling_params"]:
+            seeds.append(sp.pop("sampling_seed"))
+            assert sp == {"temperature": 0.7, "top_p": 0.9, "max_new_tokens": 5,
+                          "stop_token_ids": [3, 2], "n": 1}
+    assert seeds == list(range(40, 46))  # one per row, the copies of a prompt included
+    assert fake.requests[-1]["sampling_params"] == [{
         "temperature": 0.0, "top_p": 1.0, "max_new_tokens": 3, "stop_token_ids": [3, 2], "n": 1,
-        "sampling_seed": 1}
+        "sampling_seed": 1}]
     want = _fake_answer(PROMPTS, 2, sampling, max_rows, 5)
     assert got.tokens.shape == (6, 5) and greedy.tokens.shape == (1, 3)
     for i, a in enumerate(want):

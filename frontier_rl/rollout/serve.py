@@ -3,10 +3,13 @@ native HTTP API, so the SGLang engine (rollout/sglang.py), its weight sync and i
 run against a real server on any JAX backend, and a TPU user can run trainer and rollouts as
 separate processes.
 
-Endpoints (the shapes of SGLang 0.4-0.5 with `--skip-tokenizer-init`):
+Endpoints (the shapes of SGLang 0.5 with `--skip-tokenizer-init`):
   POST /generate                  input_ids (one list or a batch), sampling_params {temperature
                                   (0 = greedy), top_p, max_new_tokens, stop_token_ids, n,
-                                  sampling_seed}, return_logprob -> per row {output_ids,
+                                  sampling_seed} (or one per row, equal but for seeds s, s+1,
+                                  ...: the batch is sampled from key s, each row drawing its own
+                                  stream, as the embedded sampler does), return_logprob -> per
+                                  row {output_ids,
                                   meta_info {id, finish_reason, prompt_tokens, completion_tokens,
                                   output_token_logprobs [[logprob, id, null]], and our extension
                                   output_token_entropy}}; n > 1 repeats the batch sample-major,
@@ -134,8 +137,16 @@ def make_app(policy: Policy):
         rows = [ids] if single else [list(r) for r in ids]
         sp = body.get("sampling_params") or {}
         if isinstance(sp, list):
-            if any(s != sp[0] for s in sp):
-                return bad("per-row sampling_params must be equal here")
+            if len(sp) != len(rows):
+                return bad(f"{len(sp)} sampling_params for {len(rows)} rows")
+            first = sp[0].get("sampling_seed")
+            for i, s in enumerate(sp):
+                seed = s.get("sampling_seed")
+                if ({**s, "sampling_seed": None} != {**sp[0], "sampling_seed": None}
+                        or (first is None) != (seed is None)
+                        or (first is not None and seed != first + i)):
+                    return bad("per-row sampling_params must be equal but for sampling_seed "
+                               "s, s+1, ... here (the batch is sampled from one key)")
             sp = sp[0]
         n = int(sp.get("n", 1))
         if n > 1:

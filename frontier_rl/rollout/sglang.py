@@ -1,15 +1,21 @@
-"""The SGLang engine: an HTTP client of SGLang's native API (checked against SGLang 0.4-0.5's
-`io_struct.GenerateReqInput` / `UpdateWeightFromDiskReqInput` and `http_server.py`).
+"""The SGLang engine: an HTTP client of SGLang's native API (checked against SGLang
+0.5.7-0.5.23's `io_struct.GenerateReqInput` / `UpdateWeightFromDiskReqInput`,
+`sampling_params.SamplingParams` and `http_server.py`; launch/sglang_server.sh pins that range).
 
 generate: `POST /generate` with `input_ids` (a batch of token-id lists; the server runs with
-  `--skip-tokenizer-init`), `sampling_params` {temperature (0 = greedy), top_p, max_new_tokens,
-  stop_token_ids, n, sampling_seed} and `return_logprob`; the answer is one object per row with
-  `output_ids` and `meta_info` {`output_token_logprobs`: [[logprob, token_id, text], ...],
-  `finish_reason`: {"type": "stop", "matched": id} | {"type": "length", "length": k}}.
-  Each prompt is sent n times with n=1, prompt-major: SGLang's own `n` repeats the whole batch
-  (sample-major), and explicit rows keep the order ours without relying on that. Rows go in
-  requests of at most `max_rows`, `concurrency` at a time, each with the call's seed (plus the
-  request's index), so a call in one request is reproducible on a server that honours seeds.
+  `--skip-tokenizer-init`), `sampling_params` (one dict per row: temperature (0 = greedy),
+  top_p, max_new_tokens, stop_token_ids, n, sampling_seed) and `return_logprob`; the answer is
+  one object per row with `output_ids` and `meta_info` {`output_token_logprobs`: [[logprob,
+  token_id, text], ...], `finish_reason`: {"type": "stop", "matched": id} | {"type": "length",
+  "length": k}}. Each prompt is sent n times with n=1, prompt-major: SGLang's own `n` repeats the
+  whole batch (sample-major), and explicit rows keep the order ours without relying on that.
+  Rows go in requests of at most `max_rows`, `concurrency` at a time. Row r of a call carries
+  `sampling_seed` = the call's seed + r: a server with deterministic sampling (SGLang's
+  --enable-deterministic-inference draws each token from a hash of the request's seed and the
+  position) would give the n copies of a prompt identical responses under one shared seed, so
+  no two rows of a call share one; and a call is reproducible on a server that honours seeds.
+  `sampling_seed` exists since SGLang 0.5.3 (an older server refuses the field) and is an
+  int64 since 0.5.7 (the calls' seeds are 32-bit hashes, so rows may pass 2**31).
 sync: export the policy (HF safetensors) to `sync_dir`, `POST /update_weights_from_disk`
   {model_path}, `POST /flush_cache` (the radix cache holds the old policy's KV), then the probe:
   the engine's log-probs of a fixed sampled sequence against the trainer's, mean |diff| within
@@ -179,11 +185,13 @@ class SGLangEngine:
     # -- generate -----------------------------------------------------------------------------
 
     def _request(self, rows: list[list[int]], sampling: Sampling, max_new: int, seed: int):
+        """One /generate request; row i gets sampling_seed `seed + i`."""
         params = {"temperature": 0.0 if sampling.greedy else float(sampling.temperature),
                   "top_p": 1.0 if sampling.greedy else float(sampling.top_p),
-                  "max_new_tokens": int(max_new), "stop_token_ids": self.stop_ids, "n": 1,
-                  "sampling_seed": int(seed)}
-        payload = {"input_ids": rows, "sampling_params": params, "return_logprob": True}
+                  "max_new_tokens": int(max_new), "stop_token_ids": self.stop_ids, "n": 1}
+        payload = {"input_ids": rows, "return_logprob": True,
+                   "sampling_params": [{**params, "sampling_seed": int(seed) + i}
+                                       for i in range(len(rows))]}
         return self._post("/generate", payload, lambda b: _parse_rows(b, len(rows), max_new),
                           reload=True)
 
@@ -192,8 +200,9 @@ class SGLangEngine:
             raise ValueError("generate() got no prompts")
         max_new = sampling.max_new_tokens or self.max_new_tokens
         rows = [list(map(int, p)) for p in prompt_ids for _ in range(n)]
-        chunks = [rows[i:i + self.max_rows] for i in range(0, len(rows), self.max_rows)]
-        seeds = [sampling.seed + i for i in range(len(chunks))]
+        starts = range(0, len(rows), self.max_rows)
+        chunks = [rows[i:i + self.max_rows] for i in starts]
+        seeds = [sampling.seed + i for i in starts]  # a chunk's first row: seeds run on
         if len(chunks) == 1:
             parts = [self._request(chunks[0], sampling, max_new, seeds[0])]
         else:
