@@ -142,7 +142,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     selector = selection.make(config.selector.name, config.selector, len(task.train), seed)
     ctx = PolicyContext(
         sampler=sampler, tokenizer=tokenizer, prompts=list(task.train), verify=task.verify,
-        shape_rewards=update.reward_shaper(config), group_size=config.rl.group_size,
+        shape_rewards=update.reward_shaper(config, task.reward_values),
+        reward_values=task.reward_values, group_size=config.rl.group_size,
         batch_size=config.rl.batch_size, temperature=config.rollout.temperature,
         top_p=config.rollout.top_p, seed=seed,
         prompt_entropy_fn=entropy_fn, flops_per_token=2.0 * mcfg.num_params(),

@@ -15,10 +15,19 @@ from frontier_rl.tasks import make_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# HIVE's protocol: GRESO's user message in Qwen2.5-Math's chat template (its default system).
 PROMPT = ("<|im_start|>system\nPlease reason step by step, and put your final answer within "
-          "\\boxed{}.<|im_end|>\n<|im_start|>user\nWhat is 8 added to 1? Let's think step by "
-          "step and output the final answer within \\boxed{}.<|im_end|>\n"
+          "\\boxed{}.<|im_end|>\n<|im_start|>user\nPlease solve the following math problem: "
+          "What is 8 added to 1?. The assistant first thinks about the reasoning process step by "
+          "step and then provides the user with the answer. Return the final answer in "
+          "\\boxed{} tags, for example \\boxed{1}. Let's solve this step by step. <|im_end|>\n"
           "<|im_start|>assistant\n")
+# HeaPA's protocol: DAPO-Math-17k's user message in Qwen3's template (no system turn).
+HEAPA_PROMPT = ("<|im_start|>user\nSolve the following math problem step by step. The last line "
+                "of your response should be of the form Answer: $Answer (without quotes) where "
+                "$Answer is the answer to the problem.\n\nWhat is 8 added to 1?\n\nRemember "
+                "to put your answer on its own line after \"Answer:\".<|im_end|>\n"
+                "<|im_start|>assistant\n")
 
 
 def _config(name, arg):
@@ -66,6 +75,12 @@ def test_smoke_prompt_is_the_chat_template_rendering():
     tok = hf.load_tokenizer(c.model.path)
     stops = policy.stop_ids(mcfg, tok)  # every EOS of generation_config.json
     assert set(stops) == {tok.convert_tokens_to_ids("<|im_end|>"), tok.eos_token_id}
+    assert task.reward_values == (1.0, 0.1, 0.0)  # HIVE's 1.0 / 0.1 / 0.0
+    c = _config("math_heapa.py", "smoke")  # Qwen3 under HeaPA's protocol
+    task = make_task("corpus", {k: v for k, v in c.task.items() if k != "name"}, 0)
+    assert task.train[0].text == HEAPA_PROMPT
+    assert task.format_response("9") == "Answer: 9" and task.reward_values == (1.0, -1.0, -1.0)
+    assert task.verify(task.train[0], "8 + 1 = 9.\nAnswer: 9") == 1
 
 
 class _SeedCtx:

@@ -10,9 +10,11 @@ frontier_rl/data/benchmarks.py from raw files in each benchmark's own schema.
 private directories and the first rename wins. Nothing is downloaded.
 
 The problems are one-step sums with one-digit answers ("What is 3 plus 4?" -> "7"); the model
-is fitted for 150 supervised steps on "\\boxed{<answer>}" responses to the rendered prompts, so
-it answers in the verifier's format, is right some of the time, and GRPO groups have mixed
-outcomes without a warm start in the run.
+is fitted for 150 supervised steps on responses in its protocol's answer format
+("\\boxed{<answer>}" under HIVE's, "Answer: <answer>" under HeaPA's) to the prompts rendered
+with that protocol's user message and the family's chat template (Qwen2.5-Math's, with its
+default system message; Qwen3's, without one), so it answers in the reward's format, is right
+some of the time, and GRPO groups have mixed outcomes without a warm start in the run.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import numpy as np
 from frontier_rl.data import benchmarks
 from frontier_rl.tasks import chat
 
-VERSION = "2"  # bump when the generated files change
+VERSION = "3"  # bump when the generated files change
 IM_START, IM_END, EOT = "<|im_start|>", "<|im_end|>", "<|endoftext|>"
 SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."
 # ChatML as the Qwen templates write it: the default system message when none is given, each
@@ -59,6 +61,10 @@ QWEN3_CHAT_TEMPLATE = (
     "{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}"
 )
 WORDS = ("plus", "added to", "and")
+# family -> (chat template, user message, response) of the paper protocol that trains it
+# (experiment/paper.py): Qwen2.5-Math under HIVE's, Qwen3 under HeaPA's.
+FAMILIES = {"qwen2": (CHAT_TEMPLATE, chat.GRESO_PROMPT, "\\boxed{{{answer}}}"),
+            "qwen3": (QWEN3_CHAT_TEMPLATE, chat.DAPO_ANSWER_PROMPT, "Answer: {answer}")}
 
 
 def _problems(n: int, seed: int) -> list[tuple[str, str]]:
@@ -199,13 +205,15 @@ def math_smoke(family: str = "qwen2", root: str | None = None) -> dict[str, obje
         pq.write_table(pa.Table.from_pylist(rows), os.path.join(tmp, "train.parquet"))
         _raw_benchmarks(os.path.join(tmp, "raw"), seed=1)
         benchmarks.prepare(os.path.join(tmp, "raw"), os.path.join(tmp, "eval"), check_rows=False)
+        template, message, response = FAMILIES[family]
         texts = [q for q, _ in _problems(400, 7)] + [
-            f"{IM_START}system\n{SYSTEM}{IM_END}\n{IM_START}user\n{q}{IM_END}\n"
-            f"{IM_START}assistant\n\\boxed{{{a}}}" for q, a in train]
-        tok = build_tokenizer(texts, os.path.join(tmp, "model"))
+            f"{IM_START}system\n{SYSTEM}{IM_END}\n{IM_START}user\n"
+            f"{message.format(prompt=q)}{IM_END}\n{IM_START}assistant\n"
+            f"{response.format(answer=a)}" for q, a in train]
+        tok = build_tokenizer(texts, os.path.join(tmp, "model"), chat_template=template)
         pairs = [(chat.render(chat.shape_messages([{"role": "user", "content": q}],
-                                                  instruction=chat.BOXED_STEP_BY_STEP), tok),
-                  f"\\boxed{{{a}}}") for q, a in train]
+                                                  prompt_template=message), tok),
+                  response.format(answer=a)) for q, a in train]
         build_model(os.path.join(tmp, "model"), tok, family, pairs)
         open(os.path.join(tmp, "done"), "w").close()
         try:

@@ -60,6 +60,7 @@ def suite_task(task_name: str, task_cfg: Mapping, sets: Mapping[str, str]) -> ba
         if not got:
             raise ValueError(f"eval.sets.{name}={path}: no row with a prompt and an answer")
         prompts += [p for p, _ in got]
+    cfg["reward"] = cfg["eval_reward"] or cfg["reward"]  # e.g. HeaPA's evaluation matcher
     scorer = corpus.make_scorer(cfg)
     return base.Task(name="eval_suite", train=[], eval=prompts, buckets=list(sets),
                      verifier=corpus.make_verifier(cfg), stats=stats, config=cfg,

@@ -15,14 +15,21 @@ Two protocols:
   steps: Avg@16 at T = 0.7, top-p 0.7 on seven benchmarks, responses <= 20,480. Hardware is not
   stated for these runs; the configs name 8 x H200.
 
+Reward and prompt, each protocol its paper's (task.reward, task.prompt_template):
+- HIVE: GRESO's `latex_math` scorer (the last \\boxed{}, math-verify), 1.0 correct / 0.1
+  extracted but wrong / 0.0 nothing boxed (HIVE App. B; GRESO's code), on GRESO's user message
+  "Please solve the following math problem: ..." (its data preprocessing).
+- HeaPA: its `math_dapo` scorer (the last "Answer:" line of the final 300 characters,
+  Minerva-normalised, string equality), +1 / -1, on DAPO-Math-17k's own user message ("...
+  Answer: $Answer ..."); the benchmarks with its evaluation script's sympy / float fallback.
+- The corpus rows hold the bare problem (launch/prepare_benchmarks.py strips DAPO-Math-17k's
+  own instruction, and the template puts it back); the model's own chat template renders the
+  conversation. The selectors classify groups by the outcomes correct / extracted but wrong /
+  nothing extracted.
 Deviations, for every config built here:
-- Reward: math-verify on the last \\boxed{} (1 correct / 0 wrong / -1 no box or cut off). HIVE
-  scores 1.0 / 0.1 / 0.0 (GRESO's latex_math) and HeaPA's code +-1 on an "Answer:" line; the
-  selectors classify groups by the same correct / wrong / invalid outcomes.
-- Prompt: the corpus rows hold the bare problem (launch/prepare_benchmarks.py strips
-  DAPO-Math-17k's own "Answer:" instruction), the instruction "Let's think step by step and
-  output the final answer within \\boxed{}." follows it (verl's MATH preprocessing, which GRESO
-  and HIVE train on), and the model's own chat template renders the conversation.
+- Zero-variance groups are told apart by outcome: under HeaPA's +-1 a group of wrong answers
+  and missing "Answer:" lines counts as mixed (its rewards are all -1, so it carries no
+  gradient; HeaPA's group filter, on `acc`, drops it).
 - Memory settings (bfloat16 compute, float32 master weights and Adam, full remat, scanned
   layers, micro-batches) do not change the update.
 """
@@ -52,6 +59,11 @@ DATASETS = {
     "math": "data/train/math.parquet",  # MATH train, 7,500 problems
     "dapo_math+math": "data/train/dapo_math_plus_math.parquet",  # HIVE's DAPO+MATH
 }
+# protocol -> the reward variant (tasks/corpus.py REWARDS) of training and of the benchmarks,
+# and the user message around the problem (tasks/chat.py)
+REWARD = {"hive": "hive", "heapa": "heapa"}
+EVAL_REWARD = {"hive": "", "heapa": "heapa_sympy"}
+PROMPT = {"hive": chat.GRESO_PROMPT, "heapa": chat.DAPO_ANSWER_PROMPT}
 EVAL_DIR = "data/eval"  # launch/prepare_benchmarks.py --out_dir
 CHECKPOINTS = "checkpoints"  # model.path = checkpoints/<Hugging Face name>
 
@@ -94,7 +106,8 @@ def base(model: str, dataset: str | None) -> ml_collections.ConfigDict:
     c.rollout.rows_per_call = ROWS_PER_CALL[model]
     c.task = ml_collections.ConfigDict(dict(
         name="corpus", path=DATASETS[dataset], format="verl", verifier="math_verify",
-        require_boxed=True, instruction=chat.BOXED_STEP_BY_STEP, eval_fraction=0.0,
+        require_boxed=True, reward=REWARD[protocol], eval_reward=EVAL_REWARD[protocol],
+        prompt_template=PROMPT[protocol], instruction="", eval_fraction=0.0,
         verify_workers=8, verify_timeout_s=10.0, data_seed=0))
     # The chat template is the policy's: it follows --config.model.path.
     c.task.chat_template = c.model.get_ref("path")

@@ -41,15 +41,25 @@ def make_trainer(config, graphdef, mesh) -> Trainer:
                    logits_chunk=config.model.logits_chunk)
 
 
-def reward_shaper(config):
-    """outcomes, lengths -> rewards: DAPO's overlong penalty when configured, else outcomes."""
+def reward_shaper(config, values=(1.0, 0.0, -1.0)):
+    """outcomes, lengths -> rewards: each outcome's value under the task's reward variant
+    (`values` = reward of a correct, a wrong, an invalid response: Task.reward_values), plus
+    DAPO's overlong penalty when configured."""
     r = config.rl
+    values = tuple(float(v) for v in values)
+
+    def base(outcomes: np.ndarray) -> np.ndarray:
+        if values == (1.0, 0.0, -1.0):
+            return outcomes
+        return np.where(outcomes > 0, values[0],
+                        np.where(outcomes == 0, values[1], values[2])).astype(np.float32)
+
     if r.loss == "dapo" and r.overlong_buffer > 0:
         def shape(outcomes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-            return outcomes + losses.overlong_penalty(
+            return base(outcomes) + losses.overlong_penalty(
                 lengths, config.rollout.max_new_tokens, r.overlong_buffer, r.overlong_penalty)
         return shape
-    return lambda outcomes, lengths: outcomes
+    return lambda outcomes, lengths: base(outcomes)
 
 
 class Updater:

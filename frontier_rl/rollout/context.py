@@ -43,6 +43,7 @@ class PolicyContext:
         verify_many: Callable | None = None,
         engine=None,
         prompt_wrapper: str = "{prompt}",
+        reward_values: tuple[float, float, float] = (1.0, 0.0, -1.0),
     ):
         self.sampler = sampler
         # Where generations come from (rollout/engine.py); a bare sampler samples `self.params`.
@@ -57,6 +58,9 @@ class PolicyContext:
         self.shape_rewards = shape_rewards
         # The task's rendering of a new question (tasks.base.Task.prompt_wrapper).
         self.prompt_wrapper = prompt_wrapper
+        # What `shape_rewards` values a correct / wrong / invalid outcome at (Task.reward_values):
+        # selectors that score prompts on another scale convert with it.
+        self.reward_values = tuple(reward_values)
         self.group_size = group_size
         self.batch_size = batch_size
         self.temperature = temperature

@@ -76,6 +76,9 @@ class Task:
     # the question (other braces doubled, for str.format). HeaPA's augmentation unwraps parents
     # and wraps children with it, so a child is rendered as the task renders its seeds.
     prompt_wrapper: str = "{prompt}"
+    # The reward of a correct, a wrong and an invalid response (outcome 1 / 0 / -1): a corpus
+    # task's named reward variant (tasks/corpus.py REWARDS), before any length shaping.
+    reward_values: tuple[float, float, float] = (1.0, 0.0, -1.0)
 
     def verify(self, prompt: Prompt, response: str, finished: bool = True) -> int:
         """Returns 1 (correct), 0 (well-formed but wrong) or -1 (unfinished / unparsable)."""

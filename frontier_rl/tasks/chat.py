@@ -28,6 +28,20 @@ Messages = list[dict[str, str]]
 # evaluation uses the second as its system prompt).
 BOXED_STEP_BY_STEP = "Let's think step by step and output the final answer within \\boxed{}."
 QWEN_MATH_SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."
+# The papers' user messages, as `prompt_template`s ("{prompt}" = the problem, other braces
+# doubled).
+# GRESO's preprocessing (examples/data_preprocess/dapo_math.py, lighteval_math.py and the
+# benchmarks' test_*.py), which HIVE trains and evaluates on; the trailing space is GRESO's.
+GRESO_PROMPT = ("Please solve the following math problem: {prompt}. The assistant first thinks "
+                "about the reasoning process step by step and then provides the user with the "
+                "answer. Return the final answer in \\boxed{{}} tags, for example "
+                "\\boxed{{1}}. Let's solve this step by step. ")
+# DAPO-Math-17k's own user message, which HeaPA trains on and its benchmark preparation
+# (data/prepare_eval_benchmarks.py) writes for every evaluation question.
+DAPO_ANSWER_PROMPT = ("Solve the following math problem step by step. The last line of your "
+                      "response should be of the form Answer: $Answer (without quotes) where "
+                      "$Answer is the answer to the problem.\n\n{prompt}\n\nRemember to put "
+                      "your answer on its own line after \"Answer:\".")
 
 
 def to_messages(prompt) -> Messages:

@@ -22,10 +22,21 @@ prompt texts are kept once. Eval is a seeded random `eval_fraction` of the rows 
 with benchmark files (frontier_rl/evaluation/suite.py). GSM8K-style answers ("rationale #### 72")
 are reduced to the part after the last "####".
 
-The verifier: "math_verify" (the papers' reward: the last \\boxed{} of the response against the
-reference, LaTeX-aware; no box = invalid) or "numeric". Both are picklable scorers, so the
-trainer checks responses in `verify_workers` processes with a `verify_timeout_s` bound per
-response (tasks/verify_pool.py).
+The reward, a named variant (`reward`, `REWARDS`): how a response is scored and what each
+outcome is worth (correct / extracted but wrong / invalid):
+
+- "ternary": `verifier` scores, "math_verify" (the last \\boxed{} of the response against the
+  reference, LaTeX-aware; no box = invalid) or "numeric"; rewards 1 / 0 / -1.
+- "hive": GRESO's `latex_math` scorer, which HIVE trains and evaluates with (the last \\boxed{},
+  math-verify); rewards 1.0 / 0.1 / 0.0 (HIVE App. B; GRESO's code).
+- "heapa": HeaPA's released training reward (`math_dapo`: the last "Answer:" line of the final
+  300 characters, Minerva-normalised, string equality); rewards +1 / -1 / -1 (HeaPA's code).
+- "heapa_sympy": the same line and normalisation with sympy / float equality as a fallback:
+  HeaPA's evaluation script (`eval_avg_at_k_multi.py`); for `eval_reward`.
+
+`eval_reward` ("" = `reward`) scores the benchmark suite (eval.sets). Every scorer is picklable,
+so the trainer checks responses in `verify_workers` processes with a `verify_timeout_s` bound
+per response (tasks/verify_pool.py).
 """
 
 from __future__ import annotations
@@ -36,7 +47,12 @@ import os
 from collections.abc import Mapping
 
 from frontier_rl.tasks import base, chat
-from frontier_rl.tasks.verify import math_verify_reward, numeric_reward
+from frontier_rl.tasks.verify import (
+    answer_line_reward,
+    boxed_latex_reward,
+    math_verify_reward,
+    numeric_reward,
+)
 
 DEFAULTS = dict(
     path=None,  # .jsonl / .parquet file, or "tfds:<name>"
@@ -44,7 +60,9 @@ DEFAULTS = dict(
     prompt_key="prompt",  # dotted keys reach into nested rows ("question.text")
     answer_key=None,  # None = the format's: "reward_model.ground_truth" (verl) / "answer"
     eval_fraction=0.1,
-    verifier="math_verify",  # or "numeric"
+    reward="ternary",  # the named reward variant (REWARDS): "ternary", "hive", "heapa"
+    eval_reward="",  # the benchmark suite's variant; "" = reward's
+    verifier="math_verify",  # reward "ternary": "math_verify" or "numeric"
     require_boxed=True,  # math_verify: a response without \boxed{} is invalid (-1)
     prompt_template="{prompt}",  # wraps the question, e.g. "Problem: {prompt}"
     instruction="",  # appended after the question, e.g. chat.BOXED_STEP_BY_STEP
@@ -68,6 +86,9 @@ DEFAULTS = dict(
 
 FORMATS = ("auto", "verl", "plain")
 VERIFIERS = ("math_verify", "numeric")
+# reward variant -> (reward of a correct, a wrong, an invalid response) (module docstring)
+REWARDS = {"ternary": (1.0, 0.0, -1.0), "hive": (1.0, 0.1, 0.0), "heapa": (1.0, -1.0, -1.0),
+           "heapa_sympy": (1.0, -1.0, -1.0)}
 # What each verifier scores correct for a reference answer (format_response).
 RESPONSE_TEMPLATES = {"math_verify": "\\boxed{{{answer}}}", "numeric": "Answer: {answer}"}
 ANSWER_KEYS = {"verl": "reward_model.ground_truth", "plain": "answer"}
@@ -76,6 +97,11 @@ ANSWER_KEYS = {"verl": "reward_model.ground_truth", "plain": "answer"}
 def _check(cfg: dict) -> None:
     if cfg["format"] not in FORMATS:
         raise ValueError(f"task.format={cfg['format']!r} is not one of {FORMATS}")
+    if cfg["reward"] not in REWARDS:
+        raise ValueError(f"task.reward={cfg['reward']!r} is not one of {list(REWARDS)}")
+    if cfg["eval_reward"] and cfg["eval_reward"] not in REWARDS:
+        raise ValueError(f"task.eval_reward={cfg['eval_reward']!r} is not '' (= task.reward) "
+                         f"or one of {list(REWARDS)}")
     if cfg["verifier"] not in VERIFIERS:
         raise ValueError(f"task.verifier={cfg['verifier']!r} is not one of {VERIFIERS}")
     w = cfg["verify_workers"]
@@ -299,12 +325,26 @@ def new_stats() -> dict:
 
 
 def make_scorer(cfg: Mapping):
-    """The picklable (response, answer, finished) -> reward of cfg["verifier"]."""
+    """The picklable (response, answer, finished) -> outcome of cfg["reward"] (and, for
+    "ternary", cfg["verifier"])."""
+    if cfg["reward"] == "hive":
+        return boxed_latex_reward
+    if cfg["reward"] in ("heapa", "heapa_sympy"):
+        return functools.partial(answer_line_reward, sympy=cfg["reward"] == "heapa_sympy")
     if cfg["verifier"] == "math_verify":
         return functools.partial(math_verify_reward, require_boxed=cfg["require_boxed"])
     if cfg["verifier"] == "numeric":
         return numeric_reward
     raise ValueError(f"Unknown verifier {cfg['verifier']!r}; use 'math_verify' or 'numeric'.")
+
+
+def response_template(cfg: Mapping) -> str:
+    """What the reward scores correct for "{answer}": a box, or an "Answer:" line."""
+    if cfg["reward"] == "hive":
+        return RESPONSE_TEMPLATES["math_verify"]
+    if cfg["reward"] in ("heapa", "heapa_sympy"):
+        return "Answer: {answer}"
+    return RESPONSE_TEMPLATES[cfg["verifier"]]
 
 
 def make_verifier(cfg: Mapping) -> base.Verifier:
@@ -357,10 +397,10 @@ def make_corpus_task(cfg: dict, seed: int) -> base.Task:
         values.setdefault(p.bucket, value)
     numeric = all(isinstance(v, int | float) for v in values.values())
     buckets = sorted(values, key=lambda b: values[b] if numeric else b)
-    template = cfg["response_template"] or RESPONSE_TEMPLATES[cfg["verifier"]]
+    template = cfg["response_template"] or response_template(cfg)
     return base.Task(name=f"corpus:{name}", train=[p for p, _ in train],
                      eval=[p for p, _ in evals], buckets=buckets, verifier=make_verifier(cfg),
                      stats=stats, config=cfg, response_template=template,
                      scorer=make_scorer(cfg), verify_workers=cfg["verify_workers"],
                      verify_timeout_s=float(cfg["verify_timeout_s"]),
-                     prompt_wrapper=prompt_wrapper(render))
+                     prompt_wrapper=prompt_wrapper(render), reward_values=REWARDS[cfg["reward"]])

@@ -142,3 +142,123 @@ def math_verify_reward(response: str, answer: str, finished: bool = True,
         return REWARD_CORRECT if last_boxed(response) == answer.strip() else REWARD_WRONG
     ok = verify(list(gold), target, timeout_seconds=None)
     return REWARD_CORRECT if ok else REWARD_WRONG
+
+
+# ----------------------------------------------------------------------------- paper scorers
+# The two papers' own scorers, as their released code runs them (tasks/corpus.py `REWARDS`
+# names them and gives each its reward values).
+
+
+def boxed_latex_reward(response: str, answer: str, finished: bool = True) -> int:
+    """GRESO's `latex_math` scorer, which HIVE trains with (HIVE App. B: 1.0 correct, 0.1 an
+    answer extracted but wrong, 0.0 none): the last \\boxed{...} (or "\\boxed x") of the
+    response, compared with the reference by math-verify, each wrapped in $...$. 1 / 0 / -1
+    (correct / extracted but wrong / nothing boxed). `finished` is ignored: the code scores a
+    cut-off response's text as it is."""
+    from math_verify import parse, verify
+
+    _quiet_math_verify()
+    response = response or ""
+    if "\\boxed " in response:  # the code reads this form first: up to the next '$'
+        got = response.split("\\boxed ")[-1].split("$")[0]
+    else:
+        got = last_boxed(response)
+    if got is None:
+        return REWARD_INVALID
+    gold = parse(_in_math_mode(answer), parsing_timeout=None)
+    pred = parse(_in_math_mode(got), parsing_timeout=None)
+    ok = bool(gold) and bool(pred) and verify(gold, pred, timeout_seconds=None)
+    return REWARD_CORRECT if ok else REWARD_WRONG
+
+
+def _in_math_mode(text: str) -> str:
+    text = str(text).strip()
+    return text if text.startswith("$") and text.endswith("$") and len(text) > 1 \
+        else f"${text.strip('$')}$"
+
+
+# Minerva's answer normalisation (Lewkowycz et al. 2022, App. D), as DAPO's and HeaPA's
+# `math_dapo` scorer applies it: these strings are replaced, then these words removed.
+_MINERVA_SUBSTITUTIONS = (("an ", ""), ("a ", ""), (".$", "$"), ("\\$", ""), (r"\ ", ""),
+                          (" ", ""), ("mbox", "text"), (",\\text{and}", ","),
+                          ("\\text{and}", ","), ("\\text{m}", "\\text{}"))
+_MINERVA_REMOVED = ("square", "ways", "integers", "dollars", "mph", "inches", "hours", "km",
+                    "units", "\\ldots", "sue", "points", "feet", "minutes", "digits", "cents",
+                    "degrees", "cm", "gm", "pounds", "meters", "meals", "edges", "students",
+                    "childrentickets", "multiples", "\\text{s}", "\\text{.}", "\\text{\ns}",
+                    "\\text{}^2", "\\text{}^3", "\\text{\n}", "\\text{}", r"\mathrm{th}",
+                    r"^\circ", r"^{\circ}", r"\;", r",\!", "{,}", '"', "\\dots")
+# (pattern, replacement) after the removals: keep the math of "$...$", unwrap \text{},
+# \textbf{}, \overline{}, \boxed{}, and spell out shorthand \fracab and \sqrta.
+_MINERVA_REWRITES = ((r"(.*?)(\$)(.*?)(\$)(.*)", "$\\3$"), (r"(\\text\{)(.*?)(\})", "\\2"),
+                     (r"(\\textbf\{)(.*?)(\})", "\\2"), (r"(\\overline\{)(.*?)(\})", "\\2"),
+                     (r"(\\boxed\{)(.*)(\})", "\\2"), (r"(frac)([^{])(.)", "frac{\\2}{\\3}"),
+                     (r"(sqrt)([^{])", "sqrt{\\2}"))
+_ANSWER_COLON = re.compile(r"(?i)Answer\s*:\s*([^\n]+)")
+ANSWER_TAIL_CHARS = 300  # the scorer reads only the response's last 300 characters
+
+
+def minerva_normalize(answer: str) -> str:
+    """An answer string in Minerva's normal form: the part after the last '=', units and
+    filler words removed, LaTeX wrappers and shorthand normalised, "1,000" -> "1000"."""
+    s = str(answer).split("=")[-1]
+    for before, after in _MINERVA_SUBSTITUTIONS:
+        s = s.replace(before, after)
+    for word in _MINERVA_REMOVED:
+        s = s.replace(word, "")
+    for pattern, repl in _MINERVA_REWRITES:
+        s = re.sub(pattern, repl, s)
+    s = s.replace("$", "")
+    if s.replace(",", "").isdigit():
+        s = s.replace(",", "")
+    return s.strip()
+
+
+def answer_line(response: str) -> str | None:
+    """The text after the last "Answer:" in the response's last 300 characters, or None."""
+    found = _ANSWER_COLON.findall((response or "")[-ANSWER_TAIL_CHARS:])
+    return found[-1] if found else None
+
+
+# What sympy may parse: numbers, operators, brackets, sqrt/pi and one-letter names. sympify
+# evaluates its input as Python, so anything else (a model's free text) is never handed to it.
+_SYMPY_SAFE = re.compile(r"[0-9A-Za-z+\-*/^().,\s]{1,100}")
+_SYMPY_WORDS = {"sqrt", "pi"}
+
+
+def _sympy_equal(a: str, b: str) -> bool:
+    """HeaPA's evaluation fallback: equal as sympy expressions (or their numeric values), else
+    as floats. Only for strings of the safe alphabet above."""
+    for s in (a, b):
+        if not _SYMPY_SAFE.fullmatch(s) or "__" in s or any(
+                len(w) > 1 and w not in _SYMPY_WORDS for w in re.findall(r"[A-Za-z]+", s)):
+            return False
+    try:
+        from sympy import sympify
+
+        x, y = sympify(a), sympify(b)
+        if x.equals(y):
+            return True
+        return float(x.evalf()) == float(y.evalf())
+    except Exception:  # unparsable or not a number: fall through to floats
+        pass
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return False
+
+
+def answer_line_reward(response: str, answer: str, finished: bool = True,
+                       sympy: bool = False) -> int:
+    """HeaPA's scorer (its `math_dapo.compute_score`, the reward of its released training
+    runs): the last "Answer:" line in the response's final 300 characters and the reference,
+    both Minerva-normalised, must be equal strings; with `sympy` (its evaluation script) equal
+    sympy expressions or floats also count. 1 / 0 / -1 (correct / wrong / no "Answer:" line);
+    `finished` is ignored, as in the code (a cut-off response is scored as it is)."""
+    got = answer_line(response)
+    if got is None:
+        return REWARD_INVALID
+    pred = minerva_normalize(got)
+    gold = minerva_normalize(answer)
+    ok = pred == gold or (sympy and _sympy_equal(pred, gold))
+    return REWARD_CORRECT if ok else REWARD_WRONG

@@ -103,7 +103,13 @@ import time
 
 import numpy as np
 
-from frontier_rl.selection.base import REWARD_CORRECT, Group, StepContext, register
+from frontier_rl.selection.base import (
+    REWARD_CORRECT,
+    REWARD_WRONG,
+    Group,
+    StepContext,
+    register,
+)
 from frontier_rl.selection.common import Tally, read_config, rng_state, set_rng_state
 from frontier_rl.selection.heapa import augment, lineage, pool, ps, teacher
 from frontier_rl.selection.heapa.config import HEAPA_DEFAULTS, PS_DEFAULTS, checker
@@ -124,6 +130,15 @@ MECHANISMS = (*DRAWS.values(), "children_rolled_out", "children_trained", "linea
 REASONS = ("empty", "ill_formed", "token_cap", "duplicate", "queue_full", "unsolvable",
            "filter", "no_numeric_answer", "empty_clean", "cjk", "timeout", "connection_error",
            "http_error", "malformed_response", "malformed_json", "overloaded", "exception")
+
+# Outcome values (correct, wrong, invalid): the task's default, and each reward_scheme's.
+TERNARY = (1.0, 0.0, -1.0)
+SCHEMES = {"ternary": TERNARY, "pm1": (1.0, -1.0, -1.0)}
+
+
+def _value(outcomes: np.ndarray, values) -> np.ndarray:
+    return np.where(outcomes == REWARD_CORRECT, values[0],
+                    np.where(outcomes == REWARD_WRONG, values[1], values[2]))
 
 
 def text_key(text: str) -> int:
@@ -371,7 +386,7 @@ class Heapa:
         groups = ctx.rollout([r.index for r in recs], G)
         self._ctx_s += time.perf_counter() - t
         by_index = {r.index: r for r in recs}
-        stats = self._stats(groups)
+        stats = self._stats(groups, getattr(ctx, "reward_values", TERNARY))
         seen = set()
         for g, s in zip(groups, stats, strict=True):
             rec = by_index.get(g.index)
@@ -394,14 +409,17 @@ class Heapa:
             self.counters["returned_unrolled"] += len(back)
         return groups
 
-    def _stats(self, groups: list[Group]) -> list[float]:
-        """Pool statistic per group: mean shaped reward under the configured scheme."""
+    def _stats(self, groups: list[Group], values=TERNARY) -> list[float]:
+        """Pool statistic per group: the mean reward with each outcome valued by the
+        configured scheme (1/0/-1 or +-1) instead of the task's reward variant `values`
+        (correct, wrong, invalid), any length shaping kept."""
+        scheme = SCHEMES[self.c.reward_scheme]
         out = []
         for g in groups:
             r = np.asarray(g.rewards, np.float64)
-            if self.c.reward_scheme == "pm1":
-                o = np.asarray(g.outcomes)
-                r = r - o + np.where(o == REWARD_CORRECT, 1.0, -1.0)
+            o = np.asarray(g.outcomes)
+            if tuple(values) != scheme:
+                r = r - _value(o, values) + _value(o, scheme)
             out.append(float(r.mean()) if r.size else float("nan"))
         return out
 
