@@ -112,6 +112,11 @@ def default_config() -> ml_collections.ConfigDict:
     c.rollout.temperature = 1.0
     c.rollout.top_p = 1.0
     c.rollout.max_new_tokens = 8
+    # Longest prompt in tokens (verl's max_prompt_length): longer train and eval prompts are
+    # dropped at load, with their count logged (task/overlong_*), never sent to an engine. 0 =
+    # what the model can serve: its context (max_position_embeddings) less max_new_tokens, the
+    # bound SGLang rejects a batch over; a set value is capped there too.
+    c.rollout.max_prompt_len = 0
     c.rollout.entropy_batch = 256  # rows per prompt-entropy forward pass (HIVE Stage 2)
     # Rows the embedded sampler generates at once (whole prompts; 0 = a call's rows at once).
     # Its KV cache is dense, rows x (prompt + max_new_tokens): at the papers' sizes this is what
@@ -465,6 +470,9 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "rollout.temperature", _pos, "a number > 0")
     _check(cfg, "rollout.top_p", lambda x: _pos(x) and x <= 1, "a number in (0, 1]")
     _check(cfg, "rollout.max_new_tokens", _pos_int, "an integer >= 1")
+    _check(cfg, "rollout.max_prompt_len", lambda x: isinstance(x, int) and not isinstance(
+        x, bool) and x >= 0, "an integer >= 0 (tokens; 0 = the model's context less "
+           "rollout.max_new_tokens)")
     _check(cfg, "rollout.entropy_batch", _pos_int, "an integer >= 1")
     _check(cfg, "rollout.engine", _in("jax", "sglang"), "'jax' or 'sglang'")
     _check(cfg, "rollout.sync_every", _pos_int, "an integer >= 1 (steps)")

@@ -113,6 +113,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     mesh = sharding.make_mesh(config.mesh.data, config.mesh.fsdp, config.mesh.model)
     pol = policy.prepare(config, task, workdir, mesh, say)
     graphdef, mcfg, tokenizer = pol.graphdef, pol.mcfg, pol.tokenizer
+    prompt_cap = _prompt_cap(config, mcfg)
+    task.train = _drop_overlong(task, "train", tokenizer, prompt_cap)
 
     # ======================================================================= device functions
     trainer = update.make_trainer(config, graphdef, mesh)
@@ -136,6 +138,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     if config.eval.get("sets"):
         task.eval = eval_suite.suite_task(config.task.name, _task_fields(config),
                                           config.eval.sets).eval
+    task.eval = _drop_overlong(task, "eval", tokenizer, prompt_cap)
     evaluator = eval_suite.Evaluator(engine, tokenizer, task, config.eval, seed=seed + 7)
 
     # ======================================================================= selector
@@ -270,6 +273,39 @@ def _make_task(config, say):
     say(f"task {task.name}: {len(task.train)} train prompts, {len(task.eval)} eval prompts, "
         f"buckets {task.buckets}")
     return task
+
+
+def _prompt_cap(config, mcfg) -> int:
+    """The longest prompt an engine is sent: rollout.max_prompt_len, at most the model's
+    context less the response cap (an SGLang server rejects the whole batch beyond it; the
+    embedded sampler would run positions the model was never trained on)."""
+    room = mcfg.max_position_embeddings - config.rollout.max_new_tokens
+    if room < 1:
+        raise RunError(f"rollout.max_new_tokens={config.rollout.max_new_tokens} leaves no room "
+                       f"for a prompt in the model's context of {mcfg.max_position_embeddings}")
+    cap = config.rollout.max_prompt_len
+    if cap > room:
+        log.warning("rollout.max_prompt_len=%d + rollout.max_new_tokens=%d exceed the model's "
+                    "context of %d: prompts are capped at %d tokens", cap,
+                    config.rollout.max_new_tokens, mcfg.max_position_embeddings, room)
+    return min(cap, room) if cap else room
+
+
+def _drop_overlong(task, split: str, tokenizer, cap: int) -> list:
+    """`task`'s `split` without the prompts of more than `cap` tokens (verl's
+    filter_overlong_prompts), their count logged and, if any, kept in task.stats."""
+    prompts = getattr(task, split)
+    kept = [p for p in prompts if len(encode_prompt(tokenizer, p.text)) <= cap]
+    dropped = len(prompts) - len(kept)
+    if dropped:  # step 0's metrics carry it as task/overlong_<split>
+        task.stats[f"overlong_{split}"] = dropped
+        log.warning("task %s: dropped %d of %d %s prompts longer than %d tokens "
+                    "(rollout.max_prompt_len)", task.name, dropped, len(prompts), split, cap)
+    if not kept:
+        raise RunError(f"every {split} prompt of task {task.name!r} is longer than {cap} tokens "
+                       "(rollout.max_prompt_len, or the model's context less "
+                       "rollout.max_new_tokens)")
+    return kept
 
 
 def _start_metrics(task, ws_info: dict) -> dict:

@@ -229,6 +229,41 @@ def test_corpus_rows_without_answer_are_skipped_and_counted(tmp_path):
     assert first["task/train_prompts"] + first["task/eval_prompts"] == 40
 
 
+def test_prompts_over_the_cap_are_dropped_at_load_and_counted(tmp_path, monkeypatch):
+    """A corpus with prompts longer than rollout.max_prompt_len: they are dropped from the train
+    and eval splits before anything is generated (none reaches the engine), and counted."""
+    import ml_collections
+
+    from frontier_rl.rollout import context
+
+    rows = [{"prompt": f"{i}+{i}=", "answer": str(2 * i)} for i in range(40)]
+    rows += [{"prompt": "+".join(["1"] * (20 + i)) + "=", "answer": str(20 + i)}
+             for i in range(6)]  # 40+ characters: over a cap of 16 tokens
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    c = smoke_config(**{"warmstart.enabled": False, "rl.num_steps": 1,
+                        "rollout.max_prompt_len": 16})
+    c.task = ml_collections.ConfigDict(
+        {"name": "corpus", "path": str(path), "verifier": "numeric", "eval_fraction": 0.2})
+    sent = []
+    encode = context.PolicyContext.encode
+
+    def recording_encode(self, prompt_index):
+        ids = encode(self, prompt_index)
+        sent.append(len(ids))
+        return ids
+
+    monkeypatch.setattr(context.PolicyContext, "encode", recording_encode)
+    train.run(c, str(tmp_path / "run"))
+    first = metrics.read(str(tmp_path / "run" / "metrics.jsonl"))[0]
+    assert first.get("task/overlong_train", 0) + first.get("task/overlong_eval", 0) == 6
+    assert first["task/train_prompts"] + first["task/eval_prompts"] == 40
+    assert sent and max(sent) <= 16
+    c.rollout.max_prompt_len = 2  # nothing left: a clear error, not an empty run
+    with pytest.raises(train.RunError, match="longer than 2 tokens"):
+        train.run(c, str(tmp_path / "run2"))
+
+
 def test_dapo_config_trains(tmp_path, monkeypatch):
     """configs/arith_dapo.py: the DAPO loss with dynamic sampling, so every trained group has
     mixed outcomes and a step rolls out at least B x G responses."""
