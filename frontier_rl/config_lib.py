@@ -134,15 +134,22 @@ def default_config() -> ml_collections.ConfigDict:
     c.rollout.probe_tol = 0.05
     c.rollout.sglang = ml_collections.ConfigDict()
     c.rollout.sglang.url = ""  # e.g. http://127.0.0.1:31000 (launch/run_gpu.sh)
-    c.rollout.sglang.timeout = 600.0  # seconds one request may take
-    c.rollout.sglang.deadline = 1800.0  # seconds of retries before a call fails the step
+    # A request's rows decode together with the other requests in flight, so one lasts about as
+    # long as the whole call: at the papers' sizes (thousands of rows x 2,560-20,480 tokens)
+    # that is many minutes, and a timed-out request is generated again from scratch, so the
+    # timeout is generous. launch/run_gpu.sh also sends real SGLang requests of 512 rows (a
+    # retry redoes those, not the call); a call in one request is what `frontier-rl serve`
+    # reproduces the embedded sampler's tokens for, hence the larger default.
+    c.rollout.sglang.timeout = 1800.0  # seconds one request may take
+    c.rollout.sglang.deadline = 7200.0  # seconds of retries before a call fails the step
     c.rollout.sglang.retries = 8  # attempts per request within the deadline
     c.rollout.sglang.backoff = 1.0  # first retry delay in seconds, doubled each retry
     c.rollout.sglang.concurrency = 8  # /generate requests in flight at once
     c.rollout.sglang.max_rows = 4096  # responses per /generate request
 
     # The RL update. `loss` picks the objective: "grpo" (seq-mean-token-mean, optional KL) or
-    # "dapo" (token-mean, overlong shaping, no KL); eps_low/eps_high are the clip range.
+    # "dapo" (token-mean, no KL); eps_low/eps_high are the clip range; `loss_agg` overrides the
+    # objective's aggregation ("token_mean" / "seq_mean_token_mean"; "" = the objective's).
     c.rl = ml_collections.ConfigDict()
     c.rl.loss = "grpo"
     c.rl.group_size = 8  # G

@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # One GPU node: an SGLang server for rollouts plus the JAX trainer.
 #   launch/run_gpu.sh CONFIG WORKDIR [PORT=31000] [extra frontier-rl flags...]
-# With several GPUs, SGLANG_GPUS (default: the first) go to SGLang and the rest to JAX; with one
-# GPU both share it: SGLang takes SGLANG_MEM (0.45) of its memory and JAX the shared share that
-# launch/env.sh sets (XLA_PYTHON_CLIENT_MEM_FRACTION=0.45; `frontier-rl fit` sizes against it
-# when run with the same variable). SGLang starts from the run's warm start (or
-# model.path): the trainer syncs its policy into it before the first rollout.
+# Two layouts of the node's N GPUs:
+#   colocated (the default): SGLang and JAX both use every GPU, each with ~45% of its memory
+#     (SGLANG_MEM=0.45; launch/env.sh gives JAX XLA_PYTHON_CLIENT_MEM_FRACTION=0.45). SGLang
+#     runs N / SGLANG_TP data-parallel replicas of SGLANG_TP GPUs (default 1); JAX's mesh spans
+#     all N GPUs, so the paper configs' data=1, fsdp=8 is valid on 8 GPUs. Size it with
+#     `XLA_PYTHON_CLIENT_MEM_FRACTION=0.45 frontier-rl fit --config=CONFIG --mesh=data=1,fsdp=8`.
+#   split: SGLANG_GPUS (e.g. 0,1,2,3) go to SGLang (SGLANG_MEM 0.85), the others to JAX (0.9):
+#     more memory per program on fewer devices, e.g. 4 + 4 with --config.mesh.fsdp=4.
+# Before SGLang starts, the config's mesh is checked against the GPUs JAX gets: a split whose
+# rest the mesh does not fit (1 + 7 with fsdp=8) is refused, naming the fields to change.
+# SGLang starts from the run's warm start (or SGLANG_MODEL, e.g. the config's model.path): the
+# trainer syncs its policy into it before the first rollout. Requests carry 512 rows each
+# (rollout.sglang.max_rows; a timed-out one is redone whole), 8 in flight.
 # The rollout server's port is 31000, not SGLang's default 30000: that one is left to a HeaPA
 # teacher (selector.heapa.teacher_url in the paper configs); the trainer refuses a teacher URL
 # that is the rollout server's.
@@ -14,20 +22,52 @@ CONFIG="${1:?usage: launch/run_gpu.sh CONFIG WORKDIR [PORT] [flags...]}"
 WORKDIR="${2:?usage: launch/run_gpu.sh CONFIG WORKDIR [PORT] [flags...]}"
 PORT="${3:-31000}"
 shift 3 || shift $#
-HERE="$(dirname "$0")"
+HERE="$(cd "$(dirname "$0")" && pwd)"
 NGPU="$(nvidia-smi -L | wc -l)"
-if [ "$NGPU" -le 1 ]; then export FRONTIER_RL_GPU_SHARED=1; fi
+ALL="$(seq -s, 0 $((NGPU - 1)))"
+if [ -z "${SGLANG_GPUS:-}" ] || [ "$NGPU" -le 1 ]; then
+  SGLANG_GPUS="$ALL"
+  JAX_GPUS="$ALL"
+  export FRONTIER_RL_GPU_SHARED=1  # env.sh: JAX takes its share of a GPU it shares
+  export SGLANG_MEM="${SGLANG_MEM:-0.45}"
+else
+  JAX_GPUS="$(comm -23 <(tr , '\n' <<<"$ALL" | sort) <(tr , '\n' <<<"$SGLANG_GPUS" | sort) \
+    | sort -n | paste -sd, -)"
+  if [ -z "$JAX_GPUS" ]; then
+    echo "run_gpu: SGLANG_GPUS=$SGLANG_GPUS leaves none of the $NGPU GPUs to JAX" >&2
+    exit 2
+  fi
+  export SGLANG_MEM="${SGLANG_MEM:-0.85}"
+fi
 # shellcheck source=launch/env.sh
 source "$HERE/env.sh" tasks
-if [ "$NGPU" -gt 1 ]; then
-  SGLANG_GPUS="${SGLANG_GPUS:-0}"
-  JAX_GPUS="$(seq -s, "$(( $(echo "$SGLANG_GPUS" | tr ',' '\n' | wc -l) ))" "$((NGPU - 1))")"
-  TP="$(echo "$SGLANG_GPUS" | tr ',' '\n' | wc -l)"
-  export SGLANG_MEM="${SGLANG_MEM:-0.85}"
-else
-  SGLANG_GPUS=0; JAX_GPUS=0; TP=1
-  export SGLANG_MEM="${SGLANG_MEM:-0.45}"
+N_SGLANG="$(tr , '\n' <<<"$SGLANG_GPUS" | wc -l)"
+N_JAX="$(tr , '\n' <<<"$JAX_GPUS" | wc -l)"
+TP="${SGLANG_TP:-1}"
+if [ $((N_SGLANG % TP)) -ne 0 ]; then
+  echo "run_gpu: SGLANG_TP=$TP does not divide SGLang's $N_SGLANG GPUs" >&2
+  exit 2
 fi
+# The mesh the trainer will build on JAX's GPUs, checked before SGLang takes minutes to start.
+python - "$N_JAX" --config="$CONFIG" "$@" <<'PY'
+import sys
+
+from absl import flags
+from ml_collections import config_flags
+
+from frontier_rl.rl.sharding import mesh_shape
+
+n = int(sys.argv[1])
+config = config_flags.DEFINE_config_file("config")
+flags.FLAGS([sys.argv[0]] + sys.argv[2:], known_only=True)
+m = config.value.mesh
+try:
+    data, fsdp, model = mesh_shape(m.data, m.fsdp, m.model, n)
+except ValueError as e:
+    sys.exit(f"run_gpu: JAX gets {n} GPU(s) and {e}: change --config.mesh.data/fsdp/model or "
+             "the split (SGLANG_GPUS; unset, SGLang and JAX share every GPU)")
+print(f"[run_gpu] JAX on {n} GPU(s), mesh data={data} fsdp={fsdp} model={model}")
+PY
 # The model SGLang starts from: a warm-start / export of the run, else the config's model.path.
 MODEL="${SGLANG_MODEL:-$WORKDIR/warmstart}"
 if [ ! -f "$MODEL/config.json" ]; then
@@ -35,7 +75,11 @@ if [ ! -f "$MODEL/config.json" ]; then
        "architecture (e.g. the config's model.path)" >&2
   exit 1
 fi
-PID="$(CUDA_VISIBLE_DEVICES="$SGLANG_GPUS" "$HERE/sglang_server.sh" "$MODEL" "$PORT" "$TP" | tail -1)"
+echo "[run_gpu] SGLang on GPUs $SGLANG_GPUS (tp $TP x dp $((N_SGLANG / TP)), mem $SGLANG_MEM)," \
+     "JAX on GPUs $JAX_GPUS (mem ${XLA_PYTHON_CLIENT_MEM_FRACTION:-${XLA_CLIENT_MEM_FRACTION:-}})"
+PID="$(CUDA_VISIBLE_DEVICES="$SGLANG_GPUS" "$HERE/sglang_server.sh" "$MODEL" "$PORT" "$TP" \
+  "$((N_SGLANG / TP))" | tail -1)"
 trap 'kill "$PID" 2>/dev/null || true' EXIT
 CUDA_VISIBLE_DEVICES="$JAX_GPUS" frontier-rl train --config="$CONFIG" --workdir="$WORKDIR" \
-  --config.rollout.engine=sglang --config.rollout.sglang.url="http://127.0.0.1:$PORT" "$@"
+  --config.rollout.engine=sglang --config.rollout.sglang.url="http://127.0.0.1:$PORT" \
+  --config.rollout.sglang.max_rows=512 "$@"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts an SGLang server for the trainer's rollouts (rollout.engine=sglang) and waits until it
 # answers /health.
-#   launch/sglang_server.sh MODEL_DIR [PORT=31000] [TP=1]
+#   launch/sglang_server.sh MODEL_DIR [PORT=31000] [TP=1] [DP=1]
+# (TP: tensor-parallel GPUs per replica; DP: data-parallel replicas; TP x DP GPUs in all)
 # SGLang gets a virtualenv of its own (SGLANG_VENV, default .venv-sglang): it pins its own torch
 # and CUDA kernels, which must not meet the trainer's JAX environment. Environment:
 #   SGLANG_VERSION   pip spec of the pinned versions (default: sglang[all]>=0.5.7,<=0.5.23, the
@@ -13,9 +14,10 @@
 # The server runs with --skip-tokenizer-init (the trainer sends token ids) and logs to
 # MODEL_DIR/../sglang_PORT.log; its pid is printed on the last line.
 set -euo pipefail
-MODEL="${1:?usage: launch/sglang_server.sh MODEL_DIR [PORT] [TP]}"
+MODEL="${1:?usage: launch/sglang_server.sh MODEL_DIR [PORT] [TP] [DP]}"
 PORT="${2:-31000}"
 TP="${3:-1}"
+DP="${4:-1}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${SGLANG_VENV:-$ROOT/.venv-sglang}"
 SPEC="${SGLANG_VERSION:-sglang[all]>=0.5.7,<=0.5.23}"
@@ -27,7 +29,7 @@ fi
 "$VENV/bin/pip" install -q "$SPEC"
 LOG="$(dirname "$MODEL")/sglang_${PORT}.log"
 "$VENV/bin/python" -m sglang.launch_server --model-path "$MODEL" --port "$PORT" \
-  --host 127.0.0.1 --tp-size "$TP" --skip-tokenizer-init \
+  --host 127.0.0.1 --tp-size "$TP" --dp-size "$DP" --skip-tokenizer-init \
   --mem-fraction-static "${SGLANG_MEM:-0.45}" >"$LOG" 2>&1 &
 PID=$!
 for _ in $(seq 600); do

@@ -64,3 +64,82 @@ def test_gpu_scripts_take_the_fraction_from_env_sh(script):
     assert re.search(r"source [\"']?\S*env\.sh", text), f"{script} does not source env.sh"
     assert not re.search(r"^\s*(export\s+)?XLA_(PYTHON_)?CLIENT_MEM_FRACTION=", text, re.M), (
         f"{script} sets the memory fraction itself; launch/env.sh is its one place")
+
+
+def stand_in_node(tmp_path, gpus: int):
+    """A copy of launch/run_gpu.sh + env.sh on a node of `gpus` stand-in GPUs: nvidia-smi lists
+    them, sglang_server.sh and frontier-rl record what they were started with."""
+    import shutil
+    import sys
+
+    root = tmp_path / "node"
+    (root / "launch").mkdir(parents=True)
+    for f in ("run_gpu.sh", "env.sh"):
+        shutil.copy(os.path.join(LAUNCH, f), root / "launch")
+    shutil.copy(os.path.join(ROOT, "setup.py"), root)
+    log = tmp_path / "calls.log"
+    record = (f'echo "$(basename "$0") CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES '
+              f'SGLANG_MEM=${{SGLANG_MEM:-}} XLA=${{XLA_PYTHON_CLIENT_MEM_FRACTION:-}} $*" '
+              f'>> {log}')
+    (root / "launch" / "sglang_server.sh").write_text(f"#!/bin/sh\n{record}\necho 2147483646\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text(
+        "#!/bin/sh\n" + "".join(f'echo "GPU {i}: H100 (UUID: GPU-{i})"\n' for i in range(gpus)))
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    (venv / "bin" / "frontier-rl").write_text(f"#!/bin/sh\n{record}\n")
+    for f in (root / "launch" / "sglang_server.sh", bin_dir / "nvidia-smi",
+              venv / "bin" / "python", venv / "bin" / "frontier-rl"):
+        f.chmod(0o755)
+    with open(root / "setup.py", "rb") as f:
+        crc = subprocess.run(["cksum"], stdin=f, capture_output=True, text=True,
+                             check=True).stdout.split()[0]
+    (venv / f".frontier_rl-tasks-{crc}").touch()
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("XLA_", "JAX_MEM", "FRONTIER_RL_", "SGLANG_", "CUDA_"))}
+    env.update(PATH=f"{bin_dir}:{os.environ['PATH']}", FRONTIER_RL_VENV=str(venv),
+               FRONTIER_RL_ACCEL="cpu", SGLANG_MODEL=str(model))
+
+    def run(*args, **extra):
+        if log.exists():
+            log.unlink()
+        r = subprocess.run(["bash", str(root / "launch" / "run_gpu.sh"),
+                            os.path.join(ROOT, "configs", "math_hive.py") + ":qwen2.5-math-1.5b",
+                            str(tmp_path / "run"), "31000", *args],
+                           env={**env, **extra}, capture_output=True, text=True)
+        calls = log.read_text().splitlines() if log.exists() else []
+        return r, calls
+
+    return run
+
+
+def test_run_gpu_colocates_sglang_and_jax_on_8_gpus(tmp_path):
+    run = stand_in_node(tmp_path, 8)
+    r, calls = run()
+    assert r.returncode == 0, r.stderr
+    assert "mesh data=1 fsdp=8 model=1" in r.stdout  # the paper config's mesh, on all 8
+    sglang, train = calls
+    assert sglang.startswith("sglang_server.sh CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 "
+                             "SGLANG_MEM=0.45 ") and sglang.endswith(" 31000 1 8")  # tp 1, dp 8
+    assert train.startswith("frontier-rl CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 ")
+    assert "XLA=0.45 train " in train
+    assert "--config.rollout.sglang.url=http://127.0.0.1:31000" in train
+    assert "--config.rollout.sglang.max_rows=512" in train
+
+
+def test_run_gpu_refuses_a_split_the_mesh_does_not_fit(tmp_path):
+    run = stand_in_node(tmp_path, 8)
+    r, calls = run(SGLANG_GPUS="0")  # 1 + 7: fsdp=8 cannot span 7 GPUs
+    assert r.returncode != 0 and calls == []  # refused before SGLang starts
+    assert "JAX gets 7 GPU(s) and mesh.fsdp=8" in r.stderr
+    r, calls = run("--config.mesh.fsdp=4", SGLANG_GPUS="0,1,2,3")  # 4 + 4 with fsdp=4: valid
+    assert r.returncode == 0, r.stderr
+    sglang, train = calls
+    assert "CUDA_VISIBLE_DEVICES=0,1,2,3 SGLANG_MEM=0.85" in sglang and sglang.endswith(" 1 4")
+    assert "CUDA_VISIBLE_DEVICES=4,5,6,7 " in train and "XLA=0.9 " in train
+    assert "--config.mesh.fsdp=4" in train

@@ -49,7 +49,14 @@ def make_mesh(data: int = -1, fsdp: int = 1, model: int = 1,
     equal the device count.
     """
     devices = list(devices if devices is not None else jax.devices())
-    n = len(devices)
+    shape = mesh_shape(data, fsdp, model, len(devices))
+    return Mesh(np.asarray(devices).reshape(shape), AXES)
+
+
+def mesh_shape(data: int, fsdp: int, model: int, n: int) -> tuple[int, int, int]:
+    """(data, fsdp, model) of the mesh `make_mesh` builds over `n` devices, data=-1 resolved;
+    ValueError naming the fields when they do not fit `n` (launch/run_gpu.sh checks a config
+    with it before starting SGLang)."""
     for name, size in (("fsdp", fsdp), ("model", model)):
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"mesh.{name}={size!r} must be an integer >= 1")
@@ -63,7 +70,7 @@ def make_mesh(data: int = -1, fsdp: int = 1, model: int = 1,
     if data * fsdp * model != n:
         raise ValueError(f"mesh.data={data} x mesh.fsdp={fsdp} x mesh.model={model} = "
                          f"{data * fsdp * model} != {n} available devices")
-    return Mesh(np.asarray(devices).reshape(data, fsdp, model), AXES)
+    return data, fsdp, model
 
 
 def row_multiple(mesh: Mesh) -> int:

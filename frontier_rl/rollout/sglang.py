@@ -105,7 +105,7 @@ class SGLangEngine:
                  sync_dir: str, export_fn: Callable[[object, str], str] | None = None,
                  probe_fn: Callable[[object, list[int], list[int]], np.ndarray] | None = None,
                  probe_ids: Sequence[int] = (), probe_tol: float = 0.05,
-                 temperature: float = 1.0, timeout: float = 600.0, deadline: float = 1800.0,
+                 temperature: float = 1.0, timeout: float = 1800.0, deadline: float = 7200.0,
                  retries: int = 8, backoff: float = 1.0, concurrency: int = 8,
                  max_rows: int = 4096, sync_every: int = 1):
         self.url = url.rstrip("/")
