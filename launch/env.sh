@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the launch scripts: creates (once) and activates the project's virtualenv.
 # Usage: source launch/env.sh [extras]   e.g. extras="tasks,test"
 # The accelerator is detected (an NVIDIA GPU via nvidia-smi, a TPU via /dev/accel* or
@@ -35,7 +36,7 @@ if [ ! -f "$STAMP" ]; then
   if [[ ",$EXTRAS," == *",test,"* ]]; then
     "$VENV/bin/python" -m pip install -q "torch==2.13.0"
   fi
-  "$VENV/bin/python" -m pip install -q -e "$ROOT[$EXTRAS]"
+  "$VENV/bin/python" -m pip install -q -e "${ROOT}[$EXTRAS]"
   touch "$STAMP"
 fi
 export PATH="$VENV/bin:$PATH"

@@ -4,6 +4,7 @@
 # Two workers, each test file on one worker (module-scoped runs are not repeated); skip
 # reasons are printed. With CI=true and no -m of the caller's, the slow tests run too
 # (-m "not gpu and not tpu"), the 20 slowest tests are listed, and an unexplained skip fails.
+# shellcheck source=launch/env.sh
 source "$(dirname "$0")/env.sh" tasks,test
 ruff check .
 args=(-q -n 2 --dist loadfile -rs)

