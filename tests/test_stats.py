@@ -150,3 +150,43 @@ def test_seed_interval_rejects_missing_values():
         stats.seed_interval([1.0, float("nan")])
     with pytest.raises(ValueError, match="finite per-seed values"):
         stats.seed_interval([])
+
+
+def test_excludes_zero_at_its_edges():
+    assert stats.Interval(0.5, 0.01, 1.0, 3, 0.1).excludes_zero()  # just above 0
+    assert stats.Interval(-0.5, -1.0, -0.01, 3, 0.1).excludes_zero()  # just below
+    assert not stats.Interval(0.5, 0.0, 1.0, 3, 0.1).excludes_zero()  # touches 0
+    assert not stats.Interval(0.0, -0.1, 0.1, 3, 0.1).excludes_zero()
+    assert not stats.Interval(1.0, float("nan"), float("nan")).excludes_zero()
+    # a verdict at the smallest margin: lo = +0.01 is "better", lo = 0 is not
+    assert stats.verdict(stats.Interval(0.5, 0.01, 1.0, 3, 0.1)) == "better"
+    assert stats.verdict(stats.Interval(0.5, 0.0, 1.0, 3, 0.1)) == stats.NOT_DISTINGUISHABLE
+
+
+def test_formats_name_sign_digits_and_missing_intervals():
+    two = stats.seed_interval([1.0, 3.0])  # n = 2: an interval, no verdict
+    half = 12.706205 * np.std([1.0, 3.0], ddof=1) / np.sqrt(2)
+    assert two.fmt(1) == f"2.0 [{2 - half:.1f}, {2 + half:.1f}]"
+    assert two.fmt(2, signed=True) == f"+2.00 [{2 - half:+.2f}, {2 + half:+.2f}]"
+    assert stats.seed_interval([-1.5]).fmt(1, signed=True) == "-1.5 [—]"
+    assert stats.seed_interval([1.5]).fmt(1) == "1.5 [—]"
+    assert stats.seed_interval([1.5]).mdd() is None
+    assert stats.seed_interval([1.5]).fmt_mdd() == "undefined (1 seed)"
+    # two seeds: the MDD exists (df = 1)
+    assert two.mdd() == pytest.approx((12.706205 + 1.376382) * np.sqrt(2) / np.sqrt(2),
+                                      rel=1e-5)
+    ratio = stats.log_ratio([2.0, 4.0, 8.0])
+    assert ratio.fmt_mdd(2) == f"{math.exp(ratio.mdd()):.2f}x"
+    assert ratio.fmt(1).startswith("4.0x [")
+
+
+def test_seed_means_and_log_ratio_reject_bad_input():
+    with pytest.raises(ValueError, match=r"\[seeds, prompts\], got shape \(3,\)"):
+        stats.seed_means([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match=r"\[seeds, prompts\]"):
+        stats.seed_means(np.zeros((0, 4)))
+    assert stats.seed_means([[1.0, 3.0], [5.0, 5.0]]).tolist() == [2.0, 5.0]
+    with pytest.raises(ValueError, match="ratios > 0"):
+        stats.log_ratio([-2.0, 1.0])
+    with pytest.raises(ValueError, match="bound must be"):
+        stats.verdict(stats.seed_interval([1.0, 2.0, 3.0]), bound="up")
