@@ -34,14 +34,11 @@ def get_config(arg: str | None = None):
     c = paper.base(model, data)
     c.selector.name = "uniform"
     paper.heapa_teacher(c)
-    dapo = ml_collections.ConfigDict()
-    dapo.rl = ml_collections.ConfigDict(dict(loss="dapo", kl_coef=0.0, overlong_buffer=512,
-                                             overlong_penalty=1.0))
-    dapo.selector = ml_collections.ConfigDict(dict(name="ds"))
     c.compare = ml_collections.ConfigDict()
+    # HIVE's DS is GRESO's dynamic-sampling script: the loss of every other method.
     c.compare.methods = ml_collections.ConfigDict({
         "grpo": {"selector": {"name": "uniform"}},
-        "ds": dapo.to_dict(),
+        "ds": {"selector": {"name": "ds"}},
         "hive": {"selector": {"name": "hive"}},
         "heapa": {"selector": {"name": "heapa"}},
     })
@@ -53,10 +50,9 @@ def get_config(arg: str | None = None):
     c.compare.target = "ds"
     c.compare.rollout_reference = "ds"
     c.selector.ds.gen_batch_size = 384
-    c.selector.ds.max_num_gen_batches = 20
+    c.selector.ds.max_num_gen_batches = 0  # GRESO's loop has no cap
     if "smoke" in flags:
         paper.smoke(c, "qwen2")
-        c.compare.methods.ds.rl.overlong_buffer = 4
         c.compare.run = "grpo,hive"
         c.compare.rollout_budget = 48
         c.compare.evals = 2

@@ -1,16 +1,17 @@
-"""DAPO (token-mean loss, clip-higher 0.2/0.28, overlong reward shaping, no KL) with dynamic
-sampling (selector "ds": generation batches until B groups with mixed outcomes): the "DS"
-baseline of HIVE's table and HeaPA's "original DAPO". Settings and deviations:
-frontier_rl/experiment/paper.py.
+"""Dynamic sampling (selector "ds": generation batches until B groups with mixed outcomes) as
+each paper's baseline runs it: the "DS" of HIVE's table (GRESO's dynamic-sampling script: the
+same loss as every other method, selection the only difference) and HeaPA's "original DAPO"
+(token-mean loss, clip-higher 0.2/0.28, overlong reward shaping, no KL). Settings and
+deviations: frontier_rl/experiment/paper.py.
 
   frontier-rl train --config=configs/math_dapo.py:qwen2.5-math-1.5b --workdir=runs/ds_1.5b
   frontier-rl train --config=configs/math_dapo.py:qwen3-8b --workdir=runs/dapo_qwen3_8b
   frontier-rl train --config=configs/math_dapo.py:smoke --workdir=/tmp/math_dapo_smoke
 
 Args (comma-separated): a model, qwen2.5-math-1.5b (default) | qwen2.5-math-7b (HIVE's DS:
-B_t = 256 x 8 from generation batches of 384, responses <= 2,560 with a 512-token overlong
-buffer) | qwen3-0.6b .. qwen3-8b (HeaPA's DAPO recipe: 512 x 16, generation batches of 512, up
-to 20 of them, responses <= 20,480 with a 4,096-token overlong buffer); optionally a corpus;
+B_t = 256 x 8 from generation batches of 384, as many as it takes, responses <= 2,560, GRESO's
+GRPO loss) | qwen3-0.6b .. qwen3-8b (HeaPA's DAPO recipe: 512 x 16, generation batches of 512,
+up to 20 of them, responses <= 20,480 with a 4,096-token overlong buffer); optionally a corpus;
 `smoke` (CPU, seconds). Every generated response counts toward the rollout budget.
 
 Hardware: 8 x A100 (Qwen2.5-Math, HIVE's) or 8 x H200 (Qwen3). Numbers to compare with: HIVE's

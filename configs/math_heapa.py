@@ -3,7 +3,8 @@ by an asynchronous teacher, PathAgg lineage re-estimation) on DAPO-Math-17k, in 
 HeaPA's Qwen3 scaling table (Table 2): B = 512 x n = 16, PPO mini-batch 64, lr 1e-6, weight
 decay 0.1, KL 1e-6, responses <= 20,480, 500 steps, Avg@16 (T = 0.7, top-p 0.7) on seven
 benchmarks every 10 steps. Settings and deviations: frontier_rl/experiment/paper.py; the
-selector's fields (N, alpha, archive threshold, ...) keep selector.heapa's paper defaults.
+selector's fields keep selector.heapa's defaults: N = 1,000,000 and alpha = 0.5 (the released
+code's), the archive threshold A_max = 8,192 (ours: no source gives one; docs/methods.md).
 
   frontier-rl train --config=configs/math_heapa.py:qwen3-4b --workdir=runs/heapa_qwen3_4b
   frontier-rl train --config=configs/math_heapa.py:qwen3-8b,dapo --workdir=runs/heapa_dapo_8b
@@ -11,9 +12,11 @@ selector's fields (N, alpha, archive threshold, ...) keep selector.heapa's paper
 
 Args (comma-separated): a model, qwen3-0.6b | qwen3-1.7b | qwen3-4b (default) | qwen3-8b, or
 qwen2.5-math-1.5b / 7b (HIVE's protocol, for the matched comparison); optionally a corpus;
-`childagg` (ChildAgg instead of PathAgg), `heap_only` (no augmentation), `dapo` (the DAPO
-recipe: token-mean, overlong shaping, group filter); `smoke` (CPU, seconds; the teacher is a
-service, so the smoke runs the heaps, recycling and lineage without augmentation).
+`childagg` (ChildAgg instead of PathAgg), `heap_only` (no augmentation), `dapo` (HeaPA's DAPO
+recipe: token-mean, no KL, group filter; the overlong buffer is in both recipes; under HIVE's
+protocol, whose loss is token-mean already, the group filter alone); `smoke` (CPU, seconds;
+the teacher is a service, so the smoke runs the heaps, recycling and lineage without
+augmentation).
 
 The teacher: an OpenAI-compatible endpoint at selector.heapa.teacher_url (placeholder
 http://127.0.0.1:30000/v1, e.g. SGLang or vLLM serving the teacher; HeaPA used an API model),

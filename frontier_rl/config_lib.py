@@ -172,8 +172,12 @@ def default_config() -> ml_collections.ConfigDict:
     c.rl.minibatches = 2  # optimizer updates per epoch
     c.rl.eps_low = 0.2
     c.rl.eps_high = 0.28
-    c.rl.clip_ratio_c = 10.0
+    c.rl.clip_ratio_c = 10.0  # dual-clip bound c for negative advantages; 0 = no dual clip
     c.rl.kl_coef = 0.0  # beta; GRPO only
+    c.rl.loss_agg = ""
+    # Entropy bonus: the loss less entropy_coef x the response tokens' entropy, aggregated as
+    # the loss (verl's actor.entropy_coeff); 0 = none.
+    c.rl.entropy_coef = 0.0
     # Truncated importance sampling against the rollout engine's log-probs (losses.py):
     # per-token weight min(exp(old_logp - rollout_logp), tis_cap); 0 = off. Matters when the
     # trainer recomputes old log-probs (an external engine, or rollout.top_p < 1).
@@ -184,7 +188,7 @@ def default_config() -> ml_collections.ConfigDict:
     # through a server can be compared with an embedded one bit for bit; "never" trusts the
     # engine's (no engine_logprob_abs_diff, no TIS; not with top_p < 1).
     c.rl.recompute_old_logp = "auto"
-    c.rl.overlong_buffer = 0  # DAPO L_cache (tokens); 0 disables shaping
+    c.rl.overlong_buffer = 0  # DAPO's L_cache (tokens), with either loss; 0 disables shaping
     c.rl.overlong_penalty = 1.0
     # GRPO's advantage A_i = (r_i - mean r) / std r within a group; False drops the division
     # (A_i = r_i - mean r), as Dr. GRPO and PCL's GRPO variant do.
@@ -515,7 +519,10 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
            f"a divisor of rl.batch_size * rl.group_size = {rows}")
     _check(cfg, "rl.eps_low", lambda x: 0 < x < 1, "a number in (0, 1)")
     _check(cfg, "rl.eps_high", _pos, "a number > 0")
-    _check(cfg, "rl.clip_ratio_c", lambda x: x > 1, "a number > 1")
+    _check(cfg, "rl.clip_ratio_c", lambda x: x == 0 or x > 1, "0 (no dual clip) or a number > 1")
+    _check(cfg, "rl.loss_agg", _in("", "token_mean", "seq_mean_token_mean"),
+           "'' (the loss's own), 'token_mean' or 'seq_mean_token_mean'")
+    _check(cfg, "rl.entropy_coef", _nonneg, "a number >= 0 (0 = no entropy bonus)")
     _check(cfg, "rl.kl_coef", _nonneg, "a number >= 0")
     _check(cfg, "rl.recompute_old_logp", _in("auto", "always", "never"),
            "'auto', 'always' or 'never'")

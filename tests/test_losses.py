@@ -72,6 +72,42 @@ def test_clip_negative_advantage_and_dual_clip():
     assert float(loss) == pytest.approx((1.5 + 0.8 + 10.0) / 3, abs=1e-5)
 
 
+def test_no_dual_clip_when_c_is_zero():
+    # GRESO's verl: clip 0.2/0.2, no dual clip. A = -1, ratio 12: max(12, 1.2) = 12 stays 12.
+    cfg = LossConfig(aggregation="token_mean", eps_low=0.2, eps_high=0.2, clip_ratio_c=0.0)
+    loss, m = _loss([[math.log(12.0), math.log(0.5)]], [-1.0], [[1.0, 1.0]], cfg)
+    assert float(loss) == pytest.approx((12.0 + 0.8) / 2, abs=1e-5)
+    assert float(m["dual_clip_frac"]) == 0.0
+
+
+def test_entropy_bonus_hand_value_and_gradient():
+    # ratio 1 (logp = old): per-token pg loss = -A. Row 0: A = +1 on 3 tokens, entropies 1, 2,
+    # 3; row 1: A = -1 on 1 token (2 padded), entropy 4. token-mean: pg = (-3 + 1) / 4 = -0.5,
+    # H = (1 + 2 + 3 + 4) / 4 = 2.5, loss = -0.5 - 0.001 * 2.5 = -0.5025; dloss/dH_t =
+    # -0.001 / 4 on every response token, 0 on padding.
+    cfg = LossConfig(aggregation="token_mean", eps_high=0.2, clip_ratio_c=0.0,
+                     entropy_coef=0.001)
+    zeros = jnp.zeros((2, 3))
+    mask = jnp.array([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
+    adv = jnp.array([1.0, -1.0])
+    ent = jnp.array([[1.0, 2.0, 3.0], [4.0, 9.0, 9.0]])
+
+    def f(h):
+        return policy_loss(zeros, zeros, adv, mask, cfg, entropy=h)
+
+    (loss, m), grad = jax.value_and_grad(f, has_aux=True)(ent)
+    assert float(loss) == pytest.approx(-0.5025, abs=1e-7)
+    assert float(m["pg_loss"]) == pytest.approx(-0.5) and float(m["entropy_bonus"]) == 2.5
+    np.testing.assert_allclose(grad, -0.001 / 4 * mask, atol=1e-9)
+    # seq-mean-token-mean aggregates the bonus the same way: H = (2 + 4) / 2 = 3.
+    seq = dataclasses.replace(cfg, aggregation="seq_mean_token_mean")
+    loss, m = policy_loss(zeros, zeros, adv, mask, seq, entropy=ent)
+    assert float(m["entropy_bonus"]) == pytest.approx(3.0)
+    assert float(loss) == pytest.approx((-1 + 1) / 2 - 0.001 * 3.0, abs=1e-7)
+    with pytest.raises(ValueError, match="needs entropy"):
+        policy_loss(zeros, zeros, adv, mask, cfg)
+
+
 def test_aggregations_differ_as_specified():
     # seq 1: one token of loss 1; seq 2: three tokens of loss 2.
     per_token = jnp.array([[1.0, 0.0, 0.0], [2.0, 2.0, 2.0]])

@@ -57,6 +57,28 @@ def test_full_size_configs_validate(name, arg):
                                                                      "heapa"]
 
 
+def test_loss_settings_follow_each_papers_code():
+    """HIVE's loss where HIVE is silent is GRESO's (token-mean, clip 0.2/0.2, no dual clip,
+    entropy 0.001, mini-batch 64 prompts = 512 responses), its DS baseline the same loss;
+    HeaPA keeps its overlong buffer in the GRPO and the DAPO recipe."""
+    for name in ("math_grpo.py", "math_hive.py", "math_dapo.py", "compare_math.py"):
+        c = _config(name, "qwen2.5-math-7b")
+        assert (c.rl.loss, c.rl.loss_agg, c.rl.eps_low, c.rl.eps_high) == (
+            "grpo", "token_mean", 0.2, 0.2), name
+        assert (c.rl.clip_ratio_c, c.rl.entropy_coef, c.rl.kl_coef) == (0.0, 0.001, 0.0)
+        assert c.rl.minibatches == 4 and c.rl.overlong_buffer == 0
+    ds = _config("math_dapo.py", "qwen2.5-math-1.5b")
+    assert ds.selector.name == "ds" and ds.selector.ds.max_num_gen_batches == 0
+    assert (ds.selector.ds.gen_batch_size, ds.rl.batch_size) == (384, 256)
+    assert _config("compare_math.py", "").compare.methods.ds.to_dict() == {
+        "selector": {"name": "ds"}}  # selection the only difference
+    for arg in ("qwen3-4b", "qwen3-4b,dapo"):
+        c = _config("math_heapa.py", arg)
+        assert (c.rl.overlong_buffer, c.rl.overlong_penalty) == (4096, 1.0)
+        assert c.rl.loss == ("dapo" if "dapo" in arg else "grpo")
+    assert _config("math_grpo.py", "qwen3-8b").rl.overlong_buffer == 4096
+
+
 def test_unknown_args_are_refused():
     with pytest.raises(ValueError, match="unknown arg"):
         _config("math_hive.py", "qwen3-8b")

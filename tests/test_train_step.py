@@ -233,10 +233,11 @@ def test_chunked_logps_match_one_chunk(tiny_policy, tokenizer, chunk):
         np.testing.assert_allclose(c, a, atol=1e-5 * max(1.0, float(np.abs(a).max())))
 
 
-@pytest.mark.parametrize("loss", ["grpo", "dapo"])
+@pytest.mark.parametrize("loss", ["grpo", "dapo", "greso"])
 def test_micro_batches_give_the_minibatch_update(tiny_policy, tokenizer, loss):
     """Micro-batches of 4 or 2 rows accumulate the gradient and metrics of the whole 8-row
-    minibatch, for token-mean (DAPO) and seq-mean-token-mean (GRPO, with a KL term)."""
+    minibatch, for token-mean (DAPO), seq-mean-token-mean (GRPO, with a KL term) and GRESO's
+    token-mean GRPO with an entropy bonus and no dual clip."""
     import dataclasses
 
     import optax
@@ -245,7 +246,11 @@ def test_micro_batches_give_the_minibatch_update(tiny_policy, tokenizer, loss):
 
     b = _noisy_batch(tiny_policy, tokenizer)
     mesh = sharding.make_mesh(devices=jax.devices()[:1])
-    loss_cfg = dataclasses.replace(LOSSES[loss], kl_coef=0.1 if loss == "grpo" else 0.0)
+    loss_cfg = dataclasses.replace(LOSSES["dapo" if loss == "greso" else loss],
+                                   kl_coef=0.1 if loss == "grpo" else 0.0)
+    if loss == "greso":
+        loss_cfg = dataclasses.replace(loss_cfg, eps_high=0.2, clip_ratio_c=0.0,
+                                       entropy_coef=0.01)
     out = []
     for micro in (0, 4, 2):
         # Plain SGD, so the parameters move by exactly the accumulated gradient.
@@ -255,6 +260,9 @@ def test_micro_batches_give_the_minibatch_update(tiny_policy, tokenizer, loss):
         out.append((jax.device_get(params), m))
     (p0, m0) = out[0]
     assert m0["clip_frac"] > 0 and m0["approx_kl_old"] > 0
+    assert ("entropy_bonus" in m0) == (loss == "greso")
+    if loss == "greso":
+        assert m0["entropy_bonus"] == pytest.approx(m0["entropy"], rel=1e-5)  # both token-mean
     for p, m in out[1:]:
         assert m.keys() == m0.keys()
         for k in m0:

@@ -5,13 +5,15 @@ Two protocols:
 
 - HIVE (HIVE App. B.1 and Table 4, GRESO's scripts where HIVE is silent): Qwen2.5-Math-1.5B /
   7B on DAPO+MATH, B_t = 256 prompts x G = 8, AdamW lr 1e-6, betas (0.9, 0.999), weight decay
-  0.01, no KL, temperature 1.0, one update per step (mini-batch 512 >= B_t), 1,000 steps,
+  0.01, no KL, temperature 1.0, mini-batch 512 responses (GRESO's 64 prompts x 8: 4 updates
+  per step), GRESO's loss (token-mean, clip 0.2 / 0.2, entropy 0.001), 1,000 steps,
   context 4,096 = prompt <= 1,536 + response <= 2,560 (GRESO's split), evaluated every 50 steps
   on six benchmarks (best checkpoint reported), n = 4 samples at T = 1.0, top-p 0.7 (GRESO's
   validation; HIVE does not state it). 8 x A100.
 - HeaPA (the released Qwen3 script, [H-sh]): Qwen3-0.6B..8B on DAPO-Math-17k, B = 512 x n = 16,
-  PPO mini-batch 64 (8 updates per step), lr 1e-6, weight decay 0.1, KL loss 1e-6 (GRPO
-  recipe), prompt <= 2,048, response <= 20,480, 500 steps, temperature 1.0, evaluated every 10
+  PPO mini-batch 64 (8 updates per step), lr 1e-6, weight decay 0.1, KL loss 1e-6, clip
+  0.2 / 0.28, overlong buffer 4,096 in both the GRPO and the DAPO recipe, prompt <= 2,048,
+  response <= 20,480, 500 steps, temperature 1.0, evaluated every 10
   steps: Avg@16 at T = 0.7, top-p 0.7 on seven benchmarks, responses <= 20,480. Hardware is not
   stated for these runs; the configs name 8 x H200.
 
@@ -117,16 +119,22 @@ def base(model: str, dataset: str | None) -> ml_collections.ConfigDict:
     c.rl.b1, c.rl.b2 = 0.9, 0.999
     c.rl.grad_clip = 1.0
     c.rl.epochs = 1
-    c.rl.eps_low, c.rl.eps_high, c.rl.clip_ratio_c = 0.2, 0.28, 10.0
     c.rollout.temperature = 1.0
     c.rollout.top_p = 1.0
     c.checkpoint.max_to_keep = 3
     c.log.tensorboard = True
     if protocol == "hive":
         c.rl.batch_size, c.rl.group_size = 256, 8
-        c.rl.minibatches = 1  # mini-batch 512 prompts >= B_t: one update per step
+        # HIVE's mini-batch 512 is GRESO's ppo_mini_batch_size=64 prompts, which verl counts
+        # in responses (x n = 8): 2,048 responses per step make 4 updates.
+        c.rl.minibatches = 4
         c.rl.weight_decay = 0.01
         c.rl.kl_coef = 0.0
+        # The loss HIVE leaves unsaid, from GRESO's verl: the token mean over the mini-batch,
+        # clip 0.2 / 0.2 without a dual clip, entropy coefficient 0.001.
+        c.rl.loss_agg = "token_mean"
+        c.rl.eps_low, c.rl.eps_high, c.rl.clip_ratio_c = 0.2, 0.2, 0.0
+        c.rl.entropy_coef = 0.001
         c.rl.num_steps = 1000
         c.rollout.max_new_tokens = 2560
         c.fit.prompt_len = 1536
@@ -139,6 +147,9 @@ def base(model: str, dataset: str | None) -> ml_collections.ConfigDict:
         c.rl.minibatches = 8  # PPO mini-batch 64 prompts
         c.rl.weight_decay = 0.1
         c.rl.kl_coef = 1e-6
+        c.rl.eps_low, c.rl.eps_high, c.rl.clip_ratio_c = 0.2, 0.28, 10.0
+        # HeaPA's scripts keep the overlong buffer in both recipes (reward_model.overlong_buffer)
+        c.rl.overlong_buffer, c.rl.overlong_penalty = 4096, 1.0
         c.rl.num_steps = 500
         c.rollout.max_new_tokens = 20480
         c.fit.prompt_len = 2048
@@ -154,17 +165,22 @@ def base(model: str, dataset: str | None) -> ml_collections.ConfigDict:
 
 
 def to_dapo(c: ml_collections.ConfigDict, protocol: str) -> None:
-    """DAPO (Yu et al.): token-mean loss, clip-higher 0.2/0.28, overlong shaping, no KL, and
-    dynamic sampling (selector "ds"). HIVE's DS baseline draws generation batches of 384 for
-    B_t = 256 (1.5 B); HeaPA's recipe allows 20 generation batches. The overlong buffer is
-    HeaPA's 4,096 of 20,480 tokens (20%), scaled to 512 of HIVE's 2,560."""
+    """Dynamic sampling (selector "ds"), as each paper's baseline runs it.
+
+    HIVE's DS is GRESO's dynamic-sampling script: the loss of every other method (GRPO,
+    token-mean, clip 0.2 / 0.2, entropy 0.001, no overlong shaping), generation batches of 384
+    for B_t = 256, as many as it takes (its loop has no cap). HeaPA's "original DAPO" is its
+    DAPO recipe: token-mean loss, clip-higher 0.2 / 0.28, the 4,096-token overlong buffer it
+    keeps in both recipes, no KL, generation batches of 512, up to 20."""
+    c.selector.name = "ds"
+    if protocol == "hive":
+        c.selector.ds.gen_batch_size = 384
+        c.selector.ds.max_num_gen_batches = 0
+        return
     c.rl.loss = "dapo"
     c.rl.kl_coef = 0.0
     c.rl.eps_low, c.rl.eps_high = 0.2, 0.28
-    c.rl.overlong_buffer = 512 if protocol == "hive" else 4096
-    c.rl.overlong_penalty = 1.0
-    c.selector.name = "ds"
-    c.selector.ds.gen_batch_size = 384 if protocol == "hive" else 512
+    c.selector.ds.gen_batch_size = 512
     c.selector.ds.max_num_gen_batches = 20
 
 
@@ -217,6 +233,7 @@ def smoke(c: ml_collections.ConfigDict, family: str) -> ml_collections.ConfigDic
         c.rl.overlong_buffer = 4
     if c.selector.name == "ds":
         c.selector.ds.gen_batch_size = 0
+        c.selector.ds.max_num_gen_batches = 20  # a tiny model may never mix outcomes
     for name in ("heapa", "ps"):  # the teacher is a service: the smoke runs the heaps alone
         c.selector[name].augment = False
         c.selector[name].recycle_archive_max = 8

@@ -12,9 +12,14 @@ DAPO (Yu et al., 2025, arXiv 2503.14476): clip-higher (`rl.eps_low` = eps_low = 
 batch, overlong reward shaping (`rl.overlong_buffer` = L_cache, `rl.overlong_penalty`), no KL.
 
 Both use the dual-clip bound of verl (`rl.clip_ratio_c` = c = 10): for negative advantages the
-per-token loss is capped at -A * c so one stale token cannot dominate an update. The clip range
-is the run's `rl.eps_low` / `rl.eps_high` for either loss (HeaPA runs both at 0.2 / 0.28); the
-presets in `LOSSES` fix only what differs between the two objectives.
+per-token loss is capped at -A * c so one stale token cannot dominate an update (c = 0: no dual
+clip, as GRESO's verl). The clip range is the run's `rl.eps_low` / `rl.eps_high` for either loss
+(HeaPA runs both at 0.2 / 0.28, GRESO at 0.2 / 0.2); the presets in `LOSSES` fix only the
+aggregation, which `rl.loss_agg` may override (GRESO's GRPO is token-mean).
+
+Entropy bonus (`rl.entropy_coef` = c_H, verl's `entropy_coeff`): the loss less c_H times the
+response tokens' entropy H_t = -sum_v pi(v) log pi(v) under the current parameters, aggregated
+as the loss (GRESO's scripts run c_H = 0.001; verl's `policy_loss - entropy_loss * coeff`).
 
 Truncated importance sampling (`rl.tis_cap` = C, verl's `tis_imp_ratio_cap`; Yao et al., 2025,
 "Your efficient RL framework secretly brings you off-policy RL training"): when rollouts come
@@ -47,6 +52,7 @@ class LossConfig:
     clip_ratio_c: float = 10.0
     kl_coef: float = 0.0
     tis_cap: float = 0.0  # truncated importance-sampling cap; 0 = off
+    entropy_coef: float = 0.0  # entropy bonus c_H; 0 = off
 
 
 LOSSES = {
@@ -113,6 +119,7 @@ def policy_loss(
     cfg: LossConfig,
     ref_logp: jax.Array | None = None,
     rollout_logp: jax.Array | None = None,
+    entropy: jax.Array | None = None,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Clipped-surrogate policy loss.
 
@@ -125,6 +132,8 @@ def policy_loss(
       ref_logp: [B, T] reference-policy log-probabilities, needed when cfg.kl_coef > 0.
       rollout_logp: [B, T] the rollout engine's log-probabilities of the same tokens, needed
         when cfg.tis_cap > 0 (truncated importance sampling, see the module docstring).
+      entropy: [B, T] each position's entropy under the current parameters (differentiable),
+        needed when cfg.entropy_coef > 0.
 
     Returns:
       (scalar loss, metrics) where metrics holds clip fractions, the approximate KL between the
@@ -137,8 +146,11 @@ def policy_loss(
     loss_unclipped = -adv * ratio
     loss_clipped = -adv * jnp.clip(ratio, 1.0 - cfg.eps_low, 1.0 + cfg.eps_high)
     loss_ppo = jnp.maximum(loss_unclipped, loss_clipped)
-    loss_dual = jnp.minimum(loss_ppo, -adv * cfg.clip_ratio_c)
-    per_token = jnp.where(adv < 0, loss_dual, loss_ppo)
+    if cfg.clip_ratio_c > 0:
+        loss_dual = jnp.minimum(loss_ppo, -adv * cfg.clip_ratio_c)
+        per_token = jnp.where(adv < 0, loss_dual, loss_ppo)
+    else:
+        per_token = loss_ppo
     n = jnp.maximum(jnp.sum(mask), 1.0)
     tis_metrics = {}
     if cfg.tis_cap > 0.0:
@@ -154,7 +166,8 @@ def policy_loss(
     metrics = {
         "pg_loss": loss,
         "clip_frac": jnp.sum((loss_clipped > loss_unclipped) * mask) / n,
-        "dual_clip_frac": jnp.sum((adv < 0) * (loss_ppo > -adv * cfg.clip_ratio_c) * mask) / n,
+        "dual_clip_frac": (jnp.sum((adv < 0) * (loss_ppo > -adv * cfg.clip_ratio_c) * mask) / n
+                           if cfg.clip_ratio_c > 0 else jnp.zeros(())),
         "approx_kl_old": jnp.sum(0.5 * jnp.square(log_ratio) * mask) / n,
         **tis_metrics,
     }
@@ -168,4 +181,10 @@ def policy_loss(
         kl_term = aggregate(kl, mask, cfg.aggregation)
         loss = loss + cfg.kl_coef * kl_term
         metrics["kl_ref"] = kl_term
+    if cfg.entropy_coef > 0.0:
+        if entropy is None:
+            raise ValueError("entropy_coef > 0 needs entropy")
+        entropy_term = aggregate(entropy, mask, cfg.aggregation)
+        loss = loss - cfg.entropy_coef * entropy_term
+        metrics["entropy_bonus"] = entropy_term
     return loss, metrics

@@ -49,7 +49,7 @@ BATCH_KEYS = ("tokens", "valid", "loss_mask", "old_logp", "advantages")
 STEP_KEYS = BATCH_KEYS + ("ref_logp", "rollout_logp")
 # policy_loss metrics normalised like the loss (by its aggregation's denominator); the others
 # are means over response tokens.
-_AGGREGATED_METRICS = ("pg_loss", "kl_ref")
+_AGGREGATED_METRICS = ("pg_loss", "kl_ref", "entropy_bonus")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -298,7 +298,8 @@ class Trainer:
         mask = mb["loss_mask"]
         ref = mb["ref_logp"] if self.loss_cfg.kl_coef > 0 else None
         loss, metrics = policy_loss(logp, mb["old_logp"], mb["advantages"], mask, self.loss_cfg,
-                                    ref_logp=ref, rollout_logp=mb["rollout_logp"])
+                                    ref_logp=ref, rollout_logp=mb["rollout_logp"],
+                                    entropy=entropy if self.loss_cfg.entropy_coef > 0 else None)
         metrics["entropy"] = jnp.sum(entropy * mask) / jnp.maximum(jnp.sum(mask), 1.0)
         return loss, metrics
 

@@ -31,8 +31,9 @@ def make_trainer(config, graphdef, mesh) -> Trainer:
     """The train step of `config.rl` (loss, clip range, KL, optimizer, micro-batches)."""
     r = config.rl
     loss_cfg = losses.LossConfig(
-        aggregation=losses.LOSSES[r.loss].aggregation, eps_low=r.eps_low, eps_high=r.eps_high,
-        clip_ratio_c=r.clip_ratio_c, kl_coef=r.kl_coef, tis_cap=r.tis_cap)
+        aggregation=r.loss_agg or losses.LOSSES[r.loss].aggregation, eps_low=r.eps_low,
+        eps_high=r.eps_high, clip_ratio_c=r.clip_ratio_c, kl_coef=r.kl_coef, tis_cap=r.tis_cap,
+        entropy_coef=r.entropy_coef)
     tx = make_optimizer(OptimConfig(
         learning_rate=r.learning_rate, b1=r.b1, b2=r.b2, weight_decay=r.weight_decay,
         grad_clip=r.grad_clip, warmup_steps=r.warmup_steps))
@@ -44,7 +45,8 @@ def make_trainer(config, graphdef, mesh) -> Trainer:
 def reward_shaper(config, values=(1.0, 0.0, -1.0)):
     """outcomes, lengths -> rewards: each outcome's value under the task's reward variant
     (`values` = reward of a correct, a wrong, an invalid response: Task.reward_values), plus
-    DAPO's overlong penalty when configured."""
+    DAPO's overlong penalty when rl.overlong_buffer > 0 (with either loss: HeaPA's GRPO recipe
+    keeps it too)."""
     r = config.rl
     values = tuple(float(v) for v in values)
 
@@ -54,7 +56,7 @@ def reward_shaper(config, values=(1.0, 0.0, -1.0)):
         return np.where(outcomes > 0, values[0],
                         np.where(outcomes == 0, values[1], values[2])).astype(np.float32)
 
-    if r.loss == "dapo" and r.overlong_buffer > 0:
+    if r.overlong_buffer > 0:
         def shape(outcomes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
             return base(outcomes) + losses.overlong_penalty(
                 lengths, config.rollout.max_new_tokens, r.overlong_buffer, r.overlong_penalty)

@@ -14,13 +14,18 @@ AUG_ENTRY = ("cold", "heap")
 EFFORTS = ("", "minimal", "low", "medium", "high")
 
 COMMON = dict(
-    capacity=1_000_000,  # N: pool size bound (cold + low + high; the archive is not counted)
+    # N: pool size bound (cold + low + high; the archive is not counted); the released
+    # scripts' dynamic_data.max_pool_size (the code's default is 30,000).
+    capacity=1_000_000,
     reward_scheme="ternary",  # pool statistic from r = 1/0/-1 (paper) or "pm1" (+-1, code)
     shuffle_seeds=True,  # seeds enter the cold queue in a seeded random order (a dataloader)
     max_cold_frac=1.0,  # at most this share of a batch from the cold queue (1.0 = paper)
     filter_groups=False,  # DAPO recipe: keep only non-zero-variance groups, resample rounds
     max_rounds=20,  # DAPO max_num_gen_batches
-    recycle_archive_max=8192,  # archive size that triggers recycling (paper; 0 = code: off)
+    # A_max: archive size that triggers recycling (0 = off, as the released code, whose only
+    # trigger is |pool| < B). The trigger is the paper's, the value ours (no source gives one):
+    # 16 steps of HeaPA's B = 512, so a record is back within ~16 steps of its rollout.
+    recycle_archive_max=8192,
     recycle_chunk=512,  # archived records reinserted per step (0 = all at once)
     # On-policy augmentation.
     augment=True,  # off: "heap sampling only" (heapa) / plain PS (ps)
@@ -63,7 +68,9 @@ COMMON = dict(
 )
 
 HEAPA_DEFAULTS = dict(
-    alpha=0.5,  # alpha: target fraction of scored items in the low (harder) partition
+    # alpha: target fraction of scored items in the low (harder) partition; the code's
+    # ThreadSafeQueryPool low_fraction default, which its trainer never overrides.
+    alpha=0.5,
     sampling="boundary",  # "boundary", "mixed" (half from the easy end) or "uniform"
     candidate_factor=2,  # boundary candidates = factor * B, of which B are drawn uniformly
     rebalance_max_moves=0,  # boundary moves per rebalance; 0 = until balanced (code: 4)
