@@ -6,8 +6,9 @@
 # SGLang gets a virtualenv of its own (SGLANG_VENV, default .venv-sglang): it pins its own torch
 # and CUDA kernels, which must not meet the trainer's JAX environment. Environment:
 #   SGLANG_VERSION   pip spec of the pinned versions (default: sglang[all]>=0.5.7,<=0.5.23, the
-#                    range whose request definitions frontier_rl/rollout/sglang.py is
-#                    written against; sampling_seed is an int64 from 0.5.7)
+#                    range whose request definitions the client's requests are checked
+#                    against at both ends: tests/test_sglang_conformance.py; sampling_seed is
+#                    an int64 from 0.5.7)
 #   SGLANG_MEM       --mem-fraction-static, the GPU memory SGLang takes (default 0.45: the rest
 #                    is left for JAX when both share a GPU; 0.85 on GPUs of its own)
 #   CUDA_VISIBLE_DEVICES  which GPUs SGLang uses.
