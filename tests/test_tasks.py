@@ -445,9 +445,18 @@ def test_warmstart_responses_are_scored_correct_by_each_task(tmp_path):
         pairs = warmstart.pairs_for(task, [], ws, seed=0)  # [] = the task's easier half
         assert pairs, kind
         by_text = {p.text: p for p in task.train}
+        # procedural tasks (arith, gym) draw fresh prompts outside the pool: their reference
+        # answers come from the same stream
+        fresh = dict(task.examples(task.easy_buckets, 32, 0)) if task.examples else {}
         for q, response in pairs[:50]:
-            # arith draws warm-start prompts outside the pool: its reference is the solved sum
-            p = by_text.get(q) or tasks.Prompt("x", q, tasks.solve(q), "")
+            if q in by_text:
+                p = by_text[q]
+            else:
+                assert kind in ("arith", "gym") and q not in {e.text for e in task.eval}
+                p = tasks.Prompt("x", q, fresh[q], "", meta={"entry": {
+                    "question": q, "answer": fresh[q], "metadata": {}}})
+                if kind == "arith":
+                    assert fresh[q] == tasks.solve(q)
             assert task.verify(p, response) == REWARD_CORRECT, (kind, q, response)
             assert response == task.format_response(p.answer)
     assert kinds["arith"].format_response("458") == "458"
@@ -479,3 +488,22 @@ def test_warmstart_buckets_default_and_errors(arith_task, tmp_path):
     with pytest.raises(train.RunError, match="fewer than warmstart.batch_size=128"):
         warmstart.pairs_for(_corpus_task(tmp_path, "numeric"), [], ws, seed=0)
 
+
+
+def test_reasoning_gym_warmstart_examples_are_fresh_and_scored_correct():
+    cfg = {"train_size": 300, "eval_size": 100, "bucket_key": "num_terms",
+           "dataset_kwargs": {"min_terms": 3, "max_terms": 6, "min_digits": 1, "max_digits": 1,
+                              "operators": ("+", "-"), "allow_parentheses": False}}
+    task = tasks.make_task("gym:basic_arithmetic", cfg, seed=0)
+    pairs = task.examples(["num_terms=3", "num_terms=4"], 500, 0)
+    assert len(pairs) == 500
+    pool = {p.text for p in task.train} | {p.text for p in task.eval}
+    assert not pool & {q for q, _ in pairs}  # apart from the pool and the eval set
+    assert {q.count(" + ") + q.count(" - ") + 1 for q, _ in pairs} == {3, 4}
+    for q, a in pairs[:50]:  # the warm start's response for each is scored correct
+        prompt = tasks.base.Prompt(id="x", text=q, answer=a, bucket="", meta={
+            "entry": {"question": q, "answer": a, "metadata": {}}})
+        assert task.verify(prompt, task.format_response(a)) == tasks.REWARD_CORRECT
+    assert task.examples(["num_terms=3", "num_terms=4"], 500, 0) == pairs  # by seed
+    assert task.examples(["num_terms=3", "num_terms=4"], 500, 1) != pairs
+    assert tasks.make_task("arith", {}, seed=0).examples(["2op"], 10, 0)

@@ -269,3 +269,29 @@ def test_the_decay_starts_at_the_first_check_past_the_escape_level(tiny_policy, 
     warmstart.train(graphdef, params, tokenizer, _pairs(), steps=6, batch_size=16,
                     learning_rate=1e-3, warmup_steps=2, seed=0)
     assert {d for c, d in seen} == {2}
+
+
+def test_the_dose_rises_only_while_the_easy_target_is_met_and_the_frontier_is_not(
+        tiny_policy, tokenizer, monkeypatch):
+    _, graphdef, params = tiny_policy
+    doses = []
+    real = warmstart.make_batches
+    monkeypatch.setattr(warmstart, "make_batches", lambda *a, **kw: doses.append(
+        kw["dose"]) or real(*a, **kw))
+    hard = [(f"{a}+{b}+{c}=", str(a + b + c)) for a in range(5) for b in range(5)
+            for c in range(5)]
+    easy = iter([0.5, 0.9, 0.9, 0.7, 0.9, 0.9, 0.9, 0.9])
+    front = iter([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.02, 0.2])
+    res = warmstart.train(graphdef, params, tokenizer, _pairs(), steps=100, batch_size=20,
+                          learning_rate=1e-3, warmup_steps=2, seed=0, check=lambda p: next(easy),
+                          check_every=2, target_acc=0.8, frontier_check=lambda p: next(front),
+                          frontier_min=0.1, dose_pairs=hard, dose=0.1, dose_max=0.35)
+    # checks 2, 3, 5, 6, 7 pass the easy target with the frontier short: +0.1 each, capped
+    assert doses == pytest.approx([0.1, 0.2, 0.3, 0.35])
+    assert res.reached and res.steps == 16 and res.dose == pytest.approx(0.35)
+    doses.clear()  # a policy that reaches both at once: one stream at the starting dose
+    res = warmstart.train(graphdef, params, tokenizer, _pairs(), steps=100, batch_size=20,
+                          learning_rate=1e-3, warmup_steps=2, seed=0, check=lambda p: 0.9,
+                          check_every=2, target_acc=0.8, frontier_check=lambda p: 0.2,
+                          frontier_min=0.1, dose_pairs=hard, dose=0.1, dose_max=0.5)
+    assert doses == [0.1] and res.steps == 2 and res.dose == 0.1

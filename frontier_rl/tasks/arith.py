@@ -211,9 +211,11 @@ def make_arith_task(cfg: dict, seed: int) -> base.Task:
     # Mix buckets so any prefix of the pool covers all difficulties.
     order = base.rng(dseed, _SHUFFLE).permutation(len(train))
     train = [train[i] for i in order]
-    return base.Task(name="arith", train=train, eval=evals, buckets=buckets,
+    task = base.Task(name="arith", train=train, eval=evals, buckets=buckets,
                      verifier=functools.partial(verify, reverse_digits=reverse), stats=stats,
                      config=cfg, alphabet=ARITH_ALPHABET)
+    task.examples = functools.partial(warmstart_examples, task)
+    return task
 
 
 def warmstart_examples(task: base.Task, buckets: Sequence[str], n: int,

@@ -79,6 +79,11 @@ class Task:
     # The reward of a correct, a wrong and an invalid response (outcome 1 / 0 / -1): a corpus
     # task's named reward variant (tasks/corpus.py REWARDS), before any length shaping.
     reward_values: tuple[float, float, float] = (1.0, 0.0, -1.0)
+    # A procedural task's fresh supervised examples, (buckets, n, seed) -> n (prompt text,
+    # reference answer) pairs of those buckets drawn apart from the pool and the eval set: what
+    # the warm start teaches instead of the pool's own prompts (arith, reasoning-gym). None: a
+    # fixed corpus, whose warm start uses its training prompts.
+    examples: Callable[[Sequence[str], int, int], list[tuple[str, str]]] | None = None
 
     def verify(self, prompt: Prompt, response: str, finished: bool = True) -> int:
         """Returns 1 (correct), 0 (well-formed but wrong) or -1 (unfinished / unparsable)."""

@@ -136,7 +136,32 @@ def make_gym_task(cfg: dict, seed: int) -> base.Task:
             score = 0.0
         return base.REWARD_CORRECT if score >= 1.0 - 1e-9 else base.REWARD_WRONG
 
+    seen_texts = frozenset(seen)  # train and eval
+
+    def examples(wanted, n: int, seed: int) -> list[tuple[str, str]]:
+        # A third stream of the same generator, 2**29 above the train seed (eval is 2**30
+        # above), one 2**20-item range per warm-start seed: items in `wanted`, none of them a
+        # pool or eval question.
+        wanted, out, base_seed, offset = set(wanted), [], train_seed + 2**29, 0
+        base_seed += (seed % 256) * 2**20
+        while len(out) < n:
+            if offset >= 2**20:
+                raise ValueError(f"gym:{name}: fewer than {n} fresh warm-start items in "
+                                 f"{sorted(wanted)} among 2**20 draws")
+            size = min(2 * n, 2**20 - offset)
+            for entry in reasoning_gym.create_dataset(name, size=size, seed=base_seed + offset,
+                                                      **kwargs):
+                text = cfg["prompt_template"].format(question=entry["question"])
+                bucket = (name if cfg["bucket_key"] is None
+                          else f"{cfg['bucket_key']}={_metadata(entry, cfg['bucket_key'])}")
+                if (bucket in wanted and text not in seen_texts
+                        and str(entry.get("answer") or "") != ""):
+                    out.append((text, str(entry["answer"])))
+            offset += size
+        return out[:n]
+
     return base.Task(name=f"gym:{name}", train=prompts["train"], eval=prompts["eval"],
                      buckets=buckets, verifier=verifier, stats=stats, config=cfg,
                      response_template=cfg["response_template"],
-                     prompt_wrapper=cfg["prompt_template"].replace("{question}", "{prompt}"))
+                     prompt_wrapper=cfg["prompt_template"].replace("{question}", "{prompt}"),
+                     examples=examples)
