@@ -51,6 +51,7 @@ def get_config(arg: str | None = None):
     c.compare.rollout_reference = "ds"
     c.selector.ds.gen_batch_size = 384
     c.selector.ds.max_num_gen_batches = 0  # GRESO's loop has no cap
+    paper.sources(c, model)
     if "smoke" in flags:
         paper.smoke(c, "qwen2")
         c.compare.run = "grpo,hive"

@@ -32,6 +32,7 @@ def get_config(arg: str | None = None):
     model, data, flags = paper.parse_args(arg, "math_grpo.py", tuple(paper.MODELS))
     c = paper.base(model, data)
     c.selector.name = "uniform"
+    paper.sources(c, model)
     if "smoke" in flags:
         paper.smoke(c, "qwen3" if model.startswith("qwen3") else "qwen2")
     return config_lib.validate(c)

@@ -50,6 +50,7 @@ def get_config(arg: str | None = None):
         c.selector.name = "heapa"
         c.selector.heapa.filter_groups = True
         c.selector.heapa.max_rounds = 20
+    paper.sources(c, model)
     if "smoke" in flags:
         paper.smoke(c, "qwen3" if model.startswith("qwen3") else "qwen2")
     return config_lib.validate(c)

@@ -30,6 +30,7 @@ def get_config(arg: str | None = None):
     model, data, flags = paper.parse_args(arg, "math_hive.py", MODELS)
     c = paper.base(model, data)
     c.selector.name = "hive"
+    paper.sources(c, model)
     if "smoke" in flags:
         paper.smoke(c, "qwen2")
     return config_lib.validate(c)

@@ -18,6 +18,8 @@ Commands:
            (the per-benchmark table of eval.sets -> DIR/eval/<step_N|model>/eval.md, .json)
   data     prepare --src=FILE.parquet|.jsonl --name=NAME [--data_dir=DIR]   (a TFDS corpus)
   serve    --model=HF_DIR | --workdir=DIR [--port=P]   (the JAX sampler over SGLang's HTTP API)
+  protocol --config=configs/<paper config>.py[:arg]   (each protocol setting, its value and
+           source: paper, code (a released file), follows (GRESO for HIVE) or ours (a reason))
 
 Any config leaf can be overridden on the command line, e.g. `--config.rl.learning_rate=3e-4`.
 """
@@ -32,7 +34,8 @@ from absl import app, flags
 from absl import logging as absl_logging
 from ml_collections import config_flags
 
-COMMANDS = ("train", "compare", "sim", "bench", "fit", "export", "eval", "data", "serve")
+COMMANDS = ("train", "compare", "sim", "bench", "fit", "export", "eval", "data", "serve",
+            "protocol")
 
 FLAGS = flags.FLAGS
 config_flags.DEFINE_config_file("config", None, "Experiment config file (configs/<exp>.py[:arg]).",
@@ -139,6 +142,13 @@ def _main(argv: list[str]) -> int:
             from frontier_rl.rollout import serve
 
             serve.main(FLAGS.model, FLAGS.workdir, FLAGS.port, FLAGS.host)
+        elif command == "protocol":
+            from frontier_rl.experiment import protocol
+
+            if FLAGS.config is None or not FLAGS.config.get("protocol"):
+                raise train.RunError("--config must be a paper config (configs/math_*.py, "
+                                     "compare_math.py; not :smoke): only those carry sources")
+            print(protocol.table(FLAGS.config))
         elif command == "export":
             from frontier_rl import export
 

@@ -198,6 +198,14 @@ def heapa_teacher(c: ml_collections.ConfigDict, name: str = "heapa") -> None:
     # seeds (the policy's own chat template, Task.prompt_wrapper), and seeds unwrapped by it.
 
 
+def sources(c: ml_collections.ConfigDict, model: str) -> ml_collections.ConfigDict:
+    """`c.protocol`: where each protocol setting comes from (experiment/protocol.py), for the
+    protocol of `model`'s paper; `frontier-rl protocol --config=...` prints it."""
+    from frontier_rl.experiment import protocol
+
+    return protocol.attach(c, MODELS[model][2])
+
+
 def smoke(c: ml_collections.ConfigDict, family: str) -> ml_collections.ConfigDict:
     """The same code paths on CPU in seconds: a tiny random model of the paper's family with a
     locally built ChatML tokenizer, a generated verl parquet, the benchmarks' generated
@@ -205,6 +213,8 @@ def smoke(c: ml_collections.ConfigDict, family: str) -> ml_collections.ConfigDic
     when the fixtures were built; the run itself has no warm start, as the papers'."""
     from frontier_rl.data import fixtures
 
+    if "protocol" in c:  # a smoke run is not the protocol: its sources would not hold
+        del c["protocol"]
     f = fixtures.math_smoke(family)
     c.model.path = f["model"]  # the chat template follows
     c.model.preset = ""

@@ -1,0 +1,366 @@
+"""Where each protocol setting of the paper configs comes from (experiment/paper.py).
+
+A paper config carries `c.protocol`, a tree shaped like the config whose leaves read
+"<word>: <reference>" for the setting at the same path, one of four words:
+
+  paper    the paper's own text (section, table)
+  code     the paper's released code, with the path of the file that sets it
+  follows  a setup the paper says it follows, with that setup's file (HIVE follows GRESO)
+  ours     a choice of this project, with the reason
+
+`frontier-rl protocol --config=CONFIG` prints (setting, value, word, reference) per row;
+`check(c)` lists what is missing or malformed, and the tests run it on every paper config.
+Code references name files of the released repositories: HeaPA = horizon-rl/HeaPA (verl
+0.6.1), GRESO = Infini-AI-Lab/GRESO; HIVE released no code.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import ml_collections
+
+WORDS = ("paper", "code", "follows", "ours")
+_FILE = re.compile(r"[\w*{},.-]+/[\w*{},./-]+|\b[\w*-]+\.(?:py|sh|md|yaml)\b")
+
+# Settings that are not config fields: printed with their value in the reference.
+PSEUDO = ("hardware",)
+
+_G = "GRESO train-scripts/math_qwen_{1_5b,7b}_dm_greso.sh"
+_G_DS = "GRESO train-scripts/math_qwen_{1_5b,7b}_dm_dynamic_sampling.sh"
+_G_YAML = "GRESO verl/trainer/config/ppo_trainer.yaml"
+_H_SH = "HeaPA scripts/HeaPA_DAPO_PathAgg_MediumOnly_DAPOMath.sh"
+_H_TR = "HeaPA recipe/dapo/dapo_ray_trainer_HeaPA.py"
+_H_EVAL = "HeaPA eval_dataset_generation.py"
+
+# protocol -> setting -> "word: reference", the settings every config of the protocol has.
+SOURCES: dict[str, dict[str, str]] = {
+    "hive": {
+        "model.path": "paper: HIVE App. B.1 (Qwen2.5-Math-1.5B / 7B among its five models)",
+        "task.path": "paper: HIVE App. B.1 (DAPO+MATH)",
+        "task.prompt_template": "follows: GRESO examples/data_preprocess/dapo_math.py, "
+                                "lighteval_math.py, test_*.py ('Please solve the following math "
+                                "problem: ...')",
+        "task.chat_template": "follows: GRESO verl/utils/dataset/rl_dataset.py (the model's "
+                              "chat template, generation prompt added)",
+        "task.reward": "paper: HIVE App. B (1.0 correct / 0.1 extracted but wrong / 0.0); "
+                       "scorer GRESO verl/utils/reward_score/latex_math.py",
+        "task.eval_reward": "follows: GRESO verl/utils/reward_score/__init__.py (its "
+                            "benchmarks are scored by latex_math too)",
+        "task.eval_fraction": "ours: the papers evaluate on benchmarks only, so every corpus row "
+                              "trains",
+        "warmstart.enabled": "paper: HIVE App. B.1 (RL from the released checkpoints)",
+        "rl.loss": f"follows: {_G} (algorithm.adv_estimator=grpo)",
+        "rl.loss_agg": "follows: GRESO verl/trainer/ppo/core_algos.py (compute_policy_loss: "
+                       "masked mean over the mini-batch's tokens)",
+        "rl.batch_size": "paper: HIVE Table 4 (B_t = 256)",
+        "rl.group_size": "paper: HIVE App. B.1 (G = 8)",
+        "rl.minibatches": f"follows: {_G} (ppo_mini_batch_size=64 prompts, which verl "
+                          "multiplies by n = 8: HIVE's mini-batch 512; 2,048 / 512 = 4 updates)",
+        "rl.epochs": f"follows: {_G_YAML} (ppo_epochs: 1)",
+        "rl.learning_rate": "paper: HIVE App. B.1 (1e-6)",
+        "rl.b1": "paper: HIVE App. B.1 (AdamW betas (0.9, 0.999))",
+        "rl.b2": "paper: HIVE App. B.1 (AdamW betas (0.9, 0.999))",
+        "rl.weight_decay": "paper: HIVE App. B.1 (0.01)",
+        "rl.warmup_steps": f"follows: {_G_YAML} (warmup_style: constant, no warm-up steps)",
+        "rl.grad_clip": f"follows: {_G_YAML} (grad_clip: 1.0)",
+        "rl.kl_coef": "paper: HIVE App. B.1 (no KL term)",
+        "rl.eps_low": f"follows: {_G_YAML} (clip_ratio: 0.2, both sides)",
+        "rl.eps_high": f"follows: {_G_YAML} (clip_ratio: 0.2, both sides)",
+        "rl.clip_ratio_c": "follows: GRESO verl/trainer/ppo/core_algos.py (compute_policy_loss "
+                           "has no dual clip)",
+        "rl.entropy_coef": f"follows: {_G_YAML} (entropy_coeff: 0.001; "
+                           "verl/workers/actor/dp_actor.py subtracts it)",
+        "rl.overlong_buffer": "follows: GRESO verl/utils/reward_score/latex_math.py (the reward "
+                              "is the score alone: no overlong shaping)",
+        "rl.adv_std_norm": "paper: HIVE Eq. 2 (A_i = (r_i - mean r) / std r)",
+        "rl.num_steps": "paper: HIVE App. B.1 (1,000 steps)",
+        "rollout.temperature": "paper: HIVE App. B.1 (temperature 1.0)",
+        "rollout.top_p": f"follows: {_G_YAML} (rollout top_p: 1)",
+        "rollout.max_new_tokens": f"follows: {_G} (max_response_length=2560 of HIVE's "
+                                  "context 4,096)",
+        "fit.prompt_len": f"follows: {_G} (max_prompt_length=1536)",
+        "eval.every": "paper: HIVE App. B.1 (every 50 steps, best checkpoint reported)",
+        "eval.k": f"follows: {_G} (val_kwargs.n=4)",
+        "eval.temperature": f"follows: {_G} (val_kwargs.temperature=1)",
+        "eval.top_p": f"follows: {_G} (val_kwargs.top_p=0.7)",
+        "eval.greedy": f"follows: {_G} (val_kwargs.do_sample=True)",
+        "eval.max_new_tokens": f"follows: {_G} (validation at max_response_length=2560)",
+        "eval.sets": "paper: HIVE §4.1 (MATH500, AIME24, AMC, Minerva, Gaokao, OlympiadBench); "
+                     "AMC here is amc23, GRESO's test_amc.py uses AI-MO/aimo-validation-amc",
+        "hardware": "paper: 8 x A100 (HIVE App. B.1)",
+    },
+    "heapa": {
+        "model.path": "paper: HeaPA Table 2 (Qwen3 0.6B-8B); its released script trains "
+                      "Qwen3-4B-Instruct-2507",
+        "task.path": "paper: HeaPA §4 (DAPO-Math-17k); the released script trains the "
+                     "CJK-free de-duplicated 14k (HeaPA data/prepare_DAPO_training_dataset.py)",
+        "task.prompt_template": "code: HeaPA data/prepare_eval_benchmarks.py (PROMPT_TEMPLATE, "
+                                "DAPO-Math-17k's own message)",
+        "task.chat_template": "code: HeaPA verl/utils/dataset/rl_dataset.py (the model's chat "
+                              "template)",
+        "task.reward": "code: HeaPA verl/utils/reward_score/math_dapo.py (reward_manager=dapo: "
+                       "+1 / -1)",
+        "task.eval_reward": "code: HeaPA eval_avg_at_k_multi.py (string or sympy equality)",
+        "task.eval_fraction": "ours: the papers evaluate on benchmarks only, so every corpus row "
+                              "trains",
+        "warmstart.enabled": "paper: HeaPA §4 (RL from the released checkpoints)",
+        "rl.loss": "code: HeaPA README.md 'GRPO vs DAPO' (GRPO: seq-mean-token-mean, no "
+                   "group filter; DAPO: token-mean, group filter)",
+        "rl.batch_size": f"code: {_H_SH} (train_prompt_bsz=512)",
+        "rl.group_size": f"code: {_H_SH} (n_resp_per_prompt=16)",
+        "rl.minibatches": f"code: {_H_SH} (train_prompt_mini_bsz=64: 8 updates per step)",
+        "rl.epochs": "code: HeaPA verl/trainer/config/actor/actor.yaml (ppo_epochs: 1)",
+        "rl.learning_rate": f"code: {_H_SH} (optim.lr=1e-6)",
+        "rl.b1": "code: HeaPA verl/workers/config/optimizer.py (betas (0.9, 0.999))",
+        "rl.b2": "code: HeaPA verl/workers/config/optimizer.py (betas (0.9, 0.999))",
+        "rl.weight_decay": f"code: {_H_SH} (optim.weight_decay=0.1)",
+        "rl.warmup_steps": f"code: {_H_SH} (optim.lr_warmup_steps=0)",
+        "rl.grad_clip": f"code: {_H_SH} (grad_clip=1.0)",
+        "rl.kl_coef": f"code: {_H_SH} (use_kl_loss=True, kl_loss_coef=1e-6)",
+        "rl.eps_low": f"code: {_H_SH} (clip_ratio_low=0.2)",
+        "rl.eps_high": f"code: {_H_SH} (clip_ratio_high=0.28)",
+        "rl.clip_ratio_c": f"code: {_H_SH} (clip_ratio_c=10.0)",
+        "rl.entropy_coef": f"code: {_H_SH} (entropy_coeff=0)",
+        "rl.overlong_buffer": f"code: {_H_SH} and recipe/dapo/HEAP-DAPO_*.sh "
+                              "(overlong_buffer.len=4096 in both recipes)",
+        "rl.overlong_penalty": f"code: {_H_SH} (overlong_penalty_factor=1.0)",
+        "rl.adv_std_norm": f"code: {_H_SH} (adv_estimator=grpo)",
+        "rl.num_steps": f"code: {_H_SH} (total_training_steps=500)",
+        "rollout.temperature": f"code: {_H_SH} (temperature=1.0)",
+        "rollout.top_p": f"code: {_H_SH} (top_p=1.0)",
+        "rollout.max_new_tokens": f"code: {_H_SH} (max_response_length=20480)",
+        "fit.prompt_len": f"code: {_H_SH} (max_prompt_length=2048)",
+        "eval.every": f"code: {_H_SH} (test_freq=10)",
+        "eval.k": "code: HeaPA data/prepare_eval_benchmarks.py (N_REPEATS=16: Avg@16)",
+        "eval.temperature": f"code: {_H_EVAL} (temperature 0.7)",
+        "eval.top_p": f"code: {_H_EVAL} (top_p 0.7)",
+        "eval.greedy": f"code: {_H_EVAL} (sampled)",
+        "eval.max_new_tokens": f"code: {_H_EVAL} (responses <= 20,480)",
+        "eval.sets": "code: HeaPA data/prepare_eval_benchmarks.py (AIME24, AIME25, MATH500, "
+                     "MinervaMath, AMC23, GPQA, OlympiadBench)",
+        "hardware": "ours: 8 x H200 (HeaPA names none; its launchers exist for A100 and H200 "
+                    "machines); the size the configs are fitted to",
+    },
+}
+
+# Settings that exist only with a selector or recipe: (protocol or "*", setting) -> source.
+SELECTOR_SOURCES: dict[str, dict[str, str]] = {
+    "hive": {
+        "selector.name": "paper: HIVE §3 (the method)",
+        "selector.hive.lam": "paper: HIVE Table 4 (lambda = 1.0)",
+        "selector.hive.p_easy": "paper: HIVE Table 4 (p_easy^(0) = 0.5)",
+        "selector.hive.p_hard": "paper: HIVE Table 4 (p_hard^(0) = 0.5)",
+        "selector.hive.delta_p": "paper: HIVE Table 4 (delta p = 0.01)",
+        "selector.hive.alpha": "paper: HIVE Table 4 (alpha = 0.25)",
+        "selector.hive.k_keep": "paper: HIVE Table 4 (k_keep = 0.5)",
+        "selector.hive.k_off": "paper: HIVE Table 4 (k_off = 0.25)",
+        "selector.hive.cand_ratio": "paper: HIVE Table 4 (B_cand = 384 = 1.5 B_t)",
+        "selector.hive.b_raw": "paper: HIVE Table 4 (b_raw = 32)",
+    },
+    "ds": {
+        "selector.name": "paper: HIVE Table 1 and HeaPA Table 1 (DAPO's dynamic sampling as "
+                         "the baseline)",
+    },
+    "ds@hive": {
+        "selector.ds.gen_batch_size": f"follows: {_G_DS} (data.train_batch_size=384 for "
+                                      "real_train_batch_size=256)",
+        "selector.ds.max_num_gen_batches": "follows: GRESO verl/trainer/ppo/ray_trainer.py "
+                                           "(the dynamic-sampling loop has no cap)",
+    },
+    "ds@heapa": {
+        "selector.ds.gen_batch_size": f"code: {_H_SH} (gen_prompt_bsz=512)",
+        "selector.ds.max_num_gen_batches": f"code: {_H_SH} (max_num_gen_batches=20)",
+    },
+    "uniform": {
+        "selector.name": "paper: HeaPA Tables 1-2 ('original GRPO': verl's shuffled "
+                         "dataloader)",
+    },
+    "heapa": {
+        "selector.name": "paper: HeaPA §3 (the method)",
+        "selector.heapa.capacity": f"code: {_H_SH} and recipe/dapo/HEAP-DAPO_*.sh "
+                                   "(dynamic_data.max_pool_size=1000000)",
+        "selector.heapa.alpha": f"code: {_H_TR} (ThreadSafeQueryPool low_fraction=0.5, "
+                                "never overridden)",
+        "selector.heapa.recycle_archive_max": "ours: A_max = 8,192, 16 steps of B = 512 (the "
+                                              "paper names the trigger but no value; the code "
+                                              "has no such trigger)",
+        "selector.heapa.refresh": f"code: {_H_SH} (refresh_reward=path_aggregation)",
+        "selector.heapa.n_aug": f"code: {_H_SH} (augmentation.num_per_prompt=1)",
+        "selector.heapa.d_min": f"code: {_H_TR} (difficulty clamp [0.75, 1.33])",
+        "selector.heapa.d_max": f"code: {_H_TR} (difficulty clamp [0.75, 1.33])",
+        "selector.heapa.reward_scheme": "paper: HeaPA §3 (r = 1 / 0 / -1; the code's +-1 is "
+                                        "reward_scheme='pm1')",
+        "selector.heapa.aug_entry": "paper: HeaPA §3 (accepted pairs enter the cold queue)",
+        "selector.heapa.teacher_model": f"code: {_H_SH} (dynamic_data.teacher_model="
+                                        "gpt-5-nano)",
+        "selector.heapa.filter_groups": "code: HeaPA README.md 'GRPO vs DAPO' "
+                                        "(algorithm.filter_groups.enable: False for GRPO, True "
+                                        "for DAPO)",
+        "selector.heapa.max_rounds": f"code: {_H_SH} (max_num_gen_batches=20)",
+        "selector.heapa.teacher_url": "ours: a local OpenAI-compatible server, distinct from the "
+                                      "rollout server (HeaPA called OpenAI's API)",
+    },
+}
+
+COMPARE_SOURCES = {
+    "compare.methods": "ours: HIVE Table 1's GRPO, DS and HIVE, with HeaPA added, all at the "
+                       "protocol's loss (selection the only difference, as HIVE runs them)",
+    "compare.rollout_budget": "ours: every method read at HIVE's own #Rollout (HIVE Table 1: "
+                              "3.1M for 1.5B, 3.9M for 7B); HIVE ran each method 1,000 steps",
+    "compare.evals": "ours: 20 evaluations over the budget, about HIVE's every 50 steps",
+    "compare.metric": "paper: HIVE App. B.1 (six-benchmark average of the best checkpoint)",
+    "compare.target": "ours: DS's best, the baseline HIVE compares with",
+    "compare.rollout_reference": "ours: rollouts compared with DS's, HIVE's cost baseline",
+}
+
+
+def _paths(tree: Mapping, prefix: str = "") -> dict[str, str]:
+    out = {}
+    for k, v in tree.items():
+        path = f"{prefix}{k}"
+        if isinstance(v, Mapping) or hasattr(v, "items"):
+            out.update(_paths(v, path + "."))
+        else:
+            out[path] = v
+    return out
+
+
+def _set(tree: ml_collections.ConfigDict, path: str, value: str) -> None:
+    *parents, leaf = path.split(".")
+    for p in parents:
+        if p not in tree:
+            tree[p] = ml_collections.ConfigDict()
+        tree = tree[p]
+    tree[leaf] = value
+
+
+def _lookup(c, path: str):
+    node = c
+    for p in path.split("."):
+        if not hasattr(node, "keys") or p not in node:
+            raise KeyError(path)
+        node = node[p]
+    return node.to_dict() if hasattr(node, "to_dict") else node
+
+
+def selectors(c) -> list[str]:
+    """The selectors a config runs: its own, or each compared method's."""
+    names = [c.selector.name]
+    if "compare" in c:
+        names += [m.get("selector", {}).get("name", c.selector.name)
+                  for m in c.compare.methods.to_dict().values()]
+    return list(dict.fromkeys(names))
+
+
+def attach(c: ml_collections.ConfigDict, protocol: str) -> ml_collections.ConfigDict:
+    """Sets `c.protocol` for a config of `protocol` ("hive" / "heapa"), its selectors' settings
+    included; call it last, once every setting is in place."""
+    sources = dict(SOURCES[protocol])
+    for name in selectors(c):
+        own = {k: v for k, v in SELECTOR_SOURCES.get(name, {}).items()
+               if k != "selector.name" or "compare" not in c}
+        sources.update(own)
+        sources.update(SELECTOR_SOURCES.get(f"{name}@{protocol}", {}))
+    if c.rl.loss == "dapo":
+        sources["rl.loss"] = f"code: {_H_SH} (loss_agg_mode=token-mean, filter_groups acc)"
+        sources["rl.kl_coef"] = ("code: HeaPA recipe/dapo/HEAP-DAPO_14kdapo_*.sh (kl_loss_coef"
+                                 "=0.0 in the Qwen2.5-7B DAPO runs; the Qwen3 script's 1e-6 is "
+                                 "left out: rl.loss='dapo' has no KL)")
+    if c.get("compare"):
+        sources.update(COMPARE_SOURCES)
+    tree = ml_collections.ConfigDict()
+    for path, src in sorted(sources.items()):
+        _set(tree, path, src)
+    c.protocol = tree
+    return c
+
+
+def rows(c) -> list[tuple[str, str, str, str]]:
+    """(setting, value, word, reference) for every sourced setting of `c`."""
+    out = []
+    for path, src in sorted(_paths(c.get("protocol", {})).items()):
+        word, _, ref = str(src).partition(":")
+        if path in PSEUDO:
+            value = "-"
+        else:
+            try:
+                value = repr(_lookup(c, path))
+            except KeyError:
+                value = "(missing)"
+        out.append((path, value, word.strip(), ref.strip()))
+    return out
+
+
+def check(c, required: tuple[str, ...] = ()) -> list[str]:
+    """What is wrong with `c`'s sources: a required setting without one, a source that names
+    a setting the config lacks, an unknown word, a `code` / `follows` reference without a file,
+    an `ours` without a reason."""
+    problems = []
+    have = _paths(c.get("protocol", {}))
+    for path in required:
+        if path not in have:
+            problems.append(f"{path}: no source")
+    for path, value, word, ref in rows(c):
+        if value == "(missing)":
+            problems.append(f"{path}: sourced, but not a field of this config")
+        if word not in WORDS:
+            problems.append(f"{path}: source word {word!r} is not one of {list(WORDS)}")
+        elif word in ("code", "follows") and not _FILE.search(ref):
+            problems.append(f"{path}: {word} names no file ({ref!r})")
+        elif not ref:
+            problems.append(f"{path}: {word} gives no reference or reason")
+    return problems
+
+
+def table(c) -> str:
+    """The rows as an aligned text table."""
+    body = [("setting", "value", "source", "reference")] + rows(c)
+    w = [max(len(r[i]) for r in body[:]) if i < 2 else 8 for i in range(3)]
+    w[1] = min(w[1], 40)
+    lines = []
+    for s, v, word, ref in body:
+        v = v if len(v) <= w[1] else v[: w[1] - 3] + "..."
+        lines.append(f"{s:<{w[0]}}  {v:<{w[1]}}  {word:<{w[2]}}  {ref}")
+    return "\n".join(lines)
+
+
+# Sections whose every value that differs from config_lib.default_config() is a protocol
+# setting (the selector section: the selectors the config runs), less the fields below, which
+# only place the work (memory, devices, files, logging) and leave the update as it is.
+SECTIONS = ("model", "task", "warmstart", "rl", "rollout", "eval", "fit", "selector", "compare")
+ENGINEERING = (
+    "model.preset", "model.dtype", "model.param_dtype", "model.attention", "model.remat",
+    "model.scan_layers", "model.logits_chunk", "model.attention_chunk",
+    "rl.micro_batch_size", "rollout.rows_per_call", "rollout.entropy_batch",
+    "task.name", "task.format", "task.verifier", "task.require_boxed", "task.instruction",
+    "task.verify_workers", "task.verify_timeout_s", "task.data_seed",
+    "compare.run", "compare.seeds",
+    "selector.heapa.teacher", "selector.heapa.teacher_workers", "selector.heapa.aug_format",
+    "selector.heapa.augment",
+)
+
+
+def unsourced(c) -> list[str]:
+    """Protocol settings of `c` that differ from the defaults and carry no source (a source
+    on a parent covers its children: eval.sets, compare.methods)."""
+    from frontier_rl import config_lib
+
+    default = _paths(config_lib.default_config())
+    have = _paths(c.get("protocol", {}))
+    active = set(selectors(c))
+    out = []
+    for path, value in sorted(_paths(c).items()):
+        section = path.split(".")[0]
+        parts = path.split(".")
+        if section not in SECTIONS or path in ENGINEERING:
+            continue
+        if section == "selector" and len(parts) > 2 and parts[1] not in active:
+            continue
+        if path in default and default[path] == value:
+            continue
+        if any(path == h or path.startswith(h + ".") for h in have):
+            continue
+        out.append(path)
+    return out

@@ -1,0 +1,72 @@
+"""Every protocol setting of the paper configs carries its source (experiment/protocol.py), and
+`frontier-rl protocol` prints them."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+import pytest
+
+from frontier_rl.experiment import paper, protocol
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIGS = [(name, model) for name, models in (
+    ("math_grpo.py", paper.MODELS), ("math_dapo.py", paper.MODELS),
+    ("math_hive.py", ("qwen2.5-math-1.5b", "qwen2.5-math-7b")),
+    ("math_heapa.py", paper.MODELS),
+    ("compare_math.py", ("qwen2.5-math-1.5b", "qwen2.5-math-7b"))) for model in models]
+
+
+def _config(name, arg):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "configs", name))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.get_config(arg)
+
+
+@pytest.mark.parametrize("name,model", CONFIGS)
+def test_every_protocol_setting_has_a_source(name, model):
+    c = _config(name, model)
+    required = tuple(protocol.SOURCES[paper.MODELS[model][2]])
+    assert protocol.check(c, required) == []
+    assert protocol.unsourced(c) == []  # every setting that differs from the defaults
+    words = {word for _, _, word, _ in protocol.rows(c)}
+    assert words <= set(protocol.WORDS)
+    if name == "math_heapa.py":  # the DAPO recipe's settings are sourced too
+        c = _config(name, f"{model},dapo")
+        assert protocol.check(c, required) == [] and protocol.unsourced(c) == []
+
+
+def test_a_setting_without_a_source_fails():
+    c = _config("math_hive.py", "qwen2.5-math-7b")
+    del c.protocol.rl["learning_rate"]
+    assert protocol.unsourced(c) == ["rl.learning_rate"]
+    assert protocol.check(c, ("rl.learning_rate",)) == ["rl.learning_rate: no source"]
+    c = _config("math_hive.py", "qwen2.5-math-7b")
+    c.rl.tis_cap = 2.0  # a new protocol choice nobody sourced
+    assert protocol.unsourced(c) == ["rl.tis_cap"]
+    c.protocol.rl.tis_cap = "ours"  # a word without its reason
+    c.protocol.rl.learning_rate = "papers: HIVE"  # not a source word
+    c.protocol.rl.grad_clip = "code: GRESO's defaults"  # code without a file
+    assert protocol.check(c) == [
+        "rl.grad_clip: code names no file (\"GRESO's defaults\")",
+        "rl.learning_rate: source word 'papers' is not one of "
+        "['paper', 'code', 'follows', 'ours']",
+        "rl.tis_cap: ours gives no reference or reason"]
+
+
+def test_smoke_runs_carry_no_sources():
+    assert "protocol" not in _config("math_hive.py", "smoke")
+
+
+def test_protocol_command_prints_the_table():
+    out = subprocess.run(
+        [sys.executable, "-m", "frontier_rl", "protocol",
+         "--config=configs/math_hive.py:qwen2.5-math-7b"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].split() == ["setting", "value", "source", "reference"]
+    row = next(line for line in lines if line.startswith("rl.entropy_coef"))
+    assert row.split()[1:3] == ["0.001", "follows"] and "ppo_trainer.yaml" in row
