@@ -7,11 +7,11 @@ Adam lr 1e-4, 2 PPO epochs x 2 minibatches, 250 steps = 128,000 rollouts).
 
   frontier-rl train --config=configs/arith_grpo.py --workdir=runs/arith_grpo
 
-Hardware: 2 CPU cores. The RL part (250 steps) took about 6 minutes with the earlier warm
-start; with the frontier-dosed warm start (config_lib) the run has not been re-measured: on this
-pool, seed 0's first warm-start attempt ended at its 4,000-step cap with 76.6% held-out easy
-exact match (target 80%) and 16.0% on 4op, and the run went on to a second attempt, so the
-warm start can take several minutes more than the comparison pool's.
+Hardware: 2 CPU cores. The RL part (250 steps) took about 6 minutes with an earlier warm start.
+The warm start has since changed (config_lib: frontier dose raised while the frontier lags,
+rate decay from the end of the loss plateau, 8,000-step cap); on this pool it has not been
+benched seed by seed yet (`frontier-rl bench warmstart --config=configs/arith_grpo.py
+--seeds=0-9`), so the total time is not stated here.
 """
 
 from frontier_rl import config_lib

@@ -18,7 +18,7 @@ joined by + and -, no parentheses, e.g. "Calculate 9 - 2 + 6 + 6 + 4." -> 23, bu
 item's `num_terms` ("num_terms=3" .. "num_terms=6"). The policy is the embedded 2-layer d=64
 char-level model (125k parameters, vocab 32); the warm start teaches num_terms=3,4 in the
 format the gym verifier scores correct ("<answer>23</answer>", then EOS), with a 10% dose of
-num_terms=5 training items in every batch (warmstart.frontier_dose); RL's frontier bucket, and
+num_terms=5 items in every batch (warmstart.frontier_dose); RL's frontier bucket, and
 the pre-registered metric, is num_terms=5.
 
 Experiment settings, and why (no method's algorithm is changed):
@@ -34,8 +34,10 @@ Experiment settings, and why (no method's algorithm is changed):
   800 eval items (769 after removing those also in training, 194 of them in num_terms=5):
   the verdicts' bucket has 194 prompts here (a reasoning-gym eval set is drawn as a whole, not
   per bucket), so its intervals are wider than the arith comparison's 1,024.
-- The warm start's frontier dose uses num_terms=5 items of the training pool (minus the 256
-  held out for its check): those prompts have been seen with their answers before RL.
+- The warm start draws fresh items (its own seed range of the same generator, none of them a
+  pool or eval question) for num_terms=3,4 and for the num_terms=5 dose: taught on the pool's
+  1,637 num_terms=3,4 items it memorised them (training loss 0.05 at 20% held-out exact match)
+  instead of learning to add.
 - Warm start per seed until 80% greedy exact match on 256 held-out num_terms=3,4 items and at
   least 10% on held-out num_terms=5 items (config_lib's targets).
 - rollout.max_new_tokens=24: the longest response, "<answer>-40</answer>", is 20 characters.
