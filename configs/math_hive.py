@@ -1,7 +1,7 @@
 """HIVE (selector "hive": history-informed Stage 1 + prompt-entropy Stage 2, Table 4 values) on
 DAPO+MATH in HIVE's setting: Qwen2.5-Math-1.5B / 7B, B_t = 256 prompts x G = 8, AdamW lr 1e-6,
 no KL, temperature 1.0, responses <= 2,560 tokens (context 4,096), 1,000 steps, evaluated every
-50 steps on HIVE's six benchmarks (math500, aime24, amc23, minerva_math, gaokao2023en,
+50 steps on HIVE's six benchmarks (math500, aime24, aimo_amc, minerva_math, gaokao2023en,
 olympiadbench; 4 samples at T = 1.0, top-p 0.7). Settings and deviations:
 frontier_rl/experiment/paper.py.
 

@@ -88,6 +88,10 @@ def test_benchmark_converters_read_the_real_schemas(smoke):
     assert all(r["answer"] in "ABCD" and "(D)" in r["prompt"] for r in gpqa)
     olymp = [json.loads(x) for x in open(smoke["eval_sets"]["olympiadbench"])]
     assert not any("$" in r["answer"] for r in olymp)
+    # GRESO's (HIVE's) AMC: AI-MO/aimo-validation-amc, float answers written as integers
+    amc = [json.loads(x) for x in open(smoke["eval_sets"]["aimo_amc"])]
+    assert all(r["answer"].isdigit() for r in amc)
+    assert benchmarks.BENCHMARKS["aimo_amc"].rows == 83
 
 
 def test_dapo_instruction_is_stripped():

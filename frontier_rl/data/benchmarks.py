@@ -15,6 +15,7 @@ the expected one is converted with a warning (a different release or a partial d
 | aime24 | HuggingFaceH4/aime_2024 (train parquet) | 30 | problem, answer |
 | aime25 | math-ai/aime25 (test.jsonl) | 30 | problem, answer |
 | amc23 | math-ai/amc23 (test.jsonl) | 40 | question, answer |
+| aimo_amc | AI-MO/aimo-validation-amc (train parquet) | 83 | problem, answer |
 | math500 | HuggingFaceH4/MATH-500 (test.jsonl) | 500 | problem, answer |
 | minerva_math | math-ai/minervamath (test.jsonl) | 272 | question, answer |
 | olympiadbench | Hothan/OlympiadBench OE_TO_maths_en_COMP | 675 | question, final_answer[0] |
@@ -63,6 +64,10 @@ BENCHMARKS = {b.name: b for b in (
               ("problem", "Problem", "question"), ("answer", "Answer")),
     Benchmark("amc23", "math-ai/amc23", ("test.jsonl", "amc23.jsonl"), 40,
               ("question", "problem", "Problem"), ("answer", "Answer")),
+    # GRESO's AMC (examples/data_preprocess/test_amc.py), hence HIVE's: AMC 12 2022-2023.
+    Benchmark("aimo_amc", "AI-MO/aimo-validation-amc", ("train.parquet", "aimo_amc.jsonl",
+                                                        "test.jsonl"), 83,
+              ("problem", "question"), ("answer",)),
     Benchmark("math500", "HuggingFaceH4/MATH-500", ("test.jsonl", "math500.jsonl"), 500,
               ("problem", "question"), ("answer",)),
     Benchmark("minerva_math", "math-ai/minervamath", ("test.jsonl", "minerva_math.jsonl"), 272,
@@ -114,6 +119,8 @@ def _answer_text(value) -> str:
         value = value.tolist()
     if isinstance(value, list | tuple):  # OlympiadBench: a list of final answers
         value = value[0] if value else ""
+    if isinstance(value, float) and value.is_integer():  # AMC files store 142 as 142.0
+        value = int(value)
     text = str(value).strip()
     if len(text) > 1 and text.startswith("$") and text.endswith("$"):
         text = text.strip("$").strip()

@@ -29,7 +29,7 @@ import numpy as np
 from frontier_rl.data import benchmarks
 from frontier_rl.tasks import chat
 
-VERSION = "3"  # bump when the generated files change
+VERSION = "4"  # bump when the generated files change
 IM_START, IM_END, EOT = "<|im_start|>", "<|im_end|>", "<|endoftext|>"
 SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."
 # ChatML as the Qwen templates write it: the default system message when none is given, each
@@ -174,6 +174,10 @@ def _raw_benchmarks(src: str, seed: int, per_set: int = 3) -> None:
             jsonl(name, [{"problem": q, "solution": f"$\\boxed{{{a}}}$", "answer": a,
                           "subject": "Prealgebra", "level": 1, "unique_id": f"test/{i}.json"}
                          for i, (q, a) in enumerate(probs)])
+        elif name == "aimo_amc":
+            table = pa.Table.from_pylist([{"id": i, "problem": q, "answer": float(a),
+                                           "url": ""} for i, (q, a) in enumerate(probs)])
+            pq.write_table(table, os.path.join(src, name, "train.parquet"))
         elif name == "amc23":
             jsonl(name, [{"id": i, "question": q, "answer": float(a), "url": ""}
                          for i, (q, a) in enumerate(probs)])

@@ -29,7 +29,9 @@ from frontier_rl.tasks import base, corpus
 
 HEAPA_BENCHMARKS = ("aime24", "aime25", "amc23", "math500", "minerva_math", "olympiadbench",
                     "gpqa_diamond")
-HIVE_BENCHMARKS = ("math500", "aime24", "amc23", "minerva_math", "gaokao2023en", "olympiadbench")
+# HIVE's AMC is GRESO's (its examples/data_preprocess/test_amc.py): AI-MO/aimo-validation-amc.
+HIVE_BENCHMARKS = ("math500", "aime24", "aimo_amc", "minerva_math", "gaokao2023en",
+                   "olympiadbench")
 
 
 def _sets(sets) -> dict[str, str]:

@@ -75,7 +75,8 @@ MICRO_BATCH = {"qwen2.5-math-1.5b": 16, "qwen2.5-math-7b": 8, "qwen3-0.6b": 8,
 # Rows the embedded sampler generates at once (rollout.rows_per_call; 0 = a step's rows at
 # once): its KV cache is dense, so HeaPA's 8,192 rows of up to 22.5k tokens go in slices (on
 # GPUs, an SGLang server's paged cache is the faster path). Sized with `frontier-rl fit` for
-# 8 x A100-80GB (HIVE's protocol) and 8 x H200 (HeaPA's), the hardware each paper names.
+# 8 x A100-80GB (HIVE's protocol: HIVE App. B.1) and 8 x H200 (HeaPA's: ours, as neither its
+# paper nor its released scripts name hardware).
 ROWS_PER_CALL = {"qwen2.5-math-1.5b": 0, "qwen2.5-math-7b": 64, "qwen3-0.6b": 256,
                  "qwen3-1.7b": 256, "qwen3-4b": 64, "qwen3-8b": 64}
 

@@ -88,7 +88,8 @@ SOURCES: dict[str, dict[str, str]] = {
         "eval.greedy": f"follows: {_G} (val_kwargs.do_sample=True)",
         "eval.max_new_tokens": f"follows: {_G} (validation at max_response_length=2560)",
         "eval.sets": "paper: HIVE §4.1 (MATH500, AIME24, AMC, Minerva, Gaokao, OlympiadBench); "
-                     "AMC here is amc23, GRESO's test_amc.py uses AI-MO/aimo-validation-amc",
+                     "AMC is GRESO's (examples/data_preprocess/test_amc.py: "
+                     "AI-MO/aimo-validation-amc, 83 questions)",
         "hardware": "paper: 8 x A100 (HIVE App. B.1)",
     },
     "heapa": {
@@ -140,8 +141,8 @@ SOURCES: dict[str, dict[str, str]] = {
         "eval.max_new_tokens": f"code: {_H_EVAL} (responses <= 20,480)",
         "eval.sets": "code: HeaPA data/prepare_eval_benchmarks.py (AIME24, AIME25, MATH500, "
                      "MinervaMath, AMC23, GPQA, OlympiadBench)",
-        "hardware": "ours: 8 x H200 (HeaPA names none; its launchers exist for A100 and H200 "
-                    "machines); the size the configs are fitted to",
+        "hardware": "ours: 8 x H200, the machine the configs are fitted to (HeaPA's paper and "
+                    "released scripts name no hardware; its scripts run 8 GPUs per node)",
     },
 }
 
