@@ -78,6 +78,15 @@ def _metadata(entry: dict, key: str):
     return value
 
 
+def _bucket(entry: dict, name: str, key: str | None) -> tuple[str, object]:
+    """(bucket name, metadata value) of an item: "<key>=<value>", or the dataset's name without
+    a bucket key (value None)."""
+    if key is None:
+        return name, None
+    value = _metadata(entry, key)
+    return f"{key}={value}", value
+
+
 @base.register_task("gym", DEFAULTS, check=_check)
 def make_gym_task(cfg: dict, seed: int) -> base.Task:
     """Builds a reasoning-gym task; see DEFAULTS for the knobs."""
@@ -109,10 +118,8 @@ def make_gym_task(cfg: dict, seed: int) -> base.Task:
                 stats["train_duplicates" if split == "train" else "eval_dropped_overlap"] += 1
                 continue
             seen.add(text)
-            bucket = name
+            bucket, value = _bucket(entry, name, cfg["bucket_key"])
             if cfg["bucket_key"] is not None:
-                value = _metadata(entry, cfg["bucket_key"])
-                bucket = f"{cfg['bucket_key']}={value}"
                 bucket_values[bucket] = value
             pid = f"gym/{name}/{i:06d}" if split == "train" else f"gym/{name}/eval/{i:06d}"
             prompts[split].append(base.Prompt(id=pid, text=text, answer=str(entry["answer"]),
@@ -152,9 +159,7 @@ def make_gym_task(cfg: dict, seed: int) -> base.Task:
             for entry in reasoning_gym.create_dataset(name, size=size, seed=base_seed + offset,
                                                       **kwargs):
                 text = cfg["prompt_template"].format(question=entry["question"])
-                bucket = (name if cfg["bucket_key"] is None
-                          else f"{cfg['bucket_key']}={_metadata(entry, cfg['bucket_key'])}")
-                if (bucket in wanted and text not in seen_texts
+                if (_bucket(entry, name, cfg["bucket_key"])[0] in wanted and text not in seen_texts
                         and str(entry.get("answer") or "") != ""):
                     out.append((text, str(entry["answer"])))
             offset += size
