@@ -7,7 +7,7 @@ Commands:
   compare  --config=configs/compare_arith.py[:arg] --workdir=DIR   (matched-budget comparison)
   sim      --config=configs/sim_<exp>.py[:arg] [--workdir=DIR]       (the synthetic learner)
   bench    sampler | train_step | entropy | flops  [--bench_config=default] [--repeats=N] [--json]
-  bench    warmstart --config=configs/compare_arith.py [--seeds=0-9] [--json]
+  bench    warmstart --config=configs/compare_arith.py [--seeds=0-9] [--json] [--workdir=DIR]
   bench    selection --selector=NAME [--sizes=10000,100000,1000000] [--json]
   bench    engine --config=configs/arith_grpo.py --workdir=DIR [--repeats=N] [--json]
            (step time embedded vs through `frontier-rl serve`; identical metrics checked)
@@ -110,7 +110,8 @@ def _main(argv: list[str]) -> int:
                 if FLAGS.config is None:
                     raise train.RunError("bench warmstart needs --config (e.g. "
                                          "configs/compare_arith.py) and --seeds")
-                bench_warmstart.main(FLAGS.config, FLAGS.seeds, as_json=FLAGS.json)
+                bench_warmstart.main(FLAGS.config, FLAGS.seeds, as_json=FLAGS.json,
+                                     workdir=FLAGS.workdir)
             elif argv[2] == "selection":
                 from frontier_rl.bench import selection as bench_selection
 

@@ -4,6 +4,7 @@ fails loudly when the cap comes first."""
 import json
 import os
 
+import ml_collections
 import pytest
 
 from frontier_rl import config_lib, policy, train, warmstart
@@ -295,3 +296,48 @@ def test_the_dose_rises_only_while_the_easy_target_is_met_and_the_frontier_is_no
                           check_every=2, target_acc=0.8, frontier_check=lambda p: 0.2,
                           frontier_min=0.1, dose_pairs=hard, dose=0.1, dose_max=0.5)
     assert doses == [0.1] and res.steps == 2 and res.dose == 0.1
+
+
+def test_bench_with_a_workdir_caches_where_a_comparison_looks(tmp_path, monkeypatch):
+    from frontier_rl.bench import warmstart as bench_warmstart
+    from frontier_rl.experiment import compare
+
+    calls = []
+
+    def fake_exact_match(sampler, params, tokenizer, pairs):
+        calls.append(len(pairs))
+        return 0.9
+
+    monkeypatch.setattr(warmstart, "exact_match", fake_exact_match)
+    cfg = _smoke(**{"warmstart.target_acc": 0.8, "warmstart.steps": 40,
+                    "warmstart.check_every": 10, "warmstart.check_size": 16,
+                    "warmstart.frontier_min": 0.0})
+    first = bench_warmstart.main(cfg, "3", verbose=False, workdir=str(tmp_path))["seeds"][0]
+    assert first["steps"] == 10 and first["attempts"] == 1 and not first["cached"]
+    assert first["easy_acc"] == 0.9
+    cache = tmp_path / "warmstart" / "s3"
+    assert (cache / "model.safetensors").exists()
+    assert json.load(open(cache / policy.WARMSTART_RESULT))["seed"] == 3
+    n_calls = len(calls)
+    # a second bench reads the cache: same figures, no training, marked cached
+    again = bench_warmstart.main(cfg, "3", verbose=False, workdir=str(tmp_path))["seeds"][0]
+    assert len(calls) == n_calls and again["cached"]
+    assert {k: again[k] for k in ("steps", "easy_acc", "attempts", "seconds")} == {
+        k: first[k] for k in ("steps", "easy_acc", "attempts", "seconds")}
+    # ... and a comparison in the same directory starts seed 3 from it
+    spec = ml_collections.ConfigDict(cfg.to_dict())
+    spec.compare = _compare_section()
+    spec.compare.run, spec.compare.seeds = "uniform", "3"
+    [run] = compare.plan(spec, str(tmp_path))
+    assert run.config.warmstart.cache_dir == str(cache)
+
+
+def _compare_section():
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "configs", "compare_arith.py")
+    spec = importlib.util.spec_from_file_location("compare_arith", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.get_config("smoke").compare

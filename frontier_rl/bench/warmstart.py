@@ -1,20 +1,27 @@
 """`frontier-rl bench warmstart`: does the warm start reach its regime, seed by seed?
 
-  frontier-rl bench warmstart --config=configs/compare_arith.py --seeds=0-9 [--json]
+  frontier-rl bench warmstart --config=configs/compare_arith.py --seeds=0-9 [--json] [--workdir=DIR]
 
 For each seed, the config's policy is initialised and warm-started exactly as a run (or a
-comparison's run at that seed) would, without RL and without caching: one table row per seed
+comparison's run at that seed) would, without RL: one table row per seed
 with the steps, the held-out greedy exact match on the easy buckets and on the frontier bucket
 where it stopped, the attempts it took (1 = the first attempt reached the regime; a seed that
 reached it in none shows the last attempt's figures and `attempts` = 0) and its seconds. With
 `--json` the last line is `{"seeds": [{"seed", "steps", "easy_acc", "frontier_acc",
 "attempts", "seconds"}, ...]}`. A config with a `compare` section is read as its base config.
+
+Without `--workdir` nothing is cached. With `--workdir=DIR` each seed's warm start is cached
+where a comparison in DIR with one warm start per seed looks for it (DIR/warmstart/s<seed>), so
+`frontier-rl compare --workdir=DIR` afterwards starts from the benched policies, and a seed
+already cached there is reported from its cache (`cached` in the row) instead of being redone:
+an interrupted bench resumes where it stopped.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import sys
 import time
@@ -39,8 +46,10 @@ def parse_seeds(text: str) -> list[int]:
     return out
 
 
-def one_seed(config: ml_collections.ConfigDict, seed: int, say=None) -> dict:
-    """The warm start of `config` at `seed` (as compare sets it: run seed = warm-start seed)."""
+def one_seed(config: ml_collections.ConfigDict, seed: int, say=None,
+             workdir: str | None = None) -> dict:
+    """The warm start of `config` at `seed` (as compare sets it: run seed = warm-start seed);
+    with `workdir`, cached in (or read from) workdir/warmstart/s<seed>."""
     from frontier_rl.rl import sharding
 
     cfg = copy.deepcopy(config)
@@ -49,6 +58,9 @@ def one_seed(config: ml_collections.ConfigDict, seed: int, say=None) -> dict:
     task = tasks.make_task(cfg.task.name, {k: v for k, v in cfg.task.items() if k != "name"},
                            seed)
     mesh = sharding.make_mesh(cfg.mesh.data, cfg.mesh.fsdp, cfg.mesh.model)
+    say = say or (lambda *a, **k: None)
+    if workdir:
+        return _cached_seed(cfg, task, mesh, seed, workdir, say)
     if cfg.model.path:
         graphdef, params, mcfg = policy.load(cfg.model.path, cfg, mesh)
         from frontier_rl.models import hf
@@ -59,7 +71,6 @@ def one_seed(config: ml_collections.ConfigDict, seed: int, say=None) -> dict:
         mcfg = policy.random_config(cfg, tokenizer)
         graphdef, params = policy.random_params(mcfg, seed, mesh)
     t0 = time.perf_counter()
-    say = say or (lambda *a, **k: None)
     try:
         info = warmstart.run(cfg, task, graphdef, params, mcfg, tokenizer, seed, say=say)
         attempts = info["attempts"]
@@ -72,8 +83,26 @@ def one_seed(config: ml_collections.ConfigDict, seed: int, say=None) -> dict:
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
+def _cached_seed(cfg, task, mesh, seed: int, workdir: str, say) -> dict:
+    """one_seed through the run's own cache (policy.prepare): trained and cached, or read."""
+    cfg.warmstart.cache_dir = os.path.join(workdir, "warmstart", f"s{seed}")
+    cached = os.path.exists(os.path.join(cfg.warmstart.cache_dir, policy.WARMSTART_RESULT))
+    t0 = time.perf_counter()
+    try:
+        info = policy.prepare(cfg, task, workdir, mesh, say=say).warmstart
+    except RunError as e:
+        say(str(e))
+        return {"seed": seed, "steps": int(cfg.warmstart.steps), "easy_acc": float("nan"),
+                "frontier_acc": float("nan"), "attempts": 0,
+                "seconds": round(time.perf_counter() - t0, 1), "cached": False}
+    return {"seed": seed, "steps": int(info["steps"]), "easy_acc": float(info["check_acc"]),
+            "frontier_acc": float(info.get("frontier_acc", float("nan"))),
+            "attempts": int(info["attempts"]), "seconds": round(float(info["seconds"]), 1),
+            "cached": cached}
+
+
 def main(config: ml_collections.ConfigDict, seeds: str, as_json: bool = False,
-         verbose: bool = True) -> dict:
+         verbose: bool = True, workdir: str | None = None) -> dict:
     """Warm-starts `config` at each seed of `seeds`, printing a row per seed (and, with
     `verbose`, each held-out check as it happens, to stderr)."""
     if "compare" in config:
@@ -91,10 +120,11 @@ def main(config: ml_collections.ConfigDict, seeds: str, as_json: bool = False,
     for seed in parse_seeds(seeds):
         r = one_seed(config, seed, say=(lambda *a, s=seed, **k: print(
             f"  seed {s}: " + " ".join(map(str, a)).strip(), file=sys.stderr, flush=True))
-            if verbose else None)
+            if verbose else None, workdir=workdir)
         rows.append(r)
         print(f"| {r['seed']} | {r['steps']} | {r['easy_acc']:.3f} | {r['frontier_acc']:.3f} | "
-              f"{r['attempts'] or 'none reached'} | {r['seconds']:.1f} |", flush=True)
+              f"{r['attempts'] or 'none reached'} | {r['seconds']:.1f}"
+              + (" (cached)" if r.get("cached") else "") + " |", flush=True)
     first = sum(r["attempts"] == 1 for r in rows)
     print(f"{first}/{len(rows)} seeds reached the regime on their first attempt", flush=True)
     out = {"seeds": rows}
