@@ -5,8 +5,17 @@ reference-policy) passes and training, counted two ways side by side.
   at the padded shape it ran at, times its calls. This is the work the device did, padding
   included. XLA counts the body of a `while_loop` / `scan` once whatever its trip count, so the
   loops are never analysed whole: the sampler's prefill and single decode step, and the trainer's
-  single minibatch update, are compiled on their own (once per shape, for analysis only, never
-  run) and multiplied by the decode steps actually run and by epochs x minibatches.
+  single minibatch update, are compiled on their own (for analysis only, never run) and
+  multiplied by the decode steps actually run and by epochs x minibatches.
+
+  Cost programs are small and host-side: each is compiled on the CPU backend (never on the
+  accelerator, whose compiler would reject or autotune a full-size program), at 1 and at 2
+  rows of its padded length, and the cost at R rows is the line through the two,
+  c(1) + (R - 1) (c(2) - c(1)). Every count here is affine in the rows (the per-row work of
+  matmuls, attention and elementwise ops, plus a row-independent part: the optimizer, gradient
+  clipping), so the line is exact up to XLA's per-shape choices (tests/test_accounting.py checks
+  it against whole-batch compiles). No cost program is larger than two rows of a device's
+  share, at any model size; a new row bucket at a known length costs no compile.
 * **formula**: `analytic_flops` on the real tokens only (nanoGPT's `estimate_mfu`): 2N per
   forward token, 6N per trained token, causal attention counted at half.
 
@@ -26,6 +35,7 @@ import `compiled_flops` from here, and are handed to `Accountant` by the caller.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -94,22 +104,54 @@ def abstract(tree: Any) -> Any:
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree)
 
 
-def compiled_flops(fn: Callable, *args: Any) -> float:
-    """XLA's cost-analysis FLOPs of `fn` compiled for `args` (arrays or ShapeDtypeStructs);
-    NaN when the backend reports none.
+# Rows at which a cost program is compiled (see the module docstring): two points of a line.
+COST_ROWS = (1, 2)
 
-    The count is taken on the optimised HLO, before code generation, so the backend's own
-    optimisation level does not change it: lowering it to 0 halves the compile time on the CPU.
-    """
-    lowered = jax.jit(fn).lower(*args)
+
+def host_device() -> jax.Device:
+    """The CPU device cost programs are compiled for; an error names JAX_PLATFORMS if JAX was
+    started without its CPU backend."""
     try:
-        compiled = lowered.compile(compiler_options={"xla_backend_optimization_level": 0})
-    except Exception:  # a backend that rejects the option: compile as usual
-        compiled = lowered.compile()
+        return jax.devices("cpu")[0]
+    except RuntimeError as e:
+        raise RuntimeError(
+            "FLOPs accounting compiles its cost programs on JAX's CPU backend, which this "
+            "process lacks: add cpu to JAX_PLATFORMS (e.g. JAX_PLATFORMS=cuda,cpu)") from e
+
+
+def _lower(fn: Callable, args: tuple) -> jax.stages.Lowered:
+    """The one place a cost program is lowered (tests count lowerings here)."""
+    return jax.jit(fn).lower(*args)
+
+
+def compiled_flops(fn: Callable, *args: Any) -> float:
+    """XLA's cost-analysis FLOPs of `fn` compiled for `args` (arrays or ShapeDtypeStructs) on
+    the CPU backend; NaN when the backend reports none.
+
+    Every argument is placed on the host CPU device, whatever device or sharding it had, so the
+    program is compiled by the CPU compiler and never allocated on an accelerator. The count is
+    taken on the optimised HLO, before code generation, so the backend's optimisation level does
+    not change it: lowering it to 0 halves the compile time.
+    """
+    host = jax.sharding.SingleDeviceSharding(host_device())
+    placed = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=host), args)
+    with jax.default_device(host_device()):
+        lowered = _lower(fn, placed)
+        try:
+            compiled = lowered.compile(compiler_options={"xla_backend_optimization_level": 0})
+        except Exception:  # a backend that rejects the option: compile as usual
+            compiled = lowered.compile()
     cost = compiled.cost_analysis()
     if isinstance(cost, (list, tuple)):  # older jax: one dict per device program
         cost = cost[0] if cost else None
     return float(cost.get("flops", float("nan"))) if cost else float("nan")
+
+
+def _line(one: Any, two: Any, rows: int) -> Any:
+    """The cost at `rows` on the line through the costs at 1 and 2 rows (floats or tuples)."""
+    if isinstance(one, tuple):
+        return tuple(_line(a, b, rows) for a, b in zip(one, two, strict=True))
+    return one + (rows - 1) * (two - one)
 
 
 class Accountant:
@@ -117,7 +159,8 @@ class Accountant:
 
     Give it the device functions whose work it charges (`sampler`, `entropy`, `trainer`) and
     the policy parameters (only their shapes are kept). Each new padded shape costs one
-    compile for analysis; repeated shapes are looked up.
+    pair of small CPU compiles (1 and 2 rows) for analysis, once per padded length: other row
+    counts at that length are read off the line through the two.
     """
 
     def __init__(self, mcfg: ModelConfig, params: Any, *, sampler=None, entropy=None,
@@ -125,15 +168,21 @@ class Accountant:
         self.mcfg = mcfg
         self.sampler, self.entropy, self.trainer = sampler, entropy, trainer
         self._params = abstract(params)
-        self.costs: dict[tuple, Any] = {}  # XLA cost per (kind, *padded shape)
-        self.cost_compiles = 0
+        self.costs: dict[tuple, Any] = {}  # XLA cost per (kind, rows, *padded shape)
+        self._points: dict[tuple, tuple] = {}  # (kind, *shape without rows) -> costs at COST_ROWS
+        self.cost_compiles = 0  # cost programs compiled
         self.totals = {k: _zeros() for k in KINDS}
 
-    def _cost(self, key: tuple, compute: Callable[[], Any]) -> Any:
-        if key not in self.costs:
-            self.costs[key] = compute()
-            self.cost_compiles += 1
-        return self.costs[key]
+    def _cost(self, key: tuple, rows: int, compute: Callable[[int], Any]) -> Any:
+        """XLA's cost of `key` ((kind, *shape without rows)) at `rows`: `compute(r)` analyses
+        the program at r rows, called only at COST_ROWS."""
+        full = (key[0], rows, *key[1:])
+        if full not in self.costs:
+            if key not in self._points:
+                self._points[key] = tuple(compute(r) for r in COST_ROWS)
+                self.cost_compiles += len(COST_ROWS)
+            self.costs[full] = _line(*self._points[key], rows)
+        return self.costs[full]
 
     def _add(self, kind: str, *, tokens: int, padded_tokens: int, xla: float, formula: float,
              padded_formula: float) -> None:
@@ -162,8 +211,9 @@ class Accountant:
                       padded_tokens=int(res.prompt_lens.sum()) + int(res.lengths.sum()),
                       xla=formula, formula=formula, padded_formula=formula)
             return
-        key = ("generation", sh.rows, sh.prompt_len, sh.max_new, sh.greedy, sh.use_top_p)
-        prefill, step = self._cost(key, lambda: self.sampler.cost_analysis(self._params, sh))
+        key = ("generation", sh.prompt_len, sh.max_new, sh.greedy, sh.use_top_p)
+        prefill, step = self._cost(key, sh.rows, lambda r: self.sampler.cost_analysis(
+            self._params, dataclasses.replace(sh, rows=r)))
         slots = sh.rows * (sh.prompt_len + sh.steps)
         self._add("generation",
                   tokens=int(res.prompt_lens.sum()) + int(res.lengths.sum()),
@@ -174,8 +224,8 @@ class Accountant:
     def charge_entropy(self, prompt_lens: Sequence[int]) -> None:
         """One `PromptEntropy` call over prompts of these lengths."""
         rows, plen = self.entropy.padded_shape(prompt_lens)
-        xla = self._cost(("entropy", rows, plen),
-                         lambda: self.entropy.cost_analysis(self._params, rows, plen))
+        xla = self._cost(("entropy", plen), rows,
+                         lambda r: self.entropy.cost_analysis(self._params, r, plen))
         self._add("entropy", tokens=int(np.sum(prompt_lens)), padded_tokens=rows * plen, xla=xla,
                   formula=analytic_flops(self.mcfg, "entropy", prompt_lens),
                   padded_formula=dense_flops(self.mcfg, rows * plen, plen))
@@ -183,8 +233,8 @@ class Accountant:
     def charge_logps(self, batch: dict[str, np.ndarray]) -> None:
         """One `Trainer.logps` call on a packed batch (old-policy recompute or reference)."""
         rows, length = batch["tokens"].shape
-        xla = self._cost(("old_logprob", rows, length),
-                         lambda: self.trainer.logps_cost(self._params, rows, length))
+        xla = self._cost(("old_logprob", length), rows,
+                         lambda r: self.trainer.logps_cost(self._params, r, length))
         lens = _row_lengths(batch)
         self._add("old_logprob", tokens=int(lens.sum()), padded_tokens=rows * length, xla=xla,
                   formula=analytic_flops(self.mcfg, "old_logprob", lens),
@@ -194,8 +244,8 @@ class Accountant:
         """One `Trainer.step` on a packed batch: epochs x minibatches optimizer updates."""
         rows, length = batch["tokens"].shape
         epochs, mbs = self.trainer.epochs, self.trainer.minibatches
-        update = self._cost(("train", rows // mbs, length),
-                            lambda: self.trainer.update_cost(self._params, rows // mbs, length))
+        update = self._cost(("train", length), rows // mbs,
+                            lambda r: self.trainer.update_cost(self._params, r, length))
         lens = _row_lengths(batch)
         self._add("train", tokens=epochs * int(lens.sum()), padded_tokens=epochs * rows * length,
                   xla=epochs * mbs * update,
