@@ -7,9 +7,17 @@ CPU devices), all running this same program. The design choice that makes select
   functions take and return *global* arrays over the whole mesh; their outputs are gathered to
   every process (`to_host`, an all-gather), so each process holds the identical rollouts,
   rewards and entropies, and the host-side selector (pure Python + numpy, seeded) makes the
-  identical decision on each. Nothing is broadcast and no process is special, except that only
-  process 0 writes files (`is_primary`). The selector state in a checkpoint is therefore the
-  same whichever process wrote it.
+  identical decision on each. Only process 0 writes files (`is_primary`). The selector state
+  in a checkpoint is therefore the same whichever process wrote it.
+* **What depends on the wall clock is decided once, by process 0, and broadcast**
+  (`broadcast_object`): a response's reward (the verifier's timeout can fire on one host and
+  not another for a borderline response) and the teacher's finished verdicts (which verdicts
+  a drain returns depends on when it runs; only process 0 queries the teacher). Every other
+  decision follows from these by the same seeded code on every process.
+* **Agreement is checked every step**: the trainer hashes the packed batch (tokens, masks,
+  advantages, old log-probs) on every process and compares the digests (`check_agree`, one
+  all-gather of 8 bytes per process); processes that have diverged stop with an error naming
+  the step, instead of training on different batches or hanging in a collective.
 * **Host batches enter the mesh whole**: every process holds the same global numpy batch, so
   `to_global` builds the global array with `jax.make_array_from_callback`, each process
   copying out the rows its own devices hold. No data crosses hosts, and the array equals what
@@ -27,8 +35,10 @@ Preemption: `Preemption` turns SIGTERM (SLURM preemption, TPU maintenance events
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import pickle
 import signal
 import threading
 
@@ -213,6 +223,47 @@ def any_process(flag: bool) -> bool:
     from jax.experimental import multihost_utils
 
     return bool(np.any(multihost_utils.process_allgather(np.int32(bool(flag)))))
+
+
+def broadcast_object(obj):
+    """Process 0's `obj` (any picklable value) on every process; `obj` itself with one process.
+    A collective: every process calls it (the others' `obj` is ignored)."""
+    if jax.process_count() == 1:
+        return obj
+    from jax.experimental import multihost_utils
+
+    data = np.frombuffer(pickle.dumps(obj), np.uint8) if is_primary() else np.zeros(0, np.uint8)
+    size = int(multihost_utils.broadcast_one_to_all(np.int64(data.size)))
+    buf = data if is_primary() else np.zeros(size, np.uint8)
+    return pickle.loads(np.asarray(multihost_utils.broadcast_one_to_all(buf)).tobytes())
+
+
+def digest(tree) -> bytes:
+    """8 bytes that change with any leaf's values, shape or dtype (leaves in tree order)."""
+    h = hashlib.sha256()
+    for leaf in jax.tree.leaves(tree):
+        a = np.ascontiguousarray(np.asarray(leaf))
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.digest()[:8]
+
+
+def check_agree(what: str, tree, step: int | None = None) -> None:
+    """Stops the run (RunError, on every process) if the processes hold different `tree`s.
+    A collective: every process calls it; a no-op with one process."""
+    if jax.process_count() == 1:
+        return
+    from jax.experimental import multihost_utils
+
+    mine = np.frombuffer(digest(tree), np.uint8)
+    every = np.asarray(multihost_utils.process_allgather(mine)).reshape(jax.process_count(), -1)
+    differ = [i for i in range(len(every)) if not np.array_equal(every[i], every[0])]
+    if differ:
+        at = "" if step is None else f" at step {step}"
+        raise RunError(
+            f"processes disagree on {what}{at}: process(es) {differ} differ from process 0. "
+            "Every process must build the same batch; a decision made from the wall clock, "
+            "a file or an unseeded random source on one host only diverges them")
 
 
 class Preemption:

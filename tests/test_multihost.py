@@ -1,6 +1,7 @@
 """Multi-host: the process helpers, and a 2-process run equal to 1 process (the launch scripts
 are checked in tests/test_launch.py)."""
 
+import json
 import os
 import signal
 import subprocess
@@ -22,6 +23,48 @@ def test_one_process_helpers_are_identities():
     assert np.array_equal(distributed.to_host({"a": x})["a"], x)
     assert distributed.any_process(True) and not distributed.any_process(False)
     assert distributed.is_primary()
+
+
+def test_one_process_broadcast_and_agreement_are_identities():
+    obj = {"a": [1, 2]}
+    assert distributed.broadcast_object(obj) is obj
+    distributed.check_agree("anything", {"x": np.arange(3)}, step=1)  # nothing to disagree with
+
+
+def test_the_digest_sees_values_shapes_and_dtypes():
+    x = np.arange(6, dtype=np.int32)
+    d = distributed.digest({"a": x})
+    assert len(d) == 8 and d == distributed.digest({"a": x.copy()})
+    changed = x.copy()
+    changed[5] = 7
+    for other in (changed, x.reshape(2, 3), x.astype(np.int64)):
+        assert distributed.digest({"a": other}) != d
+
+
+@pytest.mark.slow
+def test_two_processes_decide_rewards_once_and_stop_when_batches_differ(tmp_path):
+    """Process 1's verifier scores one response the other way: both processes hold process 0's
+    outcomes (decided once, broadcast). Batches that differ in one advantage stop both
+    processes with the cross-process error, within the timeout (no hang)."""
+    port = 20000 + os.getpid() % 20000
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               XLA_FLAGS="--xla_force_host_platform_device_count=1",
+               FRONTIER_RL_COORDINATOR=f"localhost:{port}", FRONTIER_RL_NUM_PROCESSES="2")
+    script = os.path.join(ROOT, "tests", "agree_two_processes.py")
+    procs = [subprocess.Popen([sys.executable, script], cwd=ROOT,
+                              env=dict(env, FRONTIER_RL_PROCESS_ID=str(i)),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for i in (0, 1)]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [3, 3], outs
+    records = [json.loads(next(line for line in o.splitlines() if line.startswith("{")))
+               for o in outs]
+    # prompt i's response is the digit i and its answer i % 2: p0 and p1 right, p2 and p3
+    # wrong, as process 0 scores them; process 1's own verifier would have scored p2 right.
+    assert [r["outcomes"] for r in records] == [[[1, 1], [1, 1], [0, 0], [0, 0]]] * 2
+    assert [r["broadcast"] for r in records] == [{"from": 0, "items": [1, 2, 3]}] * 2
+    for o in outs:
+        assert "processes disagree on the packed batch at step 2: process(es) [1]" in o
 
 
 def test_sigterm_sets_the_flag_and_the_handler_is_restored():

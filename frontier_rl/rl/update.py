@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from frontier_rl import distributed
 from frontier_rl.errors import RunError
 from frontier_rl.rl import batch as batch_lib
 from frontier_rl.rl import losses
@@ -93,6 +94,7 @@ class Updater:
         if self.ref_params is not None:
             batch["ref_logp"] = trainer.logps(self.ref_params, batch["tokens"], batch["valid"])
             accountant.charge_logps(batch)
+        distributed.check_agree("the packed batch", batch, step)
         params, opt_state, metrics = trainer.step(
             params, opt_state, batch,
             seed=int(np.random.SeedSequence([self.seed, step, 99]).generate_state(1)[0]))

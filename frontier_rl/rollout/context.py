@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from frontier_rl import distributed
 from frontier_rl.rollout import engine as engine_lib
 from frontier_rl.rollout.sampler import Sampler, SampleResult
 from frontier_rl.selection.base import REWARD_CORRECT, REWARD_INVALID, REWARD_WRONG, Group
@@ -129,13 +130,18 @@ class PolicyContext:
         texts = decode_responses(self.tokenizer, res)
         rows = [self.prompts[indices[r // n]] for r in range(len(texts))]
         finished = [bool(f) for f in res.finished]
-        if self.verify_many is not None:
-            outcomes, timeouts = self.verify_many(rows, texts, finished)
+        # Rewards are decided once, by process 0, and broadcast: a verifier's timeout is wall
+        # clock, so two hosts could score a borderline response differently.
+        outcomes, timeouts = None, 0
+        if distributed.is_primary():
+            if self.verify_many is not None:
+                outcomes, timeouts = self.verify_many(rows, texts, finished)
+            else:
+                outcomes = [self.verify(p, t, f) for p, t, f
+                            in zip(rows, texts, finished, strict=True)]
             outcomes = np.asarray(outcomes, np.int8)
-            self.counters["verify_timeouts"] += int(timeouts)
-        else:
-            outcomes = np.array([self.verify(p, t, f) for p, t, f
-                                 in zip(rows, texts, finished, strict=True)], np.int8)
+        outcomes, timeouts = distributed.broadcast_object((outcomes, int(timeouts)))
+        self.counters["verify_timeouts"] += timeouts
         rewards = self.shape_rewards(outcomes.astype(np.float32), res.lengths)
         self.timers["generate"] += t1 - t0
         self.timers["verify"] += time.perf_counter() - t1

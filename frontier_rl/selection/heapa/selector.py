@@ -103,6 +103,7 @@ import time
 
 import numpy as np
 
+from frontier_rl import distributed
 from frontier_rl.selection.base import (
     REWARD_CORRECT,
     REWARD_WRONG,
@@ -426,7 +427,10 @@ class Heapa:
     # ------------------------------------------------------------------ teacher results
 
     def _drain(self) -> None:
-        for cand, verdict in self.teacher.drain(step=self.step):
+        # Which verdicts a drain returns depends on the wall clock: process 0 decides, for all.
+        drained = distributed.broadcast_object(
+            self.teacher.drain(step=self.step) if distributed.is_primary() else None)
+        for cand, verdict in drained:
             if not verdict.ok:
                 self._step[f"reject_{verdict.reason}"] += 1
                 continue
@@ -480,7 +484,9 @@ class Heapa:
                         continue
                     self.seen.add(key)
                     fresh.append(cand)
-                rejects["queue_full"] += self.teacher.submit(fresh)
+                # Only process 0 queries the teacher; its drains are broadcast (_drain).
+                rejects["queue_full"] += distributed.broadcast_object(
+                    self.teacher.submit(fresh) if distributed.is_primary() else 0)
                 self._step["aug_candidates"] += len(cands) + sum(
                     v for k, v in rejects.items() if k not in ("duplicate", "queue_full")
                     and not k.startswith("note_"))
