@@ -190,3 +190,16 @@ def test_seed_means_and_log_ratio_reject_bad_input():
         stats.log_ratio([-2.0, 1.0])
     with pytest.raises(ValueError, match="bound must be"):
         stats.verdict(stats.seed_interval([1.0, 2.0, 3.0]), bound="up")
+
+
+def test_two_seed_ratios_one_seed_sd_and_ratios_below_one():
+    # a log interval from two seeds is printed with its bounds (only one seed has none)
+    two = stats.log_ratio([2.0, 8.0])
+    half = 12.706205 * np.std(np.log([2.0, 8.0]), ddof=1) / np.sqrt(2)
+    assert two.fmt(1) == f"4.0x [{math.exp(math.log(4) - half):.1f}, " \
+                         f"{math.exp(math.log(4) + half):.1f}]"
+    # one seed: the sd is NaN (not missing), so arithmetic on it stays NaN
+    assert math.isnan(stats.seed_interval([1.5]).sd)
+    # ratios in (0, 1] are valid: a method slower than the reference
+    slower = stats.log_ratio([0.5, 0.5, 0.5])
+    assert slower.fmt(2) == "0.50x [0.50, 0.50]" and stats.verdict(slower) == "worse"
