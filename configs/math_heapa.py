@@ -8,10 +8,16 @@ code's), the archive threshold A_max = 8,192 (ours: no source gives one; docs/me
 
   frontier-rl train --config=configs/math_heapa.py:qwen3-4b --workdir=runs/heapa_qwen3_4b
   frontier-rl train --config=configs/math_heapa.py:qwen3-8b,dapo --workdir=runs/heapa_dapo_8b
+  frontier-rl train --config=configs/math_heapa.py:qwen2.5-7b-instruct --workdir=runs/t1_7b
   frontier-rl train --config=configs/math_heapa.py:smoke --workdir=/tmp/math_heapa_smoke
 
-Args (comma-separated): a model, qwen3-0.6b | qwen3-1.7b | qwen3-4b (default) | qwen3-8b, or
-qwen2.5-math-1.5b / 7b (HIVE's protocol, for the matched comparison); optionally a corpus;
+Args (comma-separated): a model, qwen3-0.6b | qwen3-1.7b | qwen3-4b (default) | qwen3-8b |
+qwen3-4b-instruct-2507 (the model HeaPA's released Qwen3 script trains; non-thinking, its chat
+template has no thinking switch and none is passed) | qwen2.5-7b-instruct (Table 1, with its
+released 7B recipe: lr 1.5e-6, 20 warm-up steps, PPO mini-batch 128, 1,000 steps; the two
+models' micro-batch and sampler slice sizes are not yet measured), or a model of HIVE's,
+qwen2.5-math-1.5b / 7b | deepseek-r1-distill-qwen-1.5b | qwen3-4b-base | llama3.2-3b-instruct
+(HIVE's protocol, for the matched comparison); optionally a corpus;
 `childagg` (ChildAgg instead of PathAgg), `heap_only` (no augmentation), `dapo` (HeaPA's DAPO
 recipe: token-mean, no KL, group filter; the overlong buffer is in both recipes; under HIVE's
 protocol, whose loss is token-mean already, the group filter alone); `smoke` (CPU, seconds;
@@ -31,8 +37,9 @@ and teacher service time ~13.1% of training time.
 from frontier_rl import config_lib
 from frontier_rl.experiment import paper
 
-MODELS = ("qwen3-4b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-8b", "qwen2.5-math-1.5b",
-          "qwen2.5-math-7b")
+MODELS = ("qwen3-4b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-8b", "qwen3-4b-instruct-2507",
+          "qwen2.5-7b-instruct", "qwen2.5-math-1.5b", "qwen2.5-math-7b",
+          "deepseek-r1-distill-qwen-1.5b", "qwen3-4b-base", "llama3.2-3b-instruct")
 FLAGS = ("childagg", "heap_only", "dapo")
 
 

@@ -4,7 +4,9 @@
   frontier-rl bench train_step --bench_config=qwen2.5-0.5b
 
 The argument names the architecture (models/presets.py: qwen2.5-0.5b, qwen2.5-math-1.5b,
-qwen2.5-math-7b, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, llama3.2-1b), with the real vocabulary
+qwen2.5-math-7b, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, llama3.2-1b,
+deepseek-r1-distill-qwen-1.5b, qwen3-4b-base, qwen3-4b-instruct-2507, llama3.2-3b-instruct,
+qwen2.5-7b-instruct), with the real vocabulary
 and the shape of a released checkpoint. The run shape is the papers' (HIVE and HeaPA both train
 with verl): 256 prompts x 8 responses per step, prompts up to 1,024 tokens, responses up to
 4,096, Adam at lr 1e-6, 4 PPO minibatches of 64 prompts per step.
@@ -30,6 +32,9 @@ MICRO_BATCH = {
     "qwen2.5-0.5b": 32, "qwen3-0.6b": 32, "llama3.2-1b": 32,
     "qwen2.5-math-1.5b": 16, "qwen3-1.7b": 16, "qwen3-4b": 16,
     "qwen2.5-math-7b": 16, "qwen3-8b": 16,
+    # not yet checked with `frontier-rl fit`: the values of the same size class
+    "deepseek-r1-distill-qwen-1.5b": 16, "qwen3-4b-base": 16, "qwen3-4b-instruct-2507": 16,
+    "llama3.2-3b-instruct": 16, "qwen2.5-7b-instruct": 16,
 }
 
 

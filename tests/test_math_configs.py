@@ -42,7 +42,12 @@ def _config(name, arg):
     ("math_grpo.py", "qwen3-8b,math"), ("math_hive.py", ""), ("math_hive.py", "qwen2.5-math-7b"),
     ("math_dapo.py", ""), ("math_dapo.py", "qwen3-4b"), ("math_heapa.py", ""),
     ("math_heapa.py", "qwen3-1.7b,dapo"), ("math_heapa.py", "qwen2.5-math-1.5b,childagg"),
-    ("compare_math.py", ""), ("compare_math.py", "qwen2.5-math-7b")])
+    ("compare_math.py", ""), ("compare_math.py", "qwen2.5-math-7b"),
+    ("math_hive.py", "deepseek-r1-distill-qwen-1.5b"), ("math_hive.py", "qwen3-4b-base,math"),
+    ("math_hive.py", "llama3.2-3b-instruct"), ("math_grpo.py", "llama3.2-3b-instruct"),
+    ("math_dapo.py", "deepseek-r1-distill-qwen-1.5b"),
+    ("math_heapa.py", "qwen3-4b-instruct-2507"), ("math_heapa.py", "qwen2.5-7b-instruct,dapo"),
+    ("math_grpo.py", "qwen2.5-7b-instruct"), ("math_dapo.py", "qwen3-4b-instruct-2507")])
 def test_full_size_configs_validate(name, arg):
     c = _config(name, arg)
     assert c.warmstart.enabled is False and c.model.preset and c.task.name == "corpus"
@@ -77,6 +82,53 @@ def test_loss_settings_follow_each_papers_code():
         assert (c.rl.overlong_buffer, c.rl.overlong_penalty) == (4096, 1.0)
         assert c.rl.loss == ("dapo" if "dapo" in arg else "grpo")
     assert _config("math_grpo.py", "qwen3-8b").rl.overlong_buffer == 4096
+
+
+def test_new_models_presets_and_recipes():
+    """Each new model arg runs its own preset at its checkpoint; Qwen2.5-7B-Instruct takes
+    HeaPA's released 7B recipe (lr 1.5e-6, 20 warm-up trainer steps = 80 updates of PPO
+    mini-batch 128, 1,000 steps), the other HeaPA model the Qwen3 script's."""
+    from frontier_rl.models import presets
+
+    for model, (preset, _, _) in paper.MODELS.items():
+        assert preset in presets.PRESETS and paper.MICRO_BATCH[model] > 0
+        assert model in paper.ROWS_PER_CALL
+    c = _config("math_heapa.py", "qwen2.5-7b-instruct")
+    assert c.model.path == "checkpoints/Qwen2.5-7B-Instruct"
+    assert (c.rl.learning_rate, c.rl.batch_size, c.rl.group_size) == (1.5e-6, 512, 16)
+    assert (c.rl.minibatches, c.rl.warmup_steps, c.rl.num_steps) == (4, 80, 1000)
+    c = _config("math_heapa.py", "qwen3-4b-instruct-2507")
+    assert (c.rl.learning_rate, c.rl.minibatches, c.rl.warmup_steps, c.rl.num_steps) == (
+        1e-6, 8, 0, 500)
+    assert paper.MODELS["qwen3-4b-base"][2] == "hive"
+    assert _config("math_heapa.py", "qwen2.5-7b-instruct,smoke").rl.warmup_steps == 0
+
+
+def test_nothing_switches_thinking_on(tmp_path):
+    """Qwen3-4B-Instruct-2507 is a non-thinking model: its config renders the prompt with the
+    template's defaults, so a template that would open a think block on request opens none."""
+    from frontier_rl.data import fixtures
+
+    c = _config("math_heapa.py", "qwen3-4b-instruct-2507")
+    assert not [k for k in c.task.keys() if "think" in k]
+    template = fixtures.QWEN3_CHAT_TEMPLATE.replace(
+        "{%- if enable_thinking is defined and enable_thinking is false %}",
+        "{%- if enable_thinking is defined and enable_thinking %}<think>\n")
+    tok_dir = str(tmp_path / "tok")
+    fixtures.build_tokenizer(["What is 2 plus 3?"], tok_dir, chat_template=template)
+    rows = [{"data_source": "math_dapo", "prompt": [{"role": "user", "content": "What is 2 "
+                                                     "plus 3?"}],
+             "reward_model": {"style": "rule", "ground_truth": "5"}}]
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pylist(rows), str(tmp_path / "train.parquet"))
+    c.task.path = str(tmp_path / "train.parquet")
+    c.task.chat_template = tok_dir
+    c.task.verify_workers = 0
+    task = make_task("corpus", {k: v for k, v in c.task.items() if k != "name"}, 0)
+    assert task.train[0].text.endswith("<|im_start|>assistant\n")
+    assert "<think>" not in task.train[0].text
 
 
 def test_unknown_args_are_refused():

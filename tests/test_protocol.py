@@ -13,7 +13,8 @@ from frontier_rl.experiment import paper, protocol
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = [(name, model) for name, models in (
     ("math_grpo.py", paper.MODELS), ("math_dapo.py", paper.MODELS),
-    ("math_hive.py", ("qwen2.5-math-1.5b", "qwen2.5-math-7b")),
+    ("math_hive.py", ("qwen2.5-math-1.5b", "qwen2.5-math-7b", "deepseek-r1-distill-qwen-1.5b",
+                      "qwen3-4b-base", "llama3.2-3b-instruct")),
     ("math_heapa.py", paper.MODELS),
     ("compare_math.py", ("qwen2.5-math-1.5b", "qwen2.5-math-7b"))) for model in models]
 
@@ -70,3 +71,16 @@ def test_protocol_command_prints_the_table():
     assert lines[0].split() == ["setting", "value", "source", "reference"]
     row = next(line for line in lines if line.startswith("rl.entropy_coef"))
     assert row.split()[1:3] == ["0.001", "follows"] and "ppo_trainer.yaml" in row
+
+
+def test_model_sources_replace_the_protocols():
+    """Each model's own source (paper.MODELS arg): HIVE's other models name App. B.1, the
+    Qwen2.5-7B-Instruct recipe cites HeaPA's released 7B script for every setting it changes."""
+    c = _config("math_hive.py", "llama3.2-3b-instruct")
+    assert "Llama-3.2-3B-Instruct" in c.protocol.model.path
+    c = _config("math_heapa.py", "qwen2.5-7b-instruct")
+    for path in ("rl.learning_rate", "rl.warmup_steps", "rl.minibatches", "rl.num_steps"):
+        section, leaf = path.split(".")
+        src = c.protocol[section][leaf]
+        assert src.startswith("code: ") and "HEAP-DAPO_14kdapo" in src, (path, src)
+    assert set(protocol.MODEL_SOURCES) <= set(paper.MODELS)

@@ -17,6 +17,13 @@ CARD_PARAMS = {
     "qwen2.5-0.5b": (0.49, None), "qwen2.5-math-1.5b": (1.54, None),
     "qwen2.5-math-7b": (7.62, None), "qwen3-0.6b": (0.6, 0.44), "qwen3-1.7b": (1.7, 1.4),
     "qwen3-4b": (4.0, 3.6), "qwen3-8b": (8.2, 6.95), "llama3.2-1b": (1.24, None),
+    # R1-Distill: 1.78B as its Hub page counts the safetensors (the 1.5B Qwen2.5-Math body plus
+    # an untied 151,936 x 1,536 head); Qwen3-4B-Base: its weight index's 8,045,591,552 bf16
+    # bytes (4.02B); Llama-3.2-3B card: 3.21B; Qwen2.5-7B-Instruct card: 7.61B, 6.53B without
+    # embeddings.
+    "deepseek-r1-distill-qwen-1.5b": (1.78, None), "qwen3-4b-base": (4.02, 3.6),
+    "qwen3-4b-instruct-2507": (4.0, 3.6), "llama3.2-3b-instruct": (3.21, None),
+    "qwen2.5-7b-instruct": (7.61, 6.53),
 }
 
 

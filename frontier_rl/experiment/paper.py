@@ -3,19 +3,23 @@ configs/compare_math.py (sources: docs/methods.md "Settings for the papers' math
 
 Two protocols:
 
-- HIVE (HIVE App. B.1 and Table 4, GRESO's scripts where HIVE is silent): Qwen2.5-Math-1.5B /
-  7B on DAPO+MATH, B_t = 256 prompts x G = 8, AdamW lr 1e-6, betas (0.9, 0.999), weight decay
-  0.01, no KL, temperature 1.0, mini-batch 512 responses (GRESO's 64 prompts x 8: 4 updates
-  per step), GRESO's loss (token-mean, clip 0.2 / 0.2, entropy 0.001), 1,000 steps,
-  context 4,096 = prompt <= 1,536 + response <= 2,560 (GRESO's split), evaluated every 50 steps
-  on six benchmarks (best checkpoint reported), n = 4 samples at T = 1.0, top-p 0.7 (GRESO's
-  validation; HIVE does not state it). 8 x A100.
+- HIVE (HIVE App. B.1 and Table 4, GRESO's scripts where HIVE is silent): Qwen2.5-Math-1.5B / 7B
+  (and App. B.1's DeepSeek-R1-Distill-Qwen-1.5B, Qwen3-4B-Base, Llama-3.2-3B-Instruct, with the
+  same settings, as HIVE states no others) on DAPO+MATH, B_t = 256 prompts x G = 8, AdamW lr
+  1e-6, betas (0.9, 0.999), weight decay 0.01, no KL, temperature 1.0, mini-batch 512 responses
+  (GRESO's 64 prompts x 8: 4 updates per step), GRESO's loss (token-mean, clip 0.2 / 0.2,
+  entropy 0.001), 1,000 steps, context 4,096 = prompt <= 1,536 + response <= 2,560 (GRESO's
+  split), evaluated every 50 steps on six benchmarks (best checkpoint reported), n = 4 samples
+  at T = 1.0, top-p 0.7 (GRESO's validation; HIVE does not state it). 8 x A100.
 - HeaPA (the released Qwen3 script, [H-sh]): Qwen3-0.6B..8B on DAPO-Math-17k, B = 512 x n = 16,
   PPO mini-batch 64 (8 updates per step), lr 1e-6, weight decay 0.1, KL loss 1e-6, clip
   0.2 / 0.28, overlong buffer 4,096 in both the GRPO and the DAPO recipe, prompt <= 2,048,
   response <= 20,480, 500 steps, temperature 1.0, evaluated every 10
   steps: Avg@16 at T = 0.7, top-p 0.7 on seven benchmarks, responses <= 20,480. Hardware is not
-  stated for these runs; the configs name 8 x H200.
+  stated for these runs; the configs name 8 x H200. Qwen3-4B-Instruct-2507 (the model that
+  script trains; non-thinking) takes the same settings; Qwen2.5-7B-Instruct (Table 1) its
+  released 7B script's: lr 1.5e-6 after 20 warm-up steps, PPO mini-batch 128 (4 updates per
+  step), 1,000 steps (QWEN25_7B_RECIPE).
 
 Reward and prompt, each protocol its paper's (task.reward, task.prompt_template):
 - HIVE: GRESO's `latex_math` scorer (the last \\boxed{}, math-verify), 1.0 correct / 0.1
@@ -50,10 +54,21 @@ from frontier_rl.tasks import chat
 MODELS = {
     "qwen2.5-math-1.5b": ("qwen2.5-math-1.5b", "Qwen2.5-Math-1.5B", "hive"),
     "qwen2.5-math-7b": ("qwen2.5-math-7b", "Qwen2.5-Math-7B", "hive"),
+    # HIVE App. B.1's other three models, under the same protocol.
+    "deepseek-r1-distill-qwen-1.5b": ("deepseek-r1-distill-qwen-1.5b",
+                                      "DeepSeek-R1-Distill-Qwen-1.5B", "hive"),
+    "qwen3-4b-base": ("qwen3-4b-base", "Qwen3-4B-Base", "hive"),
+    "llama3.2-3b-instruct": ("llama3.2-3b-instruct", "Llama-3.2-3B-Instruct", "hive"),
     "qwen3-0.6b": ("qwen3-0.6b", "Qwen3-0.6B", "heapa"),
     "qwen3-1.7b": ("qwen3-1.7b", "Qwen3-1.7B", "heapa"),
     "qwen3-4b": ("qwen3-4b", "Qwen3-4B", "heapa"),
     "qwen3-8b": ("qwen3-8b", "Qwen3-8B", "heapa"),
+    # HeaPA Table 1's policy (its released 7B recipe, QWEN25_7B_RECIPE) and the model its
+    # released Qwen3 script trains: a non-thinking checkpoint, whose chat template has no
+    # thinking switch (nothing here passes one: tasks/chat.py renders with the template's
+    # defaults).
+    "qwen2.5-7b-instruct": ("qwen2.5-7b-instruct", "Qwen2.5-7B-Instruct", "heapa"),
+    "qwen3-4b-instruct-2507": ("qwen3-4b-instruct-2507", "Qwen3-4B-Instruct-2507", "heapa"),
 }
 # arg -> training corpus (verl parquet, bare problems; see launch/prepare_benchmarks.py)
 DATASETS = {
@@ -71,14 +86,30 @@ CHECKPOINTS = "checkpoints"  # model.path = checkpoints/<Hugging Face name>
 
 # Rows per forward/backward (whole mesh of 8 devices): one or two responses per device.
 MICRO_BATCH = {"qwen2.5-math-1.5b": 16, "qwen2.5-math-7b": 8, "qwen3-0.6b": 8,
-               "qwen3-1.7b": 8, "qwen3-4b": 8, "qwen3-8b": 8}
+               "qwen3-1.7b": 8, "qwen3-4b": 8, "qwen3-8b": 8,
+               # not yet measured with `frontier-rl fit`: the values of the nearest size
+               "deepseek-r1-distill-qwen-1.5b": 16, "qwen3-4b-base": 8,
+               "llama3.2-3b-instruct": 8, "qwen2.5-7b-instruct": 8,
+               "qwen3-4b-instruct-2507": 8}
 # Rows the embedded sampler generates at once (rollout.rows_per_call; 0 = a step's rows at
 # once): its KV cache is dense, so HeaPA's 8,192 rows of up to 22.5k tokens go in slices (on
 # GPUs, an SGLang server's paged cache is the faster path). Sized with `frontier-rl fit` for
 # 8 x A100-80GB (HIVE's protocol: HIVE App. B.1) and 8 x H200 (HeaPA's: ours, as neither its
 # paper nor its released scripts name hardware).
 ROWS_PER_CALL = {"qwen2.5-math-1.5b": 0, "qwen2.5-math-7b": 64, "qwen3-0.6b": 256,
-                 "qwen3-1.7b": 256, "qwen3-4b": 64, "qwen3-8b": 64}
+                 "qwen3-1.7b": 256, "qwen3-4b": 64, "qwen3-8b": 64,
+                 # not yet measured: the next size's value or below (R1-Distill's untied head
+                 # adds 0.23B to the 1.5B that fits a whole step, so it goes in slices)
+                 "deepseek-r1-distill-qwen-1.5b": 256, "qwen3-4b-base": 64,
+                 "llama3.2-3b-instruct": 64, "qwen2.5-7b-instruct": 64,
+                 "qwen3-4b-instruct-2507": 64}
+# HeaPA Table 1's recipe for Qwen2.5-7B-Instruct, from its released script
+# (recipe/dapo/HEAP-DAPO_14kdapo_*.sh): lr 1.5e-6 after 20 warm-up steps, PPO mini-batch 128
+# prompts of 512 (4 updates per step), 1,000 steps; batch 512 x 16, weight decay 0.1 and the
+# lengths are the Qwen3 script's. verl steps the lr scheduler once per training step, the
+# optimizer here once per update, so the warm-up counts 20 x 4 updates.
+QWEN25_7B_RECIPE = dict(learning_rate=1.5e-6, warmup_trainer_steps=20, mini_batch_prompts=128,
+                        num_steps=1000)
 
 
 def parse_args(arg: str | None, file: str, models: tuple[str, ...], extra: tuple[str, ...] = ()
@@ -159,6 +190,12 @@ def base(model: str, dataset: str | None) -> ml_collections.ConfigDict:
         c.eval.max_new_tokens = 20480
         names = eval_suite.HEAPA_BENCHMARKS
         c.checkpoint.every = 10
+        if model == "qwen2.5-7b-instruct":
+            r = QWEN25_7B_RECIPE
+            c.rl.learning_rate = r["learning_rate"]
+            c.rl.minibatches = c.rl.batch_size // r["mini_batch_prompts"]
+            c.rl.warmup_steps = r["warmup_trainer_steps"] * c.rl.minibatches
+            c.rl.num_steps = r["num_steps"]
     c.eval.greedy = False
     c.eval.sets = ml_collections.ConfigDict({n: os.path.join(EVAL_DIR, f"{n}.jsonl")
                                              for n in names})
@@ -204,7 +241,7 @@ def sources(c: ml_collections.ConfigDict, model: str) -> ml_collections.ConfigDi
     protocol of `model`'s paper; `frontier-rl protocol --config=...` prints it."""
     from frontier_rl.experiment import protocol
 
-    return protocol.attach(c, MODELS[model][2])
+    return protocol.attach(c, MODELS[model][2], model)
 
 
 def smoke(c: ml_collections.ConfigDict, family: str) -> ml_collections.ConfigDict:
@@ -234,6 +271,7 @@ def smoke(c: ml_collections.ConfigDict, family: str) -> ml_collections.ConfigDic
     c.rl.minibatches, c.rl.micro_batch_size = 1, 0
     c.rl.num_steps = 2
     c.rl.learning_rate = 1e-4
+    c.rl.warmup_steps = 0  # a protocol's warm-up would hold a 2-step run near lr 0
     c.rollout.max_new_tokens = 12
     c.fit.prompt_len = 64
     c.mesh.data, c.mesh.fsdp, c.mesh.model = -1, 1, 1

@@ -33,6 +33,7 @@ _G_YAML = "GRESO verl/trainer/config/ppo_trainer.yaml"
 _H_SH = "HeaPA scripts/HeaPA_DAPO_PathAgg_MediumOnly_DAPOMath.sh"
 _H_TR = "HeaPA recipe/dapo/dapo_ray_trainer_HeaPA.py"
 _H_EVAL = "HeaPA eval_dataset_generation.py"
+_H_7B = "HeaPA recipe/dapo/HEAP-DAPO_14kdapo_wAug-wTeacher-wRewardRefresh-path-16rollout.sh"
 
 # protocol -> setting -> "word: reference", the settings every config of the protocol has.
 SOURCES: dict[str, dict[str, str]] = {
@@ -205,6 +206,35 @@ SELECTOR_SOURCES: dict[str, dict[str, str]] = {
     },
 }
 
+# Settings whose source depends on the model (paper.MODELS args): they replace the protocol's.
+_HIVE_MODEL = "paper: HIVE App. B.1 ({} among its five models)"
+MODEL_SOURCES: dict[str, dict[str, str]] = {
+    "deepseek-r1-distill-qwen-1.5b": {
+        "model.path": _HIVE_MODEL.format("DeepSeek-R1-Distill-Qwen-1.5B")},
+    "qwen3-4b-base": {"model.path": _HIVE_MODEL.format("Qwen3-4B-Base")},
+    "llama3.2-3b-instruct": {"model.path": _HIVE_MODEL.format("Llama-3.2-3B-Instruct")},
+    "qwen3-4b-instruct-2507": {
+        "model.path": f"code: {_H_SH} (MODEL_PATH=Qwen/Qwen3-4B-Instruct-2507, non-thinking: "
+                      "no enable_thinking is passed to its chat template)"},
+    "qwen2.5-7b-instruct": {
+        "model.path": f"paper: HeaPA Table 1 (Qwen2.5-7B-Instruct); {_H_7B} "
+                      "(MODEL_PATH=Qwen/Qwen2.5-7B-Instruct)",
+        "rl.batch_size": f"code: {_H_7B} (train_prompt_bsz=512)",
+        "rl.group_size": f"code: {_H_7B} (n_resp_per_prompt=16)",
+        "rl.minibatches": f"code: {_H_7B} (train_prompt_mini_bsz=128: 512 / 128 = 4 updates "
+                          "per step)",
+        "rl.learning_rate": f"code: {_H_7B} (optim.lr=1.5e-6)",
+        "rl.warmup_steps": f"code: {_H_7B} (optim.lr_warmup_steps=20 training steps; verl "
+                           "steps the lr scheduler once per step, HeaPA "
+                           "verl/workers/fsdp_workers.py update_actor, this optimizer once per "
+                           "update: 20 x 4 = 80)",
+        "rl.weight_decay": f"code: {_H_7B} (optim.weight_decay=0.1)",
+        "rl.num_steps": f"code: {_H_7B} (total_training_steps=1000)",
+        "rollout.max_new_tokens": f"code: {_H_7B} (max_response_length=20480)",
+        "fit.prompt_len": f"code: {_H_7B} (max_prompt_length=2048)",
+    },
+}
+
 COMPARE_SOURCES = {
     "compare.methods": "ours: HIVE Table 1's GRPO, DS and HIVE, with HeaPA added, all at the "
                        "protocol's loss (selection the only difference, as HIVE runs them)",
@@ -255,10 +285,13 @@ def selectors(c) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def attach(c: ml_collections.ConfigDict, protocol: str) -> ml_collections.ConfigDict:
+def attach(c: ml_collections.ConfigDict, protocol: str, model: str = ""
+           ) -> ml_collections.ConfigDict:
     """Sets `c.protocol` for a config of `protocol` ("hive" / "heapa"), its selectors' settings
-    included; call it last, once every setting is in place."""
+    included, and `model`'s own (MODEL_SOURCES, keyed by paper.MODELS arg); call it last, once
+    every setting is in place."""
     sources = dict(SOURCES[protocol])
+    sources.update(MODEL_SOURCES.get(model, {}))
     for name in selectors(c):
         own = {k: v for k, v in SELECTOR_SOURCES.get(name, {}).items()
                if k != "selector.name" or "compare" not in c}
