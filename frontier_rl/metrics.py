@@ -98,7 +98,12 @@ class MetricWriter:
         if self._tb is not None:
             self._tb.close()
         if self._wandb is not None:
+            import wandb
+
             self._wandb.finish()
+            # finish() returns before wandb's service process has written the run file (found
+            # with an offline run read back at once); teardown waits for it and stops it.
+            wandb.teardown()
             self._wandb = None
 
 
