@@ -20,6 +20,7 @@ def _config(arg):
     return mod.get_config(arg)
 
 
+@pytest.mark.slow  # CI runs it; the gym task and the comparison are covered by default elsewhere
 def test_smoke_comparison_runs_on_gym_buckets(tmp_path):
     from frontier_rl import train
 

@@ -212,6 +212,7 @@ def test_sigkill_then_resume_matches(tmp_path):
                          _comparable(metrics.read(str(ref_dir / "metrics.jsonl"))))
 
 
+@pytest.mark.slow  # CI runs it; a whole run for a reader rule
 def test_corpus_rows_without_answer_are_skipped_and_counted(tmp_path):
     import ml_collections
 
@@ -264,6 +265,7 @@ def test_prompts_over_the_cap_are_dropped_at_load_and_counted(tmp_path, monkeypa
         train.run(c, str(tmp_path / "run2"))
 
 
+@pytest.mark.slow  # CI runs it; configs/math_dapo.py's smoke run covers the DAPO path by default
 def test_dapo_config_trains(tmp_path, monkeypatch):
     """configs/arith_dapo.py: the DAPO loss with dynamic sampling, so every trained group has
     mixed outcomes and a step rolls out at least B x G responses."""
@@ -308,6 +310,7 @@ def test_dapo_config_trains(tmp_path, monkeypatch):
     assert penalised > 0
 
 
+@pytest.mark.slow  # CI runs it; the KL term is unit-tested in test_losses.py
 def test_grpo_with_kl_to_reference_trains(tmp_path):
     """The reference pass reads params that the update must not have donated."""
     c = smoke_config(**{"rl.kl_coef": 0.05, "rl.num_steps": 2})
