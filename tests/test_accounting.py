@@ -229,10 +229,24 @@ def test_accounting_does_not_import_the_rollout_package():
     assert own == {"frontier_rl.models.config"}, own
 
 
+def _one_of_each(tiny_policy, tokenizer, *, rows: int, entropy_rows: int, max_new: int):
+    """A sampler, a prompt-entropy pass and a one-update trainer over the tiny policy."""
+    from frontier_rl.entropy import PromptEntropy
+
+    cfg, graphdef, _ = tiny_policy
+    sampler = Sampler(graphdef, cfg, eos_id=tokenizer.eos_token_id,
+                      pad_id=tokenizer.pad_token_id, prompt_buckets=(16,), batch_buckets=(rows,),
+                      max_new_tokens=max_new)
+    entropy = PromptEntropy(graphdef, pad_id=tokenizer.pad_token_id, prompt_buckets=(16,),
+                            batch_buckets=(entropy_rows,))
+    tr = Trainer(graphdef, LOSSES["grpo"], make_optimizer(OptimConfig()),
+                 sharding.make_mesh(devices=jax.devices()[:1]), epochs=1, minibatches=1)
+    return sampler, entropy, tr
+
+
 def test_cost_programs_are_two_rows_on_the_cpu(tiny_policy, tokenizer, monkeypatch):
     """Every cost program is lowered for the CPU device with at most two rows of token ids,
     whatever rows the charged call ran at (a GPU/TPU compiler never sees a full-size one)."""
-    from frontier_rl.entropy import PromptEntropy
 
     lowered = []
     real_lower = accounting._lower
@@ -244,14 +258,9 @@ def test_cost_programs_are_two_rows_on_the_cpu(tiny_policy, tokenizer, monkeypat
         return real_lower(fn, args)
 
     monkeypatch.setattr(accounting, "_lower", spy)
-    cfg, graphdef, params = tiny_policy
-    sampler = Sampler(graphdef, cfg, eos_id=tokenizer.eos_token_id,
-                      pad_id=tokenizer.pad_token_id, prompt_buckets=(16,), batch_buckets=(64,),
-                      max_new_tokens=4)
-    entropy = PromptEntropy(graphdef, pad_id=tokenizer.pad_token_id, prompt_buckets=(16,),
-                            batch_buckets=(48,))
-    tr = Trainer(graphdef, LOSSES["grpo"], make_optimizer(OptimConfig()),
-                 sharding.make_mesh(devices=jax.devices()[:1]), epochs=1, minibatches=1)
+    cfg, _, params = tiny_policy
+    sampler, entropy, tr = _one_of_each(tiny_policy, tokenizer, rows=64, entropy_rows=48,
+                                        max_new=4)
     acc = Accountant(cfg, params, sampler=sampler, entropy=entropy, trainer=tr)
     acc.charge_generation(sampler.sample(params, PROMPTS * 20, 1, seed=0))
     acc.charge_entropy([5] * 40)
@@ -273,17 +282,10 @@ def test_the_line_through_two_rows_is_the_whole_batch_cost(tiny_policy, tokenize
     import dataclasses
 
     from frontier_rl.accounting import abstract
-    from frontier_rl.entropy import PromptEntropy
 
-    cfg, graphdef, params = tiny_policy
-    p = abstract(params)
-    sampler = Sampler(graphdef, cfg, eos_id=tokenizer.eos_token_id,
-                      pad_id=tokenizer.pad_token_id, prompt_buckets=(16,), batch_buckets=(64,),
-                      max_new_tokens=8)
-    entropy = PromptEntropy(graphdef, pad_id=tokenizer.pad_token_id, prompt_buckets=(16,),
-                            batch_buckets=(64,))
-    tr = Trainer(graphdef, LOSSES["grpo"], make_optimizer(OptimConfig()),
-                 sharding.make_mesh(devices=jax.devices()[:1]), epochs=1, minibatches=1)
+    p = abstract(tiny_policy[2])
+    sampler, entropy, tr = _one_of_each(tiny_policy, tokenizer, rows=64, entropy_rows=64,
+                                        max_new=8)
     sh = SampleShape(rows=1, prompt_len=16, max_new=8, steps=8, greedy=False, use_top_p=True)
     programs = {
         "generation": lambda r: sampler.cost_analysis(p, dataclasses.replace(sh, rows=r)),
