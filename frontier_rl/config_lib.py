@@ -245,12 +245,16 @@ def default_config() -> ml_collections.ConfigDict:
     c.export.every = 0
     c.export.dir = ""
 
-    # Shapes the fit check (`frontier-rl fit`) compiles for, beside the config's batch and
-    # response cap: the longest prompt in tokens, and the rows of one prompt-entropy pass
-    # (HIVE scores ~900 candidates, padded to 1,024).
+    # The fit check (`frontier-rl fit`) plays the selector for `sim_steps` steps on the
+    # synthetic learner (frontier_rl/sim) to find the rows each program is called with, and
+    # compiles the programs at the longest prompt (`prompt_len` tokens). `entropy_rows` > 0
+    # sizes the prompt-entropy pass at that many rows instead of the selector's largest call;
+    # `every_bucket` sizes every sampler row bucket the selector uses, not only the largest.
     c.fit = ml_collections.ConfigDict()
     c.fit.prompt_len = 32
-    c.fit.entropy_rows = 1024
+    c.fit.entropy_rows = 0
+    c.fit.sim_steps = 20
+    c.fit.every_bucket = False
 
     c.log = ml_collections.ConfigDict()
     c.log.tensorboard = True
@@ -585,7 +589,10 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "export.every", lambda x: isinstance(x, int) and x >= 0,
            "an integer >= 0 (0 disables)")
     _check(cfg, "fit.prompt_len", _pos_int, "an integer >= 1 (tokens)")
-    _check(cfg, "fit.entropy_rows", _pos_int, "an integer >= 1")
+    _check(cfg, "fit.entropy_rows", lambda x: isinstance(x, int) and not isinstance(x, bool)
+           and x >= 0, "an integer >= 0 (0 = the selector's largest call)")
+    _check(cfg, "fit.sim_steps", _pos_int, "an integer >= 1")
+    _check(cfg, "fit.every_bucket", lambda x: isinstance(x, bool), "True or False")
     _check(cfg, "log.profile_steps", lambda x: isinstance(x, str) and all(
         p.strip().isdigit() for p in x.split(",") if p.strip()),
         "comma-separated step numbers, e.g. '5,6' ('' disables)")

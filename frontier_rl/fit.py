@@ -1,30 +1,46 @@
-"""Will this config fit? `frontier-rl fit --config=... [--mesh=data=D,fsdp=F,model=M]
+"""Will this run fit? `frontier-rl fit --config=... [--mesh=data=D,fsdp=F,model=M]
 [--device=h200] [--json]`.
 
-Compiles the three device programs of a run ahead of time for the config's shapes on the mesh,
-without allocating them: the train step (epochs x minibatches x micro-batches, forward,
-backward and Adam, params and optimizer state donated), the sampler (prefill + the decode loop
-over `rollout.max_new_tokens` with its KV cache, for B x G rows of `fit.prompt_len` tokens) and
-the prompt-entropy pass (`fit.entropy_rows` prompts). Each figure is per device, from XLA's
-memory analysis of the partitioned program: arguments + outputs - donated aliases +
-temporaries. While the sampler and the entropy pass run, the optimizer state (and a KL
-reference policy) stays resident, so it is added to theirs.
+It sizes the run the selector will make, not just the config's batch. First it plays the
+configured selector for `fit.sim_steps` steps on the synthetic learner (frontier_rl/sim: the same
+selector code against a simulated policy, no model) and records every device call it makes:
+rollouts (prompts x n, split as the engine splits them by `rollout.rows_per_call`), prompt
+entropy passes, the policy's augmentation generations (HeaPA) and the packed train batches;
+evaluation's calls follow from `eval.*` (chunks of evaluation.CHUNK_ROWS rows, a full chunk
+assumed). HIVE's first round (1.5 x B prompts) and top-ups, DS's generation batches and HeaPA's
+children are what the learner makes them on its model of a policy early in training, so treat
+the maxima as typical rather than worst cases.
+
+Then it compiles, for those row counts padded as the run pads them (`Sampler.padded_rows`,
+`PromptEntropy.padded_shape`, rl/batch.py's buckets and the trainer's row multiple), every
+distinct program the run compiles, without allocating it: the sampler (prefill + decode loop
+with its KV cache) per (token cap, greedy, top-p) variant at its largest row bucket (every bucket
+with `fit.every_bucket`), the prompt-entropy pass, the old-log-prob pass (also the KL reference's,
+when the run recomputes or rl.kl_coef > 0), the train step (epochs x minibatches x micro-batches,
+params and optimizer state donated) and, with an external engine, the weight-sync probe (the
+log-prob pass on one prompt; the external engine's own memory is its server's business and the
+sampler is then not compiled). Each figure is per device, from XLA's memory analysis of the
+partitioned program (arguments + outputs - donated aliases + temporaries), plus what stays
+resident meanwhile: Adam's two moments beside every program but the train step, and the KL
+reference policy's parameters beside every program when rl.kl_coef > 0.
 
 The mesh is built from fake CPU devices (`--xla_force_host_platform_device_count`, set by the
-CLI before JAX starts), so the check runs on any machine. XLA's CPU compiler is not the GPU's
-or TPU's: fusion and layout differ, so treat the figures as estimates (not yet compared with
-a device's own memory profile; launch/gpu_check.sh does that on a GPU). A program fits when it
-needs at most the share of the device's memory JAX will have: on a GPU, the fraction it
-preallocates (`mem_fraction`: XLA_PYTHON_CLIENT_MEM_FRACTION, which launch/env.sh sets for every
-launch script, else JAX's default of 75%); on a TPU, which has no such fraction, `TPU_USABLE`.
+CLI before JAX starts), so the check runs on any machine and nothing is run. XLA's CPU compiler
+is not the GPU's or TPU's: fusion and layout differ, so treat the figures as estimates (not yet
+compared with a device's own memory profile; launch/gpu_check.sh does that on a GPU). A program
+fits when it needs at most the share of the device's memory JAX will have: on a GPU, the
+fraction it preallocates (`mem_fraction`: XLA_PYTHON_CLIENT_MEM_FRACTION, which launch/env.sh
+sets for every launch script, else JAX's default of 75%); on a TPU, which has no such fraction,
+`TPU_USABLE`. A program that does not fit is named with its shape and the fields to change.
 """
-
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import math
 import os
+import types
 
 import jax
 import jax.numpy as jnp
@@ -129,13 +145,108 @@ def _tree_bytes_per_device(tree, shardings) -> int:
     return total
 
 
+def _engine_calls(prompts: int, n: int, rows_per_call: int) -> list[int]:
+    """Rows of each sampler call a generate call of `prompts` x `n` makes (JaxEngine's split:
+    whole prompts, at most `rows_per_call` rows, at least one prompt)."""
+    per = max(1, rows_per_call // n) if rows_per_call else prompts
+    calls = [per * n] * (prompts // per)
+    if prompts % per:
+        calls.append(prompts % per * n)
+    return calls
+
+
+def simulate(config: ml_collections.ConfigDict, steps: int | None = None) -> dict:
+    """Plays `config`'s selector for `steps` (default fit.sim_steps) steps on the synthetic
+    learner and returns the device calls it made ({"calls": [(kind, prompts, n)], ...}: see
+    SimContext.calls). Augmenting selectors use the programmatic arith teacher inline, as every
+    sim run does (sim/run.py `base_config`): the children's count, not their text, matters."""
+    from frontier_rl import config_lib
+    from frontier_rl.sim import run as sim_run
+
+    steps = steps or config.fit.sim_steps
+    c = copy.deepcopy(config)
+    with c.unlocked():
+        c.sim = sim_run.default_sim_config()
+        c.sim.steps = c.sim.eval_every = steps
+        if "reverse_digits" not in c.task:
+            c.task.reverse_digits = True
+    config_lib.augment_on_arith(c, max_digits=3, max_operands=len(c.sim.band_names) + 1)
+    calls: list = []
+    res = sim_run.run_sim(c, calls=calls)
+    return {"selector": res["selector"], "steps_run": res["steps_run"],
+            "stopped": res["stopped"], "calls": calls}
+
+
+@dataclasses.dataclass
+class _Plan:
+    """One program to size: `lower()` gives its Lowered; `resident` bytes are added."""
+
+    program: str  # what the run calls it
+    kind: str  # "sampler", "entropy", "logps", "train_step", "probe"
+    rows: int  # padded rows it compiles for
+    tokens: str  # its token shape, e.g. "1024+2560"
+    asked: int  # the most rows a call asks for (before padding)
+    lower: object
+    resident: int
+    hint: str
+
+
+def _aug_cap(config, sim_cap: int) -> int:
+    """The token cap of the run's augmentation generations (the sim's augmenter writes arith
+    continuations, whatever the run's format): `aug_max_new_tokens`, else the format's default
+    (augment.py), the format "auto" being arith exactly on the arith task."""
+    from frontier_rl.selection.heapa import augment
+
+    s = config.selector.get(config.selector.name)
+    if s is None or "aug_format" not in s:
+        return sim_cap
+    if s.get("aug_max_new_tokens", 0):
+        return int(s.aug_max_new_tokens)
+    fmt = s.aug_format if s.aug_format != "auto" else (
+        "arith" if config.task.name == "arith" else "template")
+    return augment.ARITH_MAX_NEW_TOKENS if fmt == "arith" else augment.TEMPLATE_MAX_NEW_TOKENS
+
+
+def _sampler_variants(config, sim: dict) -> dict:
+    """{(token cap, greedy, top-p): {"purposes": [...], "rows": [rows asked per call]}} of
+    every sampler call of the run: rollouts, augmentation generations and evaluation."""
+    ro, ev = config.rollout, config.eval
+    rpc = ro.rows_per_call
+    out: dict = {}
+
+    def add(purpose, key, rows):
+        v = out.setdefault(key, {"purposes": [], "rows": []})
+        if purpose not in v["purposes"]:
+            v["purposes"].append(purpose)
+        v["rows"].extend(rows)
+
+    for kind, prompts, n in sim["calls"]:
+        if kind == "rollout":
+            add("rollout", (ro.max_new_tokens, False, ro.top_p < 1.0),
+                _engine_calls(prompts, n, rpc))
+        elif kind == "generate":
+            add("augmentation", (_aug_cap(config, n), False, False),
+                _engine_calls(prompts, 1, rpc))
+    from frontier_rl.evaluation import CHUNK_ROWS
+
+    cap = ev.max_new_tokens or ro.max_new_tokens
+    add("eval", (cap, False, ev.top_p < 1.0),
+        _engine_calls(max(1, CHUNK_ROWS // ev.k), ev.k, rpc))
+    if ev.greedy:
+        add("eval greedy", (cap, True, False), _engine_calls(CHUNK_ROWS, 1, rpc))
+    return out
+
+
 def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: str,
-          say=print) -> dict:
-    """Compiles the three programs for `config` on `mesh_spec` and sizes them against
-    `device` (a key of perf.DEVICE_BYTES). Returns the report dict."""
+          say=print, sim: dict | None = None, kinds=None) -> dict:
+    """Sizes every program a run of `config` compiles on `mesh_spec` against `device` (a key of
+    perf.DEVICE_BYTES), at the row counts the selector asks for on the synthetic learner
+    (`sim`: a `simulate` result, else one is run). `kinds`: size only the programs of these
+    kinds ("sampler", "entropy", "logps", "train_step", "probe"; None = all). Returns the report
+    dict."""
     from frontier_rl.entropy import PromptEntropy
-    from frontier_rl.rl import losses, sharding
-    from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
+    from frontier_rl.rl import sharding, update
+    from frontier_rl.rollout.engine import recompute_old_logp
     from frontier_rl.rollout.sampler import PROMPT_BUCKETS, ROW_BUCKETS, Sampler, bucket
 
     if device not in perf.DEVICE_BYTES:
@@ -152,80 +263,137 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     say(f"fit: {config.model.preset or config.model.path or 'model'}: "
         f"{mcfg.num_params() / 1e9:.2f}B parameters ({mcfg.param_dtype} master, {mcfg.dtype} "
         f"compute, remat {mcfg.remat}), mesh {dict(mesh.shape)}, device {device}")
-
-    # The train step: B x G rows of prompt + response, padded as the run pads them.
-    rows = bucket(config.rl.batch_size * config.rl.group_size, ROW_BUCKETS)
-    multiple = config.rl.minibatches * sharding.row_multiple(mesh)
-    rows = -(-rows // multiple) * multiple
+    if sim is None:
+        say(f"  playing {config.selector.name} for {config.fit.sim_steps} steps on the synthetic "
+            "learner ...", flush=True)
+        sim = simulate(config)
+    ro, rl = config.rollout, config.rl
+    external = ro.engine != "jax"
     plen = bucket(config.fit.prompt_len, PROMPT_BUCKETS)
-    length = plen + config.rollout.max_new_tokens
-    loss_cfg = losses.LossConfig(aggregation=losses.LOSSES[config.rl.loss].aggregation,
-                                 kl_coef=config.rl.kl_coef)
-    tx = make_optimizer(OptimConfig(learning_rate=config.rl.learning_rate,
-                                    warmup_steps=config.rl.warmup_steps))
-    trainer = Trainer(graphdef, loss_cfg, tx, mesh, epochs=config.rl.epochs,
-                      minibatches=config.rl.minibatches,
-                      micro_batch_size=config.rl.micro_batch_size,
-                      logits_chunk=config.model.logits_chunk)
-    report = {"model": config.model.preset or config.model.path or "config shape",
-              "params": mcfg.num_params(), "mesh": dict(mesh.shape), "device": device,
-              "device_bytes": perf.DEVICE_BYTES[device]}
-    say(f"  train step: {rows} rows x {length} tokens, {config.rl.minibatches} minibatch(es), "
-        f"micro-batch {config.rl.micro_batch_size or rows // config.rl.minibatches} rows ...",
-        flush=True)
-    train_mem = _bytes(trainer.lower_step(params, rows, length).compile())
-    # Adam's two moments are sharded like the parameters (its step counts are negligible).
+    length = plen + ro.max_new_tokens
+
+    # What stays on the device beside each program: Adam's two moments (sharded like the
+    # parameters; the step counts are negligible) and the KL reference policy.
     param_sh = sharding.param_shardings(params, mesh)
-    resident = 2 * _tree_bytes_per_device(params, param_sh)
-    if config.rl.kl_coef > 0:
-        resident += _tree_bytes_per_device(params, param_sh)
+    param_bytes = _tree_bytes_per_device(params, param_sh)
+    ref = param_bytes if rl.kl_coef > 0 else 0
+    opt = 2 * param_bytes
+    plans: list[_Plan] = []
+    not_sized: list[tuple[str, str]] = []
+    rpc = ro.rows_per_call or "all"
 
-    sample_rows = config.rl.batch_size * config.rl.group_size
-    if config.rollout.rows_per_call:
-        per_prompt = config.rl.group_size
-        sample_rows = min(sample_rows, config.rollout.rows_per_call // per_prompt * per_prompt)
-    sample_rows = bucket(sample_rows, (8, 64, 256, 512, 1024))
+    # The sampler, per (token cap, greedy, top-p) and row bucket.
     sampler = Sampler(graphdef, mcfg, eos_id=mcfg.eos_token_id or 0, pad_id=0,
-                      prompt_buckets=PROMPT_BUCKETS, max_new_tokens=config.rollout.max_new_tokens,
-                      mesh=mesh)
-    say(f"  sampler: {sample_rows} rows, prompt {plen} + {config.rollout.max_new_tokens} new "
-        "tokens ...", flush=True)
-    sample_mem = _bytes(sampler.lower(params, sample_rows, plen, config.rollout.max_new_tokens,
-                                      greedy=False,
-                                      use_top_p=config.rollout.top_p < 1.0).compile())
-    entropy = PromptEntropy(graphdef, pad_id=0, prompt_buckets=PROMPT_BUCKETS, mesh=mesh,
-                            micro_batch=config.rollout.entropy_batch,
-                            chunk=config.model.logits_chunk)
-    ent_rows = config.fit.entropy_rows
-    say(f"  prompt entropy: {ent_rows} rows x {plen} tokens, micro-batch "
-        f"{config.rollout.entropy_batch} ...", flush=True)
-    ent_mem = _bytes(entropy.lower(params, ent_rows, plen).compile())
+                      prompt_buckets=PROMPT_BUCKETS, max_new_tokens=ro.max_new_tokens, mesh=mesh)
+    variants = _sampler_variants(config, sim)
+    for (cap, greedy, top_p), v in sorted(variants.items(), key=lambda kv: kv[0]):
+        name = "sampler: " + ", ".join(v["purposes"])
+        if external:
+            not_sized.append((name, f"rollout.engine={ro.engine} generates: its server's "
+                                    "memory, not JAX's"))
+            continue
+        buckets: dict[int, int] = {}
+        for r in v["rows"]:
+            b = sampler.padded_rows(r)
+            buckets[b] = max(buckets.get(b, 0), r)
+        sized = sorted(buckets) if config.fit.every_bucket else [max(buckets)]
+        for b in sorted(buckets):
+            if b not in sized:
+                not_sized.append((f"{name} at {b} rows", f"smaller than its {max(buckets)}-row "
+                                  "bucket (fit.every_bucket=True sizes it)"))
+        field = "eval.max_new_tokens" if v["purposes"][0].startswith("eval") else (
+            "the augmenter's aug_max_new_tokens" if v["purposes"] == ["augmentation"]
+            else "rollout.max_new_tokens")
+        for b in sized:
+            plans.append(_Plan(
+                name, "sampler", b, f"{plen}+{cap}", buckets[b],
+                lambda b=b, cap=cap, greedy=greedy, top_p=top_p: sampler.lower(
+                    params, b, plen, cap, greedy=greedy, use_top_p=top_p),
+                opt + ref, f"set rollout.rows_per_call (rows per sampler call; now {rpc}) or "
+                f"reduce {field}, or raise mesh.data / mesh.model (the KV cache is split over "
+                "both)"))
 
+    # The prompt-entropy pass.
+    ent_calls = [p for k, p, _ in sim["calls"] if k == "entropy"]
+    ent_rows = config.fit.entropy_rows or (max(ent_calls) if ent_calls else 0)
+    if ent_rows:
+        entropy = PromptEntropy(graphdef, pad_id=0, prompt_buckets=PROMPT_BUCKETS, mesh=mesh,
+                                micro_batch=ro.entropy_batch, chunk=config.model.logits_chunk)
+        e_rows, e_len = entropy.padded_shape([plen] * ent_rows)
+        plans.append(_Plan(
+            "prompt entropy", "entropy", e_rows, str(e_len), ent_rows,
+            lambda: entropy.lower(params, e_rows, e_len), opt + ref,
+            f"reduce rollout.entropy_batch (rows per forward; now {ro.entropy_batch})"))
+    else:
+        not_sized.append(("prompt entropy", f"{config.selector.name} never calls it"))
+
+    # The packed train batch: the old-log-prob / reference pass and the train step.
+    trainer = update.make_trainer(config, graphdef, mesh)
+    upd = [p * g for k, p, g in sim["calls"] if k == "update"]
+    asked = max(upd) if upd else rl.batch_size * rl.group_size
+    rows = bucket(asked, ROW_BUCKETS)
+    rows = -(-rows // trainer.row_multiple) * trainer.row_multiple
+    micro = rl.micro_batch_size or "the whole minibatch"
+    recompute = recompute_old_logp(rl.recompute_old_logp, ro.top_p,
+                                   types.SimpleNamespace(external=external))
+    if recompute or rl.kl_coef > 0:
+        what = " and ".join(w for w, on in (("old policy", recompute),
+                                            ("KL reference", rl.kl_coef > 0)) if on)
+        plans.append(_Plan(
+            f"log-probs ({what})", "logps", rows, str(length), asked,
+            lambda: trainer.lower_logps(params, rows, length), opt + ref,
+            f"reduce rl.micro_batch_size (rows per forward; now {micro})"))
+    else:
+        not_sized.append(("log-probs", "not recomputed (the sampler's serve, "
+                          f"rl.recompute_old_logp={rl.recompute_old_logp}) and no KL term"))
+    plans.append(_Plan(
+        "train step", "train_step", rows, str(length), asked,
+        lambda: trainer.lower_step(params, rows, length), ref,
+        f"reduce rl.micro_batch_size (now {micro}), set model.remat=full, or raise mesh.fsdp"))
+
+    # The weight-sync probe of an external engine: one prompt's log-probs at the trainer.
+    if external:
+        p_rows, p_len = trainer.row_multiple, -(-length // 8) * 8
+        plans.append(_Plan(
+            "weight-sync probe", "probe", p_rows, str(p_len), 1,
+            lambda: trainer.lower_logps(params, p_rows, p_len), opt + ref,
+            f"reduce rl.micro_batch_size (now {micro}) or model.logits_chunk"))
+
+    if kinds is not None:
+        not_sized += [(p.program, "not asked for") for p in plans if p.kind not in kinds]
+        plans = [p for p in plans if p.kind in kinds]
     share, source = usable_share(device)
     usable = share * perf.DEVICE_BYTES[device]
-    figures = {"train_step": train_mem["total"], "sampler": sample_mem["total"] + resident,
-               "entropy": ent_mem["total"] + resident}
-    report.update({
-        "train_step_bytes_per_device": figures["train_step"],
-        "sampler_bytes_per_device": figures["sampler"],
-        "entropy_bytes_per_device": figures["entropy"],
-        "resident_optimizer_bytes_per_device": resident,
-        "train_step": train_mem, "sampler": sample_mem, "entropy": ent_mem,
-        "usable_bytes": int(usable), "usable_share": share, "usable_source": source,
-        "fits": all(v <= usable for v in figures.values()),
-    })
-    micro = config.rl.micro_batch_size or "the whole minibatch"
-    hints = {
-        "train_step": f"reduce rl.micro_batch_size (now {micro}), set model.remat=full, or "
-                      "raise mesh.fsdp",
-        "sampler": "set rollout.rows_per_call (rows generated at once; now "
-                   f"{config.rollout.rows_per_call or 'all'}) or reduce rollout.max_new_tokens, or "
-                   "raise mesh.data / mesh.model (the KV cache is split over both)",
-        "entropy": f"reduce rollout.entropy_batch (now {config.rollout.entropy_batch}) or "
-                   "fit.entropy_rows",
-    }
-    report["advice"] = [f"{k} does not fit: {hints[k]}" for k, v in figures.items()
-                        if v > usable]
+    programs = []
+    for p in plans:
+        say(f"  {p.program}: {p.rows} rows x {p.tokens} tokens ...", flush=True)
+        mem = _bytes(p.lower().compile())
+        total = mem["total"] + p.resident
+        programs.append({"program": p.program, "kind": p.kind, "rows": p.rows,
+                         "asked": p.asked, "tokens": p.tokens, "memory": mem,
+                         "resident": p.resident, "bytes_per_device": total,
+                         "fits": total <= usable, "change": p.hint})
+    calls = {}
+    for kind, prompts, nn in sim["calls"]:
+        rows_ = prompts * (nn if kind in ("rollout", "update") else 1)
+        calls[kind] = max(calls.get(kind, 0), rows_)
+    report = {"model": config.model.preset or config.model.path or "config shape",
+              "params": mcfg.num_params(), "mesh": dict(mesh.shape), "device": device,
+              "device_bytes": perf.DEVICE_BYTES[device], "programs": programs,
+              "not_sized": not_sized, "usable_bytes": int(usable), "usable_share": share,
+              "usable_source": source, "resident_optimizer_bytes_per_device": opt,
+              "reference_bytes_per_device": ref,
+              "simulation": {"selector": sim["selector"], "steps": sim["steps_run"],
+                             "stopped": sim["stopped"], "max_rows": calls},
+              "fits": all(p["fits"] for p in programs)}
+    # The largest program of each kind, under the names earlier reports used.
+    for kind in ("train_step", "sampler", "entropy"):
+        mine = [p for p in programs if p["kind"] == kind]
+        top = max(mine, key=lambda p: p["bytes_per_device"]) if mine else None
+        report[kind] = top["memory"] if top else None
+        report[f"{kind}_bytes_per_device"] = top["bytes_per_device"] if top else 0
+    report["advice"] = [f"{p['program']} ({p['rows']} rows x {p['tokens']} tokens) does not "
+                        f"fit: {p['change']}" for p in programs if not p["fits"]]
     if report["advice"] and device not in TPU_DEVICES:
         report["advice"].append(f"or give JAX more of each GPU ({source}; launch/env.sh sets it "
                                 "for every launch script, JAX_MEM_FRACTION)")
@@ -234,15 +402,29 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
 
 def print_report(r: dict, say=print) -> None:
     gib = 2**30
-    say(f"{'program':<12} {'args':>9} {'outputs':>9} {'temps':>9} {'total/device':>13}  "
-        f"(GiB; device {r['device']} {r['device_bytes'] / gib:.0f} GiB, usable "
-        f"{r['usable_bytes'] / gib:.1f} = {r['usable_share']:g} x: {r['usable_source']})")
-    for k in ("train_step", "sampler", "entropy"):
-        m = r[k]
-        say(f"{k:<12} {m['arguments'] / gib:9.2f} {m['outputs'] / gib:9.2f} "
-            f"{m['temporaries'] / gib:9.2f} {r[f'{k}_bytes_per_device'] / gib:13.2f}")
-    say(f"(sampler and entropy include {r['resident_optimizer_bytes_per_device'] / gib:.2f} GiB "
-        "of optimizer state resident meanwhile)")
+    s = r["simulation"]
+    mx = s["max_rows"]
+    say(f"row counts from {s['steps']} steps of {s['selector']} on the synthetic learner"
+        + (f" (stopped: {s['stopped']})" if s["stopped"] else "") + ": largest rollout "
+        f"{mx.get('rollout', 0)} rows, entropy pass {mx.get('entropy', 0)} prompts, "
+        f"augmentation {mx.get('generate', 0)} texts, train batch {mx.get('update', 0)} rows")
+    budget = r["usable_bytes"] / gib
+    say(f"device {r['device']} {r['device_bytes'] / gib:.0f} GiB, usable {budget:.1f} = "
+        f"{r['usable_share']:g} x: {r['usable_source']} (the budget below, GiB)")
+    width = max([len(p["program"]) for p in r["programs"]] + [7])
+    say(f"{'program':<{width}}  {'rows asked':>10}  {'shape (rows x tokens)':<22} "
+        f"{'GiB/device':>10}  {'budget':>7}  fits")
+    for p in r["programs"]:
+        say(f"{p['program']:<{width}}  {p['asked']:>10}  "
+            f"{str(p['rows']) + ' x ' + p['tokens']:<22} "
+            f"{p['bytes_per_device'] / gib:10.2f}  {budget:7.1f}  "
+            f"{'yes' if p['fits'] else 'NO'}")
+    say(f"(GiB/device includes {r['resident_optimizer_bytes_per_device'] / gib:.2f} GiB of Adam "
+        f"state beside every program but the train step"
+        + (f", and {r['reference_bytes_per_device'] / gib:.2f} GiB of KL reference beside all"
+           if r["reference_bytes_per_device"] else "") + ")")
+    for name, why in r["not_sized"]:
+        say(f"not sized: {name}: {why}")
     say("fits: yes" if r["fits"] else "fits: NO\n  " + "\n  ".join(r["advice"]))
 
 

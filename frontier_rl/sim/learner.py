@@ -290,6 +290,15 @@ class SimContext:
         r = float(c.entropy_corr)
         self._entropy_sd = sd_u * math.sqrt(max(0.0, 1.0 / (r * r) - 1.0))
         self.step_stats = {"groups": 0, "easy": 0, "hard": 0, "rollouts": 0}
+        # A list to record every device call in (`frontier-rl fit` sizes the run's programs
+        # from it), or None: (kind, prompts, n) with kind "rollout" (n responses per prompt),
+        # "entropy" (n = 1), "generate" (n = the token cap) or "update" (trained groups,
+        # n = their size).
+        self.calls: list | None = None
+
+    def _record(self, kind: str, prompts: int, n: int) -> None:
+        if self.calls is not None and prompts:
+            self.calls.append((kind, int(prompts), int(n)))
 
     # ------------------------------------------------------------------ the model
 
@@ -339,6 +348,7 @@ class SimContext:
         groups = list(groups)
         if not groups:
             return {"signal": 0.0, "informative": 0.0}
+        self._record("update", len(groups), max(g.size for g in groups))
         idx = np.fromiter((g.index for g in groups), np.int64, len(groups))
         p = self.success(idx)
         sizes = {g.size for g in groups}
@@ -415,6 +425,7 @@ class SimContext:
             return []
         if idx.min() < 0 or idx.max() >= self.size:
             raise IndexError(f"prompt index out of range [0, {self.size})")
+        self._record("rollout", idx.size, n)
         p = self.success(idx)[:, None]
         u = self._rng.random((idx.size, n))
         correct = u < p
@@ -445,6 +456,7 @@ class SimContext:
     def prompt_entropy(self, indices: Sequence[int]) -> np.ndarray:
         t0 = time.perf_counter()
         idx = np.asarray(indices, np.int64).reshape(-1)
+        self._record("entropy", idx.size, 1)
         p = self.success(idx)
         noise = self._ent_rng.standard_normal(idx.size) * self._entropy_sd
         out = (4.0 * p * (1.0 - p) + noise).astype(np.float32)
@@ -463,6 +475,7 @@ class SimContext:
         t0 = time.perf_counter()
         rng = self._gen_rng
         k = len(texts)
+        self._record("generate", k, max_new_tokens)
         u = rng.random((k, 2))
         kinds = rng.integers(0, 3, k)
         ops = _operands(rng, (k, 5)).tolist()

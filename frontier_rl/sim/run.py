@@ -169,14 +169,17 @@ def make_context(config) -> SimContext:
                                                                               True)))
 
 
-def run_sim(config, *, say: Callable[[str], None] | None = None) -> dict:
-    """Runs `config.selector.name` on the synthetic learner; returns its curves (module doc)."""
+def run_sim(config, *, say: Callable[[str], None] | None = None,
+            calls: list | None = None) -> dict:
+    """Runs `config.selector.name` on the synthetic learner; returns its curves (module doc).
+    `calls`: a list that receives every device call of the run (SimContext.calls)."""
     config_lib.validate(config)
     validate_sim(config)
     sim = config.sim
     name = config.selector.name
     t_start = time.perf_counter()
     ctx = make_context(config)
+    ctx.calls = calls
     selector = selection.make(name, _selector_config(config), sim.num_prompts, config.seed)
     acc0 = ctx.evaluate()
     target = sim.target_acc or min(1.0, acc0["mean"] + sim.target_gain)

@@ -1,0 +1,123 @@
+"""`frontier-rl fit` sizes the run the selector makes: row counts recorded on the synthetic
+learner (HIVE's first round and top-ups, DS's generation batches, HeaPA's augmentation,
+evaluation), the sampler's row buckets, and the program that does not fit named with its field."""
+
+import pytest
+
+from frontier_rl import fit
+from frontier_rl.rollout.sampler import MIN_ROWS, Sampler, row_bucket
+
+
+def _max_rows(sim, kind):
+    return max(p * (n if kind in ("rollout", "update") else 1)
+               for k, p, n in sim["calls"] if k == kind)
+
+
+def test_row_buckets_pad_under_ten_percent():
+    prev = 0
+    for n in range(MIN_ROWS, 16_385):
+        b = row_bucket(n)
+        assert n <= b <= 1.1 * n, (n, b)
+        assert b >= prev and row_bucket(b) == b  # monotone, a bucket is its own bucket
+        prev = b
+    assert row_bucket(1) == MIN_ROWS
+    # HIVE's 1.5 x 256 prompts x 8 plus a top-up: 3,136 rows ran as 4,096 with steps of 1,024.
+    assert row_bucket(3136) == 3328
+    # The embedded runs' row counts keep their buckets: B x G = 64 x 8, HIVE's first round
+    # (96 x 8), evaluation's 1,024-row chunks, powers of two generally.
+    for n in (512, 768, 1024, 2048, 4096, 8192):
+        assert row_bucket(n) == n
+    # A sampler on a mesh pads the bucket to its row shards; given buckets are kept as before.
+    assert Sampler.padded_rows(type("S", (), {"batch_buckets": None, "row_multiple": 8})(),
+                               9) == 16
+    assert Sampler.padded_rows(type("S", (), {"batch_buckets": (8, 32), "row_multiple": 1})(),
+                               9) == 32
+
+
+@pytest.mark.parametrize("name", ["arith_grpo", "arith_dapo", "arith_hive"])
+def test_embedded_configs_use_few_sampler_buckets(name):
+    import importlib
+
+    c = importlib.import_module(f"configs.{name}").get_config()
+    variants = fit._sampler_variants(c, fit.simulate(c, steps=10))
+    for v in variants.values():
+        assert len({row_bucket(r) for r in v["rows"]}) <= 6, v
+
+
+def test_hive_and_ds_calls_exceed_batch_x_group():
+    from configs import arith_dapo, arith_hive
+
+    c = arith_hive.get_config()
+    b, g = c.rl.batch_size, c.rl.group_size
+    sim = fit.simulate(c, steps=5)
+    rollouts = [(p, n) for k, p, n in sim["calls"] if k == "rollout"]
+    # HIVE's first round asks for 1.5 x B_t candidates, each rolled out G times.
+    assert rollouts[0] == (round(1.5 * b), g)
+    assert _max_rows(sim, "rollout") > b * g
+    assert _max_rows(sim, "entropy") > b  # Stage 2 scores more candidates than it keeps
+    assert _max_rows(sim, "update") == b * g
+    # With rows_per_call the engine splits a call into sampler calls of whole prompts.
+    c.rollout.rows_per_call = 256
+    rows = fit._sampler_variants(c, sim)[(c.rollout.max_new_tokens, False, False)]["rows"]
+    assert max(rows) == 256 and sum(rows) == sum(p * n for p, n in rollouts)
+
+    d = arith_dapo.get_config()
+    sim = fit.simulate(d, steps=3)
+    # DS oversamples: generation batches of ceil(1.5 B) prompts.
+    assert {p for k, p, _ in sim["calls"] if k == "rollout"} == {round(1.5 * b)}
+    assert _max_rows(sim, "rollout") == round(1.5 * b) * g > b * g
+
+
+def test_heapa_augmentation_is_a_sampler_call_at_the_runs_cap():
+    from configs import arith_heapa, math_heapa
+
+    c = arith_heapa.get_config("smoke")
+    sim = fit.simulate(c, steps=3)
+    assert any(k == "generate" for k, _, _ in sim["calls"])
+    purposes = [p for v in fit._sampler_variants(c, sim).values() for p in v["purposes"]]
+    assert "augmentation" in purposes
+    # The sim writes arith continuations; a math run's template augmentation has its own cap.
+    m = math_heapa.get_config("smoke")
+    assert fit._aug_cap(m, 8) == 400 and fit._aug_cap(c, 8) == 8
+    m.selector.heapa.aug_max_new_tokens = 256
+    assert fit._aug_cap(m, 8) == 256
+
+
+def test_the_program_that_does_not_fit_is_named_with_its_field(monkeypatch, capsys):
+    from configs import arith_hive
+
+    c = arith_hive.get_config("smoke")
+    c.eval.greedy = False
+    c.eval.top_p = c.rollout.top_p  # evaluation shares the rollouts' sampler program
+    sim = fit.simulate(c, steps=4)
+    monkeypatch.delenv("XLA_CLIENT_MEM_FRACTION", raising=False)
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.00001")  # ~1.4 MB of an H200
+    r = fit.check(c, fit.parse_mesh("data=1"), "h200", say=lambda *a, **k: 0, sim=sim,
+                  kinds=("sampler",))
+    (p,) = r["programs"]
+    assert p["program"] == "sampler: rollout, eval" and p["rows"] == 1024  # eval's chunk
+    assert not p["fits"] and not r["fits"]
+    assert "rollout.rows_per_call" in r["advice"][0] and "1024 rows x 32+8" in r["advice"][0]
+    assert any(name == "train step" for name, _ in r["not_sized"])
+    fit.print_report(r)
+    out = capsys.readouterr().out
+    assert "fits: NO" in out and "sampler: rollout, eval" in out
+
+
+def test_kl_reference_old_logprobs_and_probe_are_planned():
+    from configs import arith_hive
+
+    c = arith_hive.get_config("smoke")
+    c.rl.kl_coef = 0.1
+    c.rollout.engine, c.rollout.sglang.url = "sglang", "http://127.0.0.1:31000"
+    sim = fit.simulate(c, steps=2)
+    r = fit.check(c, fit.parse_mesh("data=1"), "h200", say=lambda *a, **k: 0, sim=sim,
+                  kinds=())
+    names = dict(r["not_sized"])
+    # An external engine generates: no sampler program; the trainer recomputes the old
+    # policy's log-probs (one program with the KL reference's) and runs the weight-sync probe.
+    assert any(n.startswith("sampler: rollout") and "rollout.engine=sglang" in why
+               for n, why in names.items())
+    assert "log-probs (old policy and KL reference)" in names
+    assert "weight-sync probe" in names and "train step" in names
+    assert r["reference_bytes_per_device"] > 0
