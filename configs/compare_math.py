@@ -1,23 +1,44 @@
-"""Matched-budget comparison on real math: HIVE vs HeaPA vs uniform GRPO vs DAPO dynamic
-sampling (DS), each to the same rollout budget, in HIVE's setting (Qwen2.5-Math, DAPO+MATH,
-B_t = 256 x 8, lr 1e-6, responses <= 2,560, six benchmarks; frontier_rl/experiment/paper.py).
+"""HIVE's Table 1 as HIVE ran it: DS, Pre-filter, GRESO, PCL and HIVE, each for the same 1,000
+steps in HIVE's setting (DAPO+MATH, B_t = 256 x 8, lr 1e-6, responses <= 2,560, evaluated every
+50 steps on six benchmarks; frontier_rl/experiment/paper.py), the rollouts each spent reported.
 
   frontier-rl compare --config=configs/compare_math.py --workdir=runs/compare_math
   frontier-rl compare --config=configs/compare_math.py:qwen2.5-math-7b --workdir=runs/cm7
   frontier-rl compare --config=configs/compare_math.py:smoke --workdir=/tmp/compare_math_smoke
 
-Args (comma-separated): qwen2.5-math-1.5b (default) | qwen2.5-math-7b; optionally a corpus;
-`smoke` (uniform and HIVE on the generated fixtures, CPU, seconds; used by tests).
+Args (comma-separated): a model of HIVE's, qwen2.5-math-1.5b (default) | qwen2.5-math-7b |
+deepseek-r1-distill-qwen-1.5b | qwen3-4b-base | llama3.2-3b-instruct; optionally a corpus
+(openr1_math_30k for HIVE's Open-R1 table); `smoke` (uniform and HIVE on the generated
+fixtures, CPU, seconds; used by tests).
 
-The budget is HIVE's own reported #Rollout (3.1M for 1.5B, 3.9M for 7B): HIVE runs about its
-1,000 steps and every other method is read at the same cost; the report gives each method's
-best six-benchmark average, rollouts- and PFLOPs-to-target (target: DS's best, the baseline
-HIVE compares with) and the mechanism counters. Every run starts from the same checkpoint
-(no warm start) with the same data order (task.data_seed).
+compare.budget = "steps": every method takes compare.steps = 1,000 steps (HIVE App. B.1) and
+is evaluated every 50; the report gives each method's best six-benchmark average, the rollouts
+it spent (every generated response, discarded groups and offline passes included) and the
+mechanism counters. Every run starts from the same checkpoint (no warm start) with the same
+data order (task.data_seed). `--config.compare.budget=rollouts` reads every method at
+compare.rollout_budget (HIVE's own #Rollout for the model) instead.
 
-Hardware: 8 x A100 per run (HIVE's); four methods x seeds runs, one after another. HIVE's
-numbers at its own budgets: 1.5B HIVE 48.8 / DS 48.4 / GRESO 48.1 / PCL 45.1 / Pre-filter 46.1;
-7B HIVE 59.7 / DS 57.8 / GRESO 58.6.
+Methods (compare.methods; compare.run picks): ds (GRESO's dynamic-sampling script: the same
+loss, generation batches of 384), prefilter, greso, pcl (HIVE's common settings), hive; also
+available: grpo (uniform), heapa, pcl_own (PCL's own settings: 512 prompts x 16 responses, no
+std normalisation; k = 4 and tau = 0.5 are the selector's defaults). Not reproduced: HIVE runs
+Pre-filter and PCL twice (their own settings and HIVE's) and reports the better run, at a
+matched rollout budget (their #Rollout equals GRESO's in Table 1); here every method runs the
+same steps, Pre-filter's own settings are not known (its criterion is a reconstruction,
+selection/prefilter.py), and PCL's value model is a host-side stand-in (selection/pcl.py).
+
+Hardware: 8 x A100 per run (HIVE's); the methods x seeds runs go one after another. HIVE's
+Table 1, six-benchmark average of the best checkpoint / #Rollout over the run:
+
+  model                  DS           Pre-filter   GRESO        PCL          HIVE
+  Qwen2.5-Math-1.5B      48.4 / 7.6M  46.1 / 3.3M  48.1 / 3.3M  45.1 / 3.3M  48.8 / 3.1M
+  R1-Distill-Qwen-1.5B   60.9 / 2.4M  49.6 / 1.6M  59.4 / 1.6M  53.3 / 1.6M  60.1 / 1.5M
+  Llama-3.2-3B-Instruct  34.1 / 11.4M 24.5 / 5.9M  33.9 / 5.9M  30.4 / 5.9M  34.4 / 4.8M
+  Qwen3-4B-Base          53.6 / 3.0M  50.0 / 1.6M  53.8 / 1.6M  49.5 / 1.6M  53.9 / 1.5M
+  Qwen2.5-Math-7B        57.8 / 13.1M 50.5 / 6.3M  58.6 / 6.3M  51.4 / 6.3M  59.7 / 3.9M
+
+On the Open-R1 30k subset (openr1_math_30k): Qwen2.5-Math-1.5B DS 46.7 / 3.8M, GRESO 46.8 /
+1.6M, HIVE 46.6 / 1.5M; Qwen2.5-Math-7B DS 55.0 / 11.4M, GRESO 55.1 / 3.4M, HIVE 55.3 / 2.5M.
 """
 
 import ml_collections
@@ -25,8 +46,13 @@ import ml_collections
 from frontier_rl import config_lib
 from frontier_rl.experiment import paper
 
-MODELS = ("qwen2.5-math-1.5b", "qwen2.5-math-7b")
-BUDGET = {"qwen2.5-math-1.5b": 3_100_000, "qwen2.5-math-7b": 3_900_000}
+MODELS = ("qwen2.5-math-1.5b", "qwen2.5-math-7b", "deepseek-r1-distill-qwen-1.5b",
+          "qwen3-4b-base", "llama3.2-3b-instruct")
+# HIVE Table 1: HIVE's own #Rollout per model (the budget with compare.budget='rollouts')
+BUDGET = {"qwen2.5-math-1.5b": 3_100_000, "qwen2.5-math-7b": 3_900_000,
+          "deepseek-r1-distill-qwen-1.5b": 1_500_000, "qwen3-4b-base": 1_500_000,
+          "llama3.2-3b-instruct": 4_800_000}
+RUN = "ds,prefilter,greso,pcl,hive"  # HIVE Table 1's columns
 
 
 def get_config(arg: str | None = None):
@@ -35,26 +61,42 @@ def get_config(arg: str | None = None):
     c.selector.name = "uniform"
     paper.heapa_teacher(c)
     c.compare = ml_collections.ConfigDict()
-    # HIVE's DS is GRESO's dynamic-sampling script: the loss of every other method.
+    # Selection the only difference: every method keeps the protocol's loss and batch.
     c.compare.methods = ml_collections.ConfigDict({
         "grpo": {"selector": {"name": "uniform"}},
         "ds": {"selector": {"name": "ds"}},
+        "prefilter": {"selector": {"name": "prefilter"}},
+        "greso": {"selector": {"name": "greso"}},
+        "pcl": {"selector": {"name": "pcl"}},
+        "pcl_own": {"selector": {"name": "pcl"},
+                    "rl": {"batch_size": 512, "group_size": 16, "adv_std_norm": False}},
         "hive": {"selector": {"name": "hive"}},
         "heapa": {"selector": {"name": "heapa"}},
     })
-    c.compare.run = "grpo,ds,hive,heapa"
+    c.compare.run = RUN
     c.compare.seeds = "0"
+    c.compare.budget = "steps"
+    c.compare.steps = c.rl.num_steps  # HIVE App. B.1: 1,000
     c.compare.rollout_budget = BUDGET[model]
-    c.compare.evals = 20  # every 155k (1.5B) rollouts, about HIVE's every 50 steps
+    c.compare.evals = c.compare.steps // c.eval.every  # every 50 steps
     c.compare.metric = "bench_mean"
     c.compare.target = "ds"
     c.compare.rollout_reference = "ds"
+    c.compare.settings_notes = ml_collections.ConfigDict({
+        "prefilter": "criterion reconstructed (0 < p0 < 1 over 16 samples of the initial "
+                     "policy; HIVE gives none); its offline rollouts count toward its total",
+        "pcl": "value model is a host-side shrinkage estimator, not PCL's network",
+        "pcl_own": "PCL's batch (512 x 16) and advantage (no std normalisation), from its "
+                   "summaries; mini-batch count HIVE's",
+        "greso": "at most 16 rollout rounds a step (GRESO's loop has no cap)",
+    })
     c.selector.ds.gen_batch_size = 384
     c.selector.ds.max_num_gen_batches = 0  # GRESO's loop has no cap
     paper.sources(c, model)
     if "smoke" in flags:
         paper.smoke(c, "qwen2")
         c.compare.run = "grpo,hive"
-        c.compare.rollout_budget = 48
+        c.compare.steps = 2
         c.compare.evals = 2
+        c.compare.rollout_budget = 48
     return config_lib.validate(c)

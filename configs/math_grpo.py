@@ -10,7 +10,11 @@ Args (comma-separated): a model, qwen2.5-math-1.5b (default) | qwen2.5-math-7b (
 protocol: B = 256 x 8, responses <= 2,560, 1,000 steps, six benchmarks) | qwen3-0.6b |
 qwen3-1.7b | qwen3-4b | qwen3-8b (HeaPA's scaling table: B = 512 x 16, responses <= 20,480,
 500 steps, Avg@16 on seven benchmarks); optionally a corpus, dapo_math | math | dapo_math+math
-(default: the paper's: DAPO+MATH for HIVE, DAPO-Math-17k for HeaPA); `smoke` (the same code
+| dapo_math_14k | openr1_math_30k | openr1_math_heapa (default: DAPO+MATH for HIVE, HeaPA's
+released script's 14k subset of DAPO-Math-17k for HeaPA); `script_val` (HeaPA's models: validate
+in the run as its released scripts do, AIME24 x 32 samples at T 1.0 every 10 steps, every 1,000
+for Qwen2.5-7B-Instruct; the seven-benchmark Avg@16 then comes from `frontier-rl eval` with the
+config without the flag); `smoke` (the same code
 paths on CPU in seconds with a tiny random model of the family, used by the tests).
 
 Before a real run: the checkpoint in checkpoints/<Hugging Face name> (e.g.
@@ -29,10 +33,13 @@ from frontier_rl.experiment import paper
 
 
 def get_config(arg: str | None = None):
-    model, data, flags = paper.parse_args(arg, "math_grpo.py", tuple(paper.MODELS))
+    model, data, flags = paper.parse_args(arg, "math_grpo.py", tuple(paper.MODELS),
+                                          ("script_val",))
     c = paper.base(model, data)
     c.selector.name = "uniform"
-    paper.sources(c, model)
+    if "script_val" in flags:
+        paper.script_val(c, model)
+    paper.sources(c, model, flags)
     if "smoke" in flags:
         paper.smoke(c, "qwen3" if model.startswith("qwen3") else "qwen2")
     return config_lib.validate(c)

@@ -17,7 +17,11 @@ template has no thinking switch and none is passed) | qwen2.5-7b-instruct (Table
 released 7B recipe: lr 1.5e-6, 20 warm-up steps, PPO mini-batch 128, 1,000 steps; the two
 models' micro-batch and sampler slice sizes are not yet measured), or a model of HIVE's,
 qwen2.5-math-1.5b / 7b | deepseek-r1-distill-qwen-1.5b | qwen3-4b-base | llama3.2-3b-instruct
-(HIVE's protocol, for the matched comparison); optionally a corpus;
+(HIVE's protocol, for the matched comparison); optionally a corpus (default dapo_math_14k, the
+released script's; dapo_math for the paper's full 17k, openr1_math_heapa for Table 1's OpenR1);
+`script_val` (the released scripts' in-run validation: AIME24, 32 samples at T 1.0, every 10
+steps, every 1,000 for Qwen2.5-7B-Instruct; then `frontier-rl eval` with the config without the
+flag gives the seven-benchmark Avg@16);
 `childagg` (ChildAgg instead of PathAgg), `heap_only` (no augmentation), `dapo` (HeaPA's DAPO
 recipe: token-mean, no KL, group filter; the overlong buffer is in both recipes; under HIVE's
 protocol, whose loss is token-mean already, the group filter alone); `smoke` (CPU, seconds;
@@ -40,7 +44,7 @@ from frontier_rl.experiment import paper
 MODELS = ("qwen3-4b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-8b", "qwen3-4b-instruct-2507",
           "qwen2.5-7b-instruct", "qwen2.5-math-1.5b", "qwen2.5-math-7b",
           "deepseek-r1-distill-qwen-1.5b", "qwen3-4b-base", "llama3.2-3b-instruct")
-FLAGS = ("childagg", "heap_only", "dapo")
+FLAGS = ("childagg", "heap_only", "dapo", "script_val")
 
 
 def get_config(arg: str | None = None):
@@ -53,11 +57,13 @@ def get_config(arg: str | None = None):
     if "heap_only" in flags:
         c.selector.heapa.augment = False
     if "dapo" in flags:
-        paper.to_dapo(c, paper.MODELS[model][2])
+        paper.to_dapo(c, paper.MODELS[model][2], model)
         c.selector.name = "heapa"
         c.selector.heapa.filter_groups = True
         c.selector.heapa.max_rounds = 20
-    paper.sources(c, model)
+    if "script_val" in flags:
+        paper.script_val(c, model)
+    paper.sources(c, model, flags)
     if "smoke" in flags:
         paper.smoke(c, "qwen3" if model.startswith("qwen3") else "qwen2")
     return config_lib.validate(c)

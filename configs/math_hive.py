@@ -13,6 +13,7 @@ Args (comma-separated): qwen2.5-math-1.5b (default) | qwen2.5-math-7b |
 deepseek-r1-distill-qwen-1.5b | qwen3-4b-base | llama3.2-3b-instruct (HIVE App. B.1's other
 models, with the same settings: HIVE states no per-model ones; their micro-batch and sampler
 slice sizes are not yet measured); optionally a corpus, dapo_math+math (default, HIVE's) |
+openr1_math_30k (HIVE's Open-R1 runs: HIVE 46.6 / 1.5M rollouts on 1.5B, 55.3 / 2.5M on 7B) |
 dapo_math | math; `smoke` (CPU, seconds, used by tests). Needs checkpoints/<Hugging Face name>
 (e.g. checkpoints/Qwen2.5-Math-1.5B, checkpoints/DeepSeek-R1-Distill-Qwen-1.5B; or
 --config.model.path=DIR), data/train/ and data/eval/ (launch/prepare_benchmarks.py).

@@ -47,7 +47,11 @@ def _config(name, arg):
     ("math_hive.py", "llama3.2-3b-instruct"), ("math_grpo.py", "llama3.2-3b-instruct"),
     ("math_dapo.py", "deepseek-r1-distill-qwen-1.5b"),
     ("math_heapa.py", "qwen3-4b-instruct-2507"), ("math_heapa.py", "qwen2.5-7b-instruct,dapo"),
-    ("math_grpo.py", "qwen2.5-7b-instruct"), ("math_dapo.py", "qwen3-4b-instruct-2507")])
+    ("math_grpo.py", "qwen2.5-7b-instruct"), ("math_dapo.py", "qwen3-4b-instruct-2507"),
+    ("compare_math.py", "deepseek-r1-distill-qwen-1.5b"), ("compare_math.py", "qwen3-4b-base"),
+    ("compare_math.py", "llama3.2-3b-instruct,openr1_math_30k"),
+    ("math_heapa.py", "qwen3-4b,script_val"), ("math_grpo.py", "qwen3-8b,openr1_math_heapa"),
+    ("math_hive.py", "qwen2.5-math-7b,openr1_math_30k")])
 def test_full_size_configs_validate(name, arg):
     c = _config(name, arg)
     assert c.warmstart.enabled is False and c.model.preset and c.task.name == "corpus"
@@ -55,11 +59,13 @@ def test_full_size_configs_validate(name, arg):
     protocol = paper.MODELS[arg.split(",")[0] or ("qwen3-4b" if name == "math_heapa.py"
                                                  else "qwen2.5-math-1.5b")][2]
     want = eval_suite.HIVE_BENCHMARKS if protocol == "hive" else eval_suite.HEAPA_BENCHMARKS
-    assert set(c.eval.sets) == set(want)
+    assert set(c.eval.sets) == ({"aime24"} if "script_val" in arg else set(want))
     assert (c.rl.batch_size, c.rl.group_size) == ((256, 8) if protocol == "hive" else (512, 16))
     if name == "compare_math.py":
-        assert [s.method for s in compare.plan(c, "/tmp/unused")] == ["grpo", "ds", "hive",
-                                                                     "heapa"]
+        specs = compare.plan(c, "/tmp/unused")
+        assert [s.method for s in specs] == ["ds", "prefilter", "greso", "pcl", "hive"]
+        assert {(s.config.rl.num_steps, s.config.eval.every, s.config.rl.rollout_budget)
+                for s in specs} == {(1000, 50, 0)}  # HIVE's 1,000 steps for every method
 
 
 def test_loss_settings_follow_each_papers_code():
@@ -248,3 +254,53 @@ def test_smoke_comparison_and_eval_table(tmp_path):
     bad.eval.sets = {"aime24": "aime24.jsonl"}
     with pytest.raises(config_lib.ConfigError, match="task.name"):
         config_lib.validate(bad)
+
+
+def test_corpora_args_and_defaults():
+    """Every corpus builder's output is a dataset arg; HeaPA's protocol trains its released
+    script's 14k subset by default, HIVE's DAPO+MATH."""
+    from frontier_rl.data import benchmarks
+
+    assert paper.DATASETS == benchmarks.TRAIN_OUT
+    assert _config("math_heapa.py", "").task.path == "data/train/dapo_math_14k.parquet"
+    assert _config("math_grpo.py", "").task.path == "data/train/dapo_math_plus_math.parquet"
+    assert _config("math_grpo.py", "qwen3-4b,dapo_math").task.path == (
+        "data/train/dapo_math_17k.parquet")
+    for arg, path in (("openr1_math_30k", "openr1_math_30k"),
+                      ("openr1_math_heapa", "openr1_math_heapa")):
+        assert _config("math_hive.py", arg).task.path == f"data/train/{path}.parquet"
+
+
+def test_compare_math_runs_hives_table_by_steps():
+    """HIVE's Table 1: every method the same 1,000 steps, rollouts reported; the baselines HIVE
+    names are selectors here, PCL's second run available; the new models build."""
+    c = _config("compare_math.py", "llama3.2-3b-instruct")
+    assert (c.compare.budget, c.compare.steps, c.compare.evals) == ("steps", 1000, 20)
+    assert c.compare.run == "ds,prefilter,greso,pcl,hive"
+    assert c.compare.methods.pcl_own.rl.to_dict() == {"batch_size": 512, "group_size": 16,
+                                                     "adv_std_norm": False}
+    c.compare.run = "pcl_own,grpo,heapa"
+    specs = compare.plan(c, "/tmp/unused")
+    assert [s.config.selector.name for s in specs] == ["pcl", "uniform", "heapa"]
+    assert specs[0].config.rl.batch_size == 512 and specs[1].config.rl.batch_size == 256
+    smoke = _config("compare_math.py", "smoke")
+    assert (smoke.compare.budget, smoke.compare.steps) == ("steps", 2)
+
+
+def test_script_validation_and_ds_generation_batch():
+    """`script_val`: the released scripts' in-run validation (AIME24, 960 rows of one sample =
+    32 per problem, T 1.0, top-p 0.7, every 10 steps; the 7B scripts every 1,000); without it
+    the seven-benchmark suite `frontier-rl eval` runs. DS generation batches per model: 512,
+    1,024 for Qwen2.5-7B-Instruct."""
+    c = _config("math_heapa.py", "qwen3-4b,script_val")
+    assert set(c.eval.sets) == {"aime24"} and c.eval.sets.aime24 == "data/eval/aime24.jsonl"
+    assert (c.eval.k, c.eval.temperature, c.eval.top_p, c.eval.every, c.eval.greedy) == (
+        32, 1.0, 0.7, 10, False)
+    assert _config("math_grpo.py", "qwen2.5-7b-instruct,script_val").eval.every == 1000
+    full = _config("math_heapa.py", "qwen3-4b")
+    assert set(full.eval.sets) == set(eval_suite.HEAPA_BENCHMARKS) and full.eval.k == 16
+    with pytest.raises(ValueError, match="script_val"):
+        _config("math_grpo.py", "qwen2.5-math-1.5b,script_val")
+    assert _config("math_dapo.py", "qwen2.5-7b-instruct").selector.ds.gen_batch_size == 1024
+    assert _config("math_dapo.py", "qwen3-4b").selector.ds.gen_batch_size == 512
+    assert _config("math_dapo.py", "").selector.ds.gen_batch_size == 384  # HIVE's DS

@@ -16,7 +16,8 @@ CONFIGS = [(name, model) for name, models in (
     ("math_hive.py", ("qwen2.5-math-1.5b", "qwen2.5-math-7b", "deepseek-r1-distill-qwen-1.5b",
                       "qwen3-4b-base", "llama3.2-3b-instruct")),
     ("math_heapa.py", paper.MODELS),
-    ("compare_math.py", ("qwen2.5-math-1.5b", "qwen2.5-math-7b"))) for model in models]
+    ("compare_math.py", ("qwen2.5-math-1.5b", "qwen2.5-math-7b", "deepseek-r1-distill-qwen-1.5b",
+                         "qwen3-4b-base", "llama3.2-3b-instruct"))) for model in models]
 
 
 def _config(name, arg):
@@ -84,3 +85,35 @@ def test_model_sources_replace_the_protocols():
         src = c.protocol[section][leaf]
         assert src.startswith("code: ") and "HEAP-DAPO_14kdapo" in src, (path, src)
     assert set(protocol.MODEL_SOURCES) <= set(paper.MODELS)
+
+
+@pytest.mark.parametrize("name,arg", [
+    ("math_heapa.py", "qwen3-4b,script_val"), ("math_heapa.py", "qwen2.5-7b-instruct,script_val"),
+    ("math_grpo.py", "qwen3-8b,openr1_math_heapa"), ("math_hive.py", "openr1_math_30k"),
+    ("math_grpo.py", "qwen3-4b,dapo_math"), ("math_dapo.py", "qwen2.5-7b-instruct"),
+    ("compare_math.py", "llama3.2-3b-instruct,openr1_math_30k")])
+def test_flags_corpora_and_baselines_are_sourced(name, arg):
+    c = _config(name, arg)
+    model = arg.split(",")[0] if arg.split(",")[0] in paper.MODELS else "qwen2.5-math-1.5b"
+    required = tuple(protocol.SOURCES[paper.MODELS[model][2]])
+    assert protocol.check(c, required) == [] and protocol.unsourced(c) == []
+
+
+def test_sources_of_the_new_settings():
+    c = _config("math_heapa.py", "qwen3-4b")
+    assert c.protocol.task.path.startswith("code: ") and "14k" in c.protocol.task.path
+    c = _config("math_grpo.py", "qwen3-4b,openr1_math_heapa")
+    assert "prepare_OpenR1_training_dataset.py" in c.protocol.task.path
+    c = _config("math_hive.py", "openr1_math_30k")
+    assert c.protocol.task.path.startswith("paper: HIVE") and "30,000" in c.protocol.task.path
+    c = _config("math_heapa.py", "qwen3-4b,script_val")
+    for leaf in ("sets", "k", "temperature", "top_p", "every"):
+        assert "HeaPA_DAPO_PathAgg" in c.protocol.eval[leaf], leaf
+    c = _config("math_heapa.py", "qwen2.5-7b-instruct,script_val")
+    assert "test_freq=1000" in c.protocol.eval.every
+    c = _config("math_dapo.py", "qwen2.5-7b-instruct")
+    assert "HEAP-DAPO_14kdapo" in c.protocol.selector.ds.gen_batch_size
+    c = _config("compare_math.py", "")
+    assert c.protocol.compare.budget.startswith("paper: HIVE")
+    for sel in ("greso", "pcl", "prefilter"):
+        assert sel in c.protocol.selector, sel

@@ -11,11 +11,14 @@ Two protocols:
   entropy 0.001), 1,000 steps, context 4,096 = prompt <= 1,536 + response <= 2,560 (GRESO's
   split), evaluated every 50 steps on six benchmarks (best checkpoint reported), n = 4 samples
   at T = 1.0, top-p 0.7 (GRESO's validation; HIVE does not state it). 8 x A100.
-- HeaPA (the released Qwen3 script, [H-sh]): Qwen3-0.6B..8B on DAPO-Math-17k, B = 512 x n = 16,
+- HeaPA (the released Qwen3 script, [H-sh]): Qwen3-0.6B..8B on the script's 14k de-duplicated,
+  CJK-free subset of DAPO-Math-17k (the paper names the 17k), B = 512 x n = 16,
   PPO mini-batch 64 (8 updates per step), lr 1e-6, weight decay 0.1, KL loss 1e-6, clip
   0.2 / 0.28, overlong buffer 4,096 in both the GRPO and the DAPO recipe, prompt <= 2,048,
   response <= 20,480, 500 steps, temperature 1.0, evaluated every 10
-  steps: Avg@16 at T = 0.7, top-p 0.7 on seven benchmarks, responses <= 20,480. Hardware is not
+  steps: Avg@16 at T = 0.7, top-p 0.7 on seven benchmarks, responses <= 20,480 (the `script_val`
+  flag validates in the run as the released scripts do instead, SCRIPT_VAL, and leaves the
+  seven-benchmark table to `frontier-rl eval` with the flagless config). Hardware is not
   stated for these runs; the configs name 8 x H200. Qwen3-4B-Instruct-2507 (the model that
   script trains; non-thinking) takes the same settings; Qwen2.5-7B-Instruct (Table 1) its
   released 7B script's: lr 1.5e-6 after 20 warm-up steps, PPO mini-batch 128 (4 updates per
@@ -70,12 +73,22 @@ MODELS = {
     "qwen2.5-7b-instruct": ("qwen2.5-7b-instruct", "Qwen2.5-7B-Instruct", "heapa"),
     "qwen3-4b-instruct-2507": ("qwen3-4b-instruct-2507", "Qwen3-4B-Instruct-2507", "heapa"),
 }
-# arg -> training corpus (verl parquet, bare problems; see launch/prepare_benchmarks.py)
+# arg -> training corpus (verl parquet, bare problems; the names and paths of
+# frontier_rl/data/benchmarks.py TRAIN_OUT, built by launch/prepare_benchmarks.py)
 DATASETS = {
-    "dapo_math": "data/train/dapo_math_17k.parquet",  # DAPO-Math-17k (HeaPA)
+    "dapo_math": "data/train/dapo_math_17k.parquet",  # DAPO-Math-17k, every row
     "math": "data/train/math.parquet",  # MATH train, 7,500 problems
     "dapo_math+math": "data/train/dapo_math_plus_math.parquet",  # HIVE's DAPO+MATH
+    # HeaPA's "14kdapo" (CJK rows dropped, one row per extra_info.index; HeaPA
+    # data/prepare_DAPO_training_dataset.py)
+    "dapo_math_14k": "data/train/dapo_math_14k.parquet",
+    "openr1_math_30k": "data/train/openr1_math_30k.parquet",  # HIVE's Open-R1 30k subset
+    "openr1_math_heapa": "data/train/openr1_math_heapa.parquet",  # HeaPA Table 1's OpenR1-Math
 }
+# protocol -> its default corpus: HIVE's DAPO+MATH (App. B.1); for HeaPA the 14k subset, the
+# TRAIN_FILE of its released Qwen3 script (dapo-math-14k-no_chinese-unique.parquet; the 7B
+# scripts name a "fullset_14k-dapo-math" file), where the paper names DAPO-Math-17k
+DEFAULT_DATASET = {"hive": "dapo_math+math", "heapa": "dapo_math_14k"}
 # protocol -> the reward variant (tasks/corpus.py REWARDS) of training and of the benchmarks,
 # and the user message around the problem (tasks/chat.py)
 REWARD = {"hive": "hive", "heapa": "heapa"}
@@ -132,7 +145,7 @@ def parse_args(arg: str | None, file: str, models: tuple[str, ...], extra: tuple
 def base(model: str, dataset: str | None) -> ml_collections.ConfigDict:
     """The protocol of `model`'s paper on `dataset` (default: the paper's) with uniform GRPO."""
     preset, hf_name, protocol = MODELS[model]
-    dataset = dataset or ("dapo_math+math" if protocol == "hive" else "dapo_math")
+    dataset = dataset or DEFAULT_DATASET[protocol]
     c = config_lib.default_config()
     c.model.path = os.path.join(CHECKPOINTS, hf_name)
     c.model.preset = preset  # the same architecture: `fit` and random-init checks use it
@@ -202,14 +215,42 @@ def base(model: str, dataset: str | None) -> ml_collections.ConfigDict:
     return c
 
 
-def to_dapo(c: ml_collections.ConfigDict, protocol: str) -> None:
+# HeaPA DS generation batch (gen_prompt_bsz, prompts) per model, from the script that trains
+# it: the Qwen3 script's 512, the Qwen2.5-7B-Instruct scripts' 2 x train_prompt_bsz = 1,024.
+DS_GEN_PROMPTS = {"qwen2.5-7b-instruct": 1024}
+HEAPA_DS_GEN_PROMPTS = 512
+
+# The released scripts' in-run validation (flag `script_val`, HeaPA's protocol): verl validates
+# on TEST_FILE aime-2024-960.parquet with val_kwargs.n = 1 at the rollout temperature 1.0,
+# top-p 0.7; 960 rows of AIME24's 30 problems are 32 per problem, so Avg@32 on aime24. The
+# Qwen3 script validates every 10 steps (test_freq=10), the Qwen2.5-7B scripts every 1,000
+# (once, at their last step). The seven-benchmark Avg@16 is evaluated offline (HeaPA
+# eval_dataset_generation.py), here `frontier-rl eval` with the config without the flag.
+SCRIPT_VAL = dict(benchmark="aime24", k=32, temperature=1.0, top_p=0.7, every=10)
+SCRIPT_VAL_EVERY = {"qwen2.5-7b-instruct": 1000}
+
+
+def script_val(c: ml_collections.ConfigDict, model: str) -> None:
+    """In-run validation as the released HeaPA scripts run it (SCRIPT_VAL)."""
+    if MODELS[model][2] != "heapa":
+        raise ValueError(f"script_val is HeaPA's released scripts' validation; {model} runs "
+                         "HIVE's protocol")
+    v = SCRIPT_VAL
+    c.eval.sets = ml_collections.ConfigDict({v["benchmark"]: os.path.join(
+        EVAL_DIR, f"{v['benchmark']}.jsonl")})
+    c.eval.k, c.eval.temperature, c.eval.top_p = v["k"], v["temperature"], v["top_p"]
+    c.eval.every = SCRIPT_VAL_EVERY.get(model, v["every"])
+
+
+def to_dapo(c: ml_collections.ConfigDict, protocol: str, model: str = "") -> None:
     """Dynamic sampling (selector "ds"), as each paper's baseline runs it.
 
     HIVE's DS is GRESO's dynamic-sampling script: the loss of every other method (GRPO,
     token-mean, clip 0.2 / 0.2, entropy 0.001, no overlong shaping), generation batches of 384
     for B_t = 256, as many as it takes (its loop has no cap). HeaPA's "original DAPO" is its
     DAPO recipe: token-mean loss, clip-higher 0.2 / 0.28, the 4,096-token overlong buffer it
-    keeps in both recipes, no KL, generation batches of 512, up to 20."""
+    keeps in both recipes, no KL, generation batches of the model's script (DS_GEN_PROMPTS:
+    512, or 1,024 for Qwen2.5-7B-Instruct), up to 20."""
     c.selector.name = "ds"
     if protocol == "hive":
         c.selector.ds.gen_batch_size = 384
@@ -218,7 +259,7 @@ def to_dapo(c: ml_collections.ConfigDict, protocol: str) -> None:
     c.rl.loss = "dapo"
     c.rl.kl_coef = 0.0
     c.rl.eps_low, c.rl.eps_high = 0.2, 0.28
-    c.selector.ds.gen_batch_size = 512
+    c.selector.ds.gen_batch_size = DS_GEN_PROMPTS.get(model, HEAPA_DS_GEN_PROMPTS)
     c.selector.ds.max_num_gen_batches = 20
 
 
@@ -236,12 +277,16 @@ def heapa_teacher(c: ml_collections.ConfigDict, name: str = "heapa") -> None:
     # seeds (the policy's own chat template, Task.prompt_wrapper), and seeds unwrapped by it.
 
 
-def sources(c: ml_collections.ConfigDict, model: str) -> ml_collections.ConfigDict:
+def sources(c: ml_collections.ConfigDict, model: str, flags: set[str] | frozenset = frozenset()
+            ) -> ml_collections.ConfigDict:
     """`c.protocol`: where each protocol setting comes from (experiment/protocol.py), for the
-    protocol of `model`'s paper; `frontier-rl protocol --config=...` prints it."""
+    protocol of `model`'s paper, its corpus (read back from task.path) and the flags that
+    change sourced settings (`script_val`); `frontier-rl protocol --config=...` prints it."""
     from frontier_rl.experiment import protocol
 
-    return protocol.attach(c, MODELS[model][2], model)
+    dataset = {v: k for k, v in DATASETS.items()}.get(c.task.path, "")
+    return protocol.attach(c, MODELS[model][2], model, dataset=dataset,
+                           script_val="script_val" in flags)
 
 
 def smoke(c: ml_collections.ConfigDict, family: str) -> ml_collections.ConfigDict:

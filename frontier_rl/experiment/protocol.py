@@ -34,6 +34,7 @@ _H_SH = "HeaPA scripts/HeaPA_DAPO_PathAgg_MediumOnly_DAPOMath.sh"
 _H_TR = "HeaPA recipe/dapo/dapo_ray_trainer_HeaPA.py"
 _H_EVAL = "HeaPA eval_dataset_generation.py"
 _H_7B = "HeaPA recipe/dapo/HEAP-DAPO_14kdapo_wAug-wTeacher-wRewardRefresh-path-16rollout.sh"
+_G_SEL = "GRESO verl/trainer/ttis/presampling_selector.py"
 
 # protocol -> setting -> "word: reference", the settings every config of the protocol has.
 SOURCES: dict[str, dict[str, str]] = {
@@ -96,8 +97,9 @@ SOURCES: dict[str, dict[str, str]] = {
     "heapa": {
         "model.path": "paper: HeaPA Table 2 (Qwen3 0.6B-8B); its released script trains "
                       "Qwen3-4B-Instruct-2507",
-        "task.path": "paper: HeaPA §4 (DAPO-Math-17k); the released script trains the "
-                     "CJK-free de-duplicated 14k (HeaPA data/prepare_DAPO_training_dataset.py)",
+        "task.path": f"code: {_H_SH} (TRAIN_FILE dapo-math-14k-no_chinese-unique.parquet, "
+                     "written by HeaPA data/prepare_DAPO_training_dataset.py; the paper, §4, "
+                     "names DAPO-Math-17k)",
         "task.prompt_template": "code: HeaPA data/prepare_eval_benchmarks.py (PROMPT_TEMPLATE, "
                                 "DAPO-Math-17k's own message)",
         "task.chat_template": "code: HeaPA verl/utils/dataset/rl_dataset.py (the model's chat "
@@ -172,8 +174,38 @@ SELECTOR_SOURCES: dict[str, dict[str, str]] = {
                                            "(the dynamic-sampling loop has no cap)",
     },
     "ds@heapa": {
-        "selector.ds.gen_batch_size": f"code: {_H_SH} (gen_prompt_bsz=512)",
+        "selector.ds.gen_batch_size": f"code: {_H_SH} (gen_prompt_bsz=512; Qwen2.5-7B-Instruct "
+                                      "takes its own script's, MODEL_SOURCES)",
         "selector.ds.max_num_gen_batches": f"code: {_H_SH} (max_num_gen_batches=20)",
+    },
+    "greso": {
+        "selector.name": "paper: HIVE Table 1 (GRESO as a baseline)",
+        **{f"selector.greso.{k}": f"code: {_G_SEL} and {_G} (GRESO's own settings: {v})"
+           for k, v in (("p_easy", "p_easy 0.5"), ("p_hard", "p_hard 0.5"),
+                        ("alpha", "target_zero_variance 0.25"), ("delta_p", "step 0.01"),
+                        ("p_min", "min_p 0.05"), ("p_max", "max_p 0.95"),
+                        ("eps_p", "keep-probability floor 0.01"),
+                        ("sampling_ratio", "sampling batch 384 for 256"),
+                        ("b_raw", "dataloader batch 32"), ("b_min", "minimum batch 64"),
+                        ("eta", "safety factor 1.25"),
+                        ("skip_first_epoch", "p updated only when epoch > 0"))},
+        "selector.greso.max_rounds": "ours: at most 16 rollout rounds a step; GRESO's loop has "
+                                     "no cap, the selector needs one",
+    },
+    "pcl": {
+        "selector.name": "paper: HIVE Table 1 (PCL as a baseline)",
+        "selector.pcl.k": "paper: PCL arXiv 2510.01135 (k = 4 candidates per kept prompt, as "
+                          "its summaries give it; no code released)",
+        "selector.pcl.tau": "paper: PCL arXiv 2510.01135 (target tau = 0.5)",
+        **{f"selector.pcl.{k}": "ours: the host-side stand-in for PCL's value model "
+                                "(selection/pcl.py); PCL's network is not released"
+           for k in ("kappa", "half_life", "prior_lr", "bucket_prior")},
+    },
+    "prefilter": {
+        "selector.name": "paper: HIVE Table 1 (Pre-filter: filtering by the initial policy)",
+        **{f"selector.prefilter.{k}": "ours: a reconstruction (selection/prefilter.py); HIVE "
+                                      "gives no criterion, sample count or band"
+           for k in ("n", "p_low", "p_high", "pool_limit", "chunk")},
     },
     "uniform": {
         "selector.name": "paper: HeaPA Tables 1-2 ('original GRPO': verl's shuffled "
@@ -232,15 +264,64 @@ MODEL_SOURCES: dict[str, dict[str, str]] = {
         "rl.num_steps": f"code: {_H_7B} (total_training_steps=1000)",
         "rollout.max_new_tokens": f"code: {_H_7B} (max_response_length=20480)",
         "fit.prompt_len": f"code: {_H_7B} (max_prompt_length=2048)",
+        "task.path": f"code: {_H_7B} (TRAIN_FILE fullset_14k-dapo-math-refreshReward.parquet, "
+                     "a 14k DAPO-Math file; the subset of HeaPA "
+                     "data/prepare_DAPO_training_dataset.py is the one built here)",
     },
+}
+# ...and those that exist only with a selector: (model, selector) -> setting -> source.
+MODEL_SELECTOR_SOURCES: dict[tuple[str, str], dict[str, str]] = {
+    ("qwen2.5-7b-instruct", "ds"): {
+        "selector.ds.gen_batch_size": f"code: {_H_7B} (gen_prompt_bsz=$((train_prompt_bsz * 2)) "
+                                      "= 1,024)"},
+}
+
+# The corpus args (paper.DATASETS) other than the protocol's default: their source replaces
+# task.path's.
+DATASET_SOURCES = {
+    "dapo_math": "paper: HeaPA §4 (DAPO-Math-17k, every row; BytedTsinghua-SIA/DAPO-Math-17k)",
+    "math": "follows: GRESO examples/data_preprocess/lighteval_math.py (MATH train, 7,500 "
+            "rows: the MATH half of HIVE's DAPO+MATH)",
+    "dapo_math+math": "paper: HIVE App. B.1 (DAPO+MATH)",
+    "dapo_math_14k": "code: HeaPA data/prepare_DAPO_training_dataset.py (CJK-free, one row per "
+                     "extra_info.index)",
+    "openr1_math_30k": "paper: HIVE App. B.1 (a 30k subset of Open-R1 math); drawn as GRESO "
+                       "examples/data_preprocess/openr1_math_default.py draws it (the first "
+                       "30,000 rows)",
+    "openr1_math_heapa": "paper: HeaPA Table 1 (OpenR1-Math); filtered as HeaPA "
+                         "data/prepare_OpenR1_training_dataset.py filters it",
+}
+DEFAULT_DATASET = {"hive": "dapo_math+math", "heapa": "dapo_math_14k"}  # = paper.DEFAULT_DATASET
+
+# The released scripts' in-run validation (paper.SCRIPT_VAL, flag `script_val`).
+_VAL = ("TEST_FILE aime-2024-960.parquet, val_kwargs.n=1: 960 rows are 32 per AIME24 problem "
+        "(the file is not in the repository; its row count is read from its name)")
+SCRIPT_VAL_SOURCES = {
+    "eval.sets": f"code: {_H_SH} ({_VAL})",
+    "eval.k": f"code: {_H_SH} ({_VAL})",
+    "eval.temperature": f"code: {_H_SH} (val_kwargs.temperature=${{temperature}}=1.0)",
+    "eval.top_p": f"code: {_H_SH} (val_kwargs.top_p=${{val_top_p}}=0.7)",
+    "eval.greedy": f"code: {_H_SH} (val_kwargs.do_sample=True)",
+    "eval.every": f"code: {_H_SH} (test_freq=10)",
+}
+SCRIPT_VAL_MODEL_SOURCES = {
+    "qwen2.5-7b-instruct": {"eval.every": f"code: {_H_7B} (test_freq=1000)",
+                            "eval.sets": f"code: {_H_7B} ({_VAL})",
+                            "eval.k": f"code: {_H_7B} ({_VAL})"},
 }
 
 COMPARE_SOURCES = {
-    "compare.methods": "ours: HIVE Table 1's GRPO, DS and HIVE, with HeaPA added, all at the "
-                       "protocol's loss (selection the only difference, as HIVE runs them)",
-    "compare.rollout_budget": "ours: every method read at HIVE's own #Rollout (HIVE Table 1: "
-                              "3.1M for 1.5B, 3.9M for 7B); HIVE ran each method 1,000 steps",
-    "compare.evals": "ours: 20 evaluations over the budget, about HIVE's every 50 steps",
+    "compare.methods": "paper: HIVE Table 1 (DS, Pre-filter, GRESO, PCL, HIVE), all at the "
+                       "protocol's loss, selection the only difference, as HIVE App. B.1 runs "
+                       "them; uniform GRPO and HeaPA added (ours), PCL's second run at its "
+                       "own settings (pcl_own) from PCL's summaries",
+    "compare.budget": "paper: HIVE App. B.1 (every method trains the same 1,000 steps; Table 1 "
+                      "reports the rollouts each spent)",
+    "compare.steps": "paper: HIVE App. B.1 (1,000 steps)",
+    "compare.rollout_budget": "paper: HIVE Table 1 (HIVE's own #Rollout for the model; used "
+                              "only with compare.budget='rollouts')",
+    "compare.evals": "paper: HIVE App. B.1 (every 50 steps: 1,000 / 20)",
+    "compare.settings_notes": "ours: the baselines' reconstructed parts, with why",
     "compare.metric": "paper: HIVE App. B.1 (six-benchmark average of the best checkpoint)",
     "compare.target": "ours: DS's best, the baseline HIVE compares with",
     "compare.rollout_reference": "ours: rollouts compared with DS's, HIVE's cost baseline",
@@ -285,18 +366,25 @@ def selectors(c) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def attach(c: ml_collections.ConfigDict, protocol: str, model: str = ""
-           ) -> ml_collections.ConfigDict:
+def attach(c: ml_collections.ConfigDict, protocol: str, model: str = "", dataset: str = "",
+           script_val: bool = False) -> ml_collections.ConfigDict:
     """Sets `c.protocol` for a config of `protocol` ("hive" / "heapa"), its selectors' settings
-    included, and `model`'s own (MODEL_SOURCES, keyed by paper.MODELS arg); call it last, once
-    every setting is in place."""
+    included, `model`'s own (MODEL_SOURCES, keyed by paper.MODELS arg), the corpus `dataset`'s
+    when it is not the protocol's default (DATASET_SOURCES) and the released scripts' in-run
+    validation with `script_val`; call it last, once every setting is in place."""
     sources = dict(SOURCES[protocol])
     sources.update(MODEL_SOURCES.get(model, {}))
+    if dataset and dataset != DEFAULT_DATASET[protocol]:
+        sources["task.path"] = DATASET_SOURCES[dataset]
+    if script_val:
+        sources.update(SCRIPT_VAL_SOURCES)
+        sources.update(SCRIPT_VAL_MODEL_SOURCES.get(model, {}))
     for name in selectors(c):
         own = {k: v for k, v in SELECTOR_SOURCES.get(name, {}).items()
                if k != "selector.name" or "compare" not in c}
         sources.update(own)
         sources.update(SELECTOR_SOURCES.get(f"{name}@{protocol}", {}))
+        sources.update(MODEL_SELECTOR_SOURCES.get((model, name), {}))
     if c.rl.loss == "dapo":
         sources["rl.loss"] = f"code: {_H_SH} (loss_agg_mode=token-mean, filter_groups acc)"
         sources["rl.kl_coef"] = ("code: HeaPA recipe/dapo/HEAP-DAPO_14kdapo_*.sh (kl_loss_coef"
