@@ -1,7 +1,8 @@
 """The embedded rollout engine: a jitted KV-cache sampler for the NNX policy.
 
 Prompts are left-padded to a prompt-length bucket and the batch is padded to a row bucket
-(`row_bucket`: under 10% padding; then to a multiple of the mesh's row shards), so the
+(`row_bucket`: under 10% padding above 1,024 rows; then to a multiple of the mesh's row
+shards), so the
 generate function compiles once per (row bucket, prompt bucket, greedy, top-p) and never again.
 Decoding runs inside one `lax.while_loop` that stops as soon as every row has emitted a stop
 token (any of `eos_ids`) or the token cap is reached, so short answers do not pay for the full
@@ -112,18 +113,24 @@ def bucket(n: int, buckets: Sequence[int]) -> int:
 MIN_ROWS = 8
 
 
+# Up to 1,024 rows, the buckets the embedded runs have always used: padding costs little there,
+# and another bucket would change a run's random draws (the sampler draws for the padded batch),
+# so the published figures of those runs would no longer be reproduced.
+SMALL_BUCKETS = (MIN_ROWS, 64, 256, 512, 1024)
+
+
 def row_bucket(n: int) -> int:
-    """The rows a sampler call of `n` rows runs at (before the mesh's row multiple): at least
-    MIN_ROWS; in each octave (2^k, 2^(k+1)] the next multiple of 2^k / 16 up to 1.25 x 2^k,
-    beyond it the next multiple of 2^k / 8 (steps of at least one row). Each step is at most a
-    tenth of the bucket below it, so padding stays under 10% of the rows asked for (3,136 rows
-    run as 3,328, not 4,096), with ten buckets per octave: a selector whose calls vary in size
-    (HIVE's top-ups, DS's rounds) compiles a few more programs, each for at most ~10% more
-    rows than it needs. Powers of two (an embedded run's B x G) are buckets of their own."""
-    if n <= MIN_ROWS:
-        return MIN_ROWS
+    """The rows a sampler call of `n` rows runs at (before the mesh's row multiple): up to
+    1,024 rows the next of SMALL_BUCKETS; above, in each octave (2^k, 2^(k+1)] the next
+    multiple of 2^k / 16 up to 1.25 x 2^k, beyond it the next multiple of 2^k / 8. Each step
+    above 1,024 is at most a tenth of the bucket below it, so at the papers' sizes padding stays
+    under 10% of the rows asked for (3,136 rows run as 3,328, not 4,096), with ten buckets per
+    octave: a selector whose calls vary in size (HIVE's top-ups, DS's rounds) compiles a few more
+    programs, each for at most ~10% more rows than it needs."""
+    if n <= SMALL_BUCKETS[-1]:
+        return next(b for b in SMALL_BUCKETS if b >= n)
     base = 1 << ((n - 1).bit_length() - 1)  # 2^k < n <= 2^(k+1)
-    step = max(1, base // 16) if n <= base + base // 4 else max(1, base // 8)
+    step = base // 16 if n <= base + base // 4 else base // 8
     return -(-n // step) * step
 
 
