@@ -276,6 +276,7 @@ def test_cost_programs_are_two_rows_on_the_cpu(tiny_policy, tokenizer, monkeypat
                               ("old_logprob", 32, 20), ("train", 32, 20)}
 
 
+@pytest.mark.slow  # CI runs it: four whole-batch compiles, the check of the line itself
 def test_the_line_through_two_rows_is_the_whole_batch_cost(tiny_policy, tokenizer):
     """The cost at R rows read off the line through 1 and 2 rows equals a whole-batch compile
     (within 2%; measured 0.1-0.6% at the shapes below)."""
