@@ -73,14 +73,24 @@ def one_seed(config: ml_collections.ConfigDict, seed: int, say=None,
     t0 = time.perf_counter()
     try:
         info = warmstart.run(cfg, task, graphdef, params, mcfg, tokenizer, seed, say=say)
-        attempts = info["attempts"]
-        steps, easy, front = info["steps"], info["check_acc"], info["frontier_acc"]
     except RunError as e:
-        attempts, steps, easy, front = 0, cfg.warmstart.steps, float("nan"), float("nan")
         say(str(e))
-    return {"seed": seed, "steps": int(steps), "easy_acc": float(easy),
-            "frontier_acc": float(front), "attempts": int(attempts),
-            "seconds": round(time.perf_counter() - t0, 1)}
+        info = None
+    return _row(cfg, seed, info, time.perf_counter() - t0)
+
+
+def _row(cfg, seed: int, info: dict | None, seconds: float, cached: bool | None = None) -> dict:
+    """A bench row from where the warm start stopped (`info`; None: no attempt reached the
+    regime, shown with the step cap and no accuracies)."""
+    row = {"seed": seed, "steps": int(cfg.warmstart.steps), "easy_acc": float("nan"),
+           "frontier_acc": float("nan"), "attempts": 0, "seconds": round(seconds, 1)}
+    if info is not None:
+        row.update(steps=int(info["steps"]), easy_acc=float(info["check_acc"]),
+                   frontier_acc=float(info.get("frontier_acc", float("nan"))),
+                   attempts=int(info["attempts"]))
+    if cached is not None:
+        row["cached"] = cached
+    return row
 
 
 def _cached_seed(cfg, task, mesh, seed: int, workdir: str, say) -> dict:
@@ -92,13 +102,9 @@ def _cached_seed(cfg, task, mesh, seed: int, workdir: str, say) -> dict:
         info = policy.prepare(cfg, task, workdir, mesh, say=say).warmstart
     except RunError as e:
         say(str(e))
-        return {"seed": seed, "steps": int(cfg.warmstart.steps), "easy_acc": float("nan"),
-                "frontier_acc": float("nan"), "attempts": 0,
-                "seconds": round(time.perf_counter() - t0, 1), "cached": False}
-    return {"seed": seed, "steps": int(info["steps"]), "easy_acc": float(info["check_acc"]),
-            "frontier_acc": float(info.get("frontier_acc", float("nan"))),
-            "attempts": int(info["attempts"]), "seconds": round(float(info["seconds"]), 1),
-            "cached": cached}
+        return _row(cfg, seed, None, time.perf_counter() - t0, cached=False)
+    # a cached seed reports the seconds its warm start took, not the load's
+    return _row(cfg, seed, info, float(info["seconds"]), cached=cached)
 
 
 def main(config: ml_collections.ConfigDict, seeds: str, as_json: bool = False,
