@@ -108,6 +108,11 @@ def default_config() -> ml_collections.ConfigDict:
     c.warmstart.warmup_steps = 50
     c.warmstart.escape_acc = 0.3
     c.warmstart.decay_steps = 2000
+    # Stall rules (warmstart.train): with no check at `escape_acc` by step `escape_by` the decay
+    # starts anyway (0 = never); once the decay is at its floor, `patience` checks without a
+    # gain of 0.01 in the best easy exact match restart it from the peak (0 = never).
+    c.warmstart.escape_by = 4000
+    c.warmstart.patience = 5
     # Where the warm start is cached; "" = DIR/warmstart. `compare` points every run at one
     # shared cache so all methods start from the same policy.
     c.warmstart.cache_dir = ""
@@ -485,6 +490,10 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "warmstart.escape_acc", lambda x: _nonneg(x) and x <= 1,
            "a number in [0, 1] (0: the decay starts after the warmup and lasts to the cap)")
     _check(cfg, "warmstart.decay_steps", _pos_int, "an integer >= 1")
+    _check(cfg, "warmstart.escape_by", lambda x: isinstance(x, int) and x >= 0,
+           "an integer >= 0 (0: the decay waits for escape_acc)")
+    _check(cfg, "warmstart.patience", lambda x: isinstance(x, int) and x >= 0,
+           "an integer >= 0 (0: no restart)")
     _check(cfg, "warmstart.check_every", _pos_int, "an integer >= 1")
     _check(cfg, "warmstart.attempts", _pos_int, "an integer >= 1")
     _check(cfg, "warmstart.check_size", _pos_int, "an integer >= 1")

@@ -111,6 +111,7 @@ class Result:
     checks: tuple[tuple, ...] = ()  # (step, loss EMA, accuracy, frontier accuracy) per check
     frontier_acc: float = float("nan")  # held-out greedy exact match on the frontier bucket
     dose: float = 0.0  # the frontier dose when it stopped (raised from the start by `dose_max`)
+    restarts: tuple[int, ...] = ()  # steps at which the decay was (re)started by a stall rule
 
 
 def split_check(pairs: list[tuple[str, str]], n_check: int, seed: int
@@ -160,6 +161,7 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
           target_acc: float = 0.0, frontier_check: Callable[[object], float] | None = None,
           frontier_min: float = 0.0, dose_pairs=(), dose: float = 0.0,
           escape_acc: float = 0.0, decay_steps: int = 0, dose_max: float = 0.0,
+          escape_by: int = 0, patience: int = 0, min_delta: float = 0.01,
           progress=None) -> Result:
     """Trains on `pairs` for at most `steps` steps; returns a `Result`.
 
@@ -172,7 +174,13 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
     The rate: linear warmup to `learning_rate`, held at that peak while the policy is on its
     loss plateau, then a cosine decay to 5% over `decay_steps` from the first check whose
     accuracy is >= `escape_acc` (the plateau is over). Without a check or an escape level the
-    decay starts after the warmup and lasts to the cap, `steps`.
+    decay starts after the warmup and lasts to the cap, `steps`. Two stall rules cover the
+    trajectories that schedule leaves stuck (`restarts` records where they fired):
+    - `escape_by` > 0: no check has crossed `escape_acc` by that step: the decay starts anyway.
+    - `patience` > 0: the decay has reached its floor and the best easy accuracy since the decay
+      began has not risen by `min_delta` for `patience` checks: the rate restarts at the peak
+      and decays again over `decay_steps` (a warm restart, as in SGDR, Loshchilov & Hutter,
+      ICLR 2017).
     With `dose_pairs` and `dose`, that share of every batch is frontier examples
     (`make_batches`). A check that passes the easy target but not the frontier's raises the
     dose by its starting value, up to `dose_max` (0: never): a policy that learns the easy
@@ -186,6 +194,12 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
     # not at all within the cap; a constant rate never converges (one seed oscillated around
     # 65% held-out exact match). Here the plateau is crossed at the peak rate and every seed
     # gets the same decay window once it has crossed.
+    # Why the stall rules: on the default arith pool 3 seeds of 10 stopped outside the regime
+    # at the 8,000-step cap. One crept between 7% and 27% at the peak rate for 5,000 steps
+    # without crossing the escape level (noise-bound at that rate); two crossed it while still
+    # learning slowly, and the decay reached its floor with easy exact match stuck at 0.55-0.6.
+    # Neither rule fires on a trajectory that keeps improving, so seeds that reach the regime
+    # in one decay are unchanged by them.
     warmup = max(1, min(warmup_steps, steps - 1))
     escaping = check is not None and escape_acc > 0
     decay_from = None if escaping else warmup
@@ -208,7 +222,8 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
     batches = make_batches(tokenizer, pairs, batch_size=batch_size, seed=seed,
                            dose_pairs=dose_pairs, dose=dose)
     step_dose = dose
-    ema, losses, checks = None, [], []
+    ema, losses, checks, restarts = None, [], [], []
+    best, best_at = -1.0, 0  # best easy accuracy since the decay (re)started, and its step
     acc, front, reached = float("nan"), float("nan"), not (check is not None and target_acc > 0)
     i = 0
     for i in range(1, steps + 1):
@@ -225,8 +240,23 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
             if frontier_check is not None:
                 front = float(frontier_check(params))
             checks.append((i, float(ema), acc, front))
-            if decay_from is None and acc >= escape_acc:
-                decay_from = i
+            stalled = None
+            if decay_from is None and (acc >= escape_acc or (escape_by and i >= escape_by)):
+                decay_from, best, best_at = i, acc, i
+                if acc < escape_acc:
+                    stalled = f"no check reached {escape_acc:.2f} by step {escape_by}: decay"
+            elif decay_from is not None and escaping:
+                if acc >= best + min_delta:
+                    best, best_at = acc, i
+                if (patience and i >= decay_from + decay_len
+                        and i - best_at >= patience * check_every):
+                    stalled = (f"no gain of {min_delta:.2f} in {patience} checks at the floor: "
+                               "rate back to the peak, decay again")
+                    decay_from, best, best_at = i, acc, i
+            if stalled is not None:
+                restarts.append(i)
+                if progress is not None:
+                    progress(i, ema, None, None, note=stalled)
             if progress is not None:
                 progress(i, ema, acc, front)
             if target_acc > 0 and acc >= target_acc and (
@@ -247,7 +277,7 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
                 progress(i, ema, None, None)
             break
     return Result(params, float(ema if ema is not None else "nan"), i, acc, reached,
-                  tuple(checks), front, dose)
+                  tuple(checks), front, dose, tuple(restarts))
 
 
 # ----------------------------------------------------------------------------- a run's warm start
@@ -351,13 +381,15 @@ def _attempt(config, task, graphdef, params, mcfg, tokenizer, seed: int, say) ->
         target_loss=c.target_loss, check=check, check_every=c.check_every,
         target_acc=c.target_acc, frontier_check=frontier_check, frontier_min=c.frontier_min,
         dose_pairs=dose_pairs, dose=c.frontier_dose, escape_acc=c.escape_acc,
-        decay_steps=c.decay_steps, dose_max=c.frontier_dose_max,
-        progress=lambda i, loss, acc, front, dose=None: say(
+        decay_steps=c.decay_steps, dose_max=c.frontier_dose_max, escape_by=c.escape_by,
+        patience=c.patience,
+        progress=lambda i, loss, acc, front, dose=None, note=None: say(
             f"  warm start step {i}: loss {loss:.4f}"
             + ("" if acc is None else f", held-out exact match {acc:.3f}")
             + ("" if front is None or front != front else f", {frontier} {front:.3f}")
             + ("" if dose is None else f"; easy target met, {frontier} not: dose raised to "
-               f"{dose:.2f}"),
+               f"{dose:.2f}")
+            + ("" if note is None else f"; {note}"),
             flush=True))
     seconds = time.perf_counter() - t0
     summary = (f"seed {seed}: held-out exact match {res.check_acc:.3f}"
@@ -373,7 +405,7 @@ def _attempt(config, task, graphdef, params, mcfg, tokenizer, seed: int, say) ->
             "check_acc": res.check_acc, "check_prompts": len(check_pairs),
             "frontier": frontier, "frontier_acc": res.frontier_acc,
             "frontier_dose": res.dose if n_dose else 0.0,
-            "target_acc": c.target_acc, "buckets": buckets,
+            "target_acc": c.target_acc, "buckets": buckets, "restarts": list(res.restarts),
             "checks": [list(x) for x in res.checks]}
 
 

@@ -272,6 +272,48 @@ def test_the_decay_starts_at_the_first_check_past_the_escape_level(tiny_policy, 
     assert {d for c, d in seen} == {2}
 
 
+def test_the_stall_rules_start_and_restart_the_decay_only_when_progress_stops(
+        tiny_policy, tokenizer, monkeypatch):
+    """escape_by starts the decay of a policy that never crosses escape_acc; patience restarts
+    it from the peak once it is at its floor with no gain; a trajectory that keeps improving is
+    given exactly the rates it had without the rules."""
+    _, graphdef, params = tiny_policy
+    seen = []
+    real_rate = warmstart.rate
+    monkeypatch.setattr(warmstart, "rate", lambda count, *a: seen.append(
+        (count, a[2])) or real_rate(count, *a))
+
+    def run(accs, **kw):
+        seen.clear()
+        it = iter(accs)
+        res = warmstart.train(graphdef, params, tokenizer, _pairs(), steps=len(accs) * 2,
+                              batch_size=16, learning_rate=1e-3, warmup_steps=1, seed=0,
+                              check=lambda p: next(it), check_every=2, target_acc=0.8,
+                              escape_acc=0.4, decay_steps=4, **kw)
+        return res, [d for _, d in seen]
+
+    # never crosses 0.4: the decay waits forever without escape_by, starts at step 6 with it
+    creep = [0.1, 0.2, 0.1, 0.2, 0.3, 0.2]
+    res, decays = run(creep)
+    assert set(decays) == {None} and res.restarts == ()
+    res, decays = run(creep, escape_by=6)
+    assert decays[6:] == [6] * 6 and res.restarts == (6,)
+    # escapes at step 2, decays to its floor at step 6, then stalls at 0.5: with patience 2
+    # the checks at 6 and 8 bring no gain of 0.01 over the best (0.5 at step 4), so step 8
+    # restarts the decay; it is at its floor again at 12 with no gain since 8: again, and at 16.
+    stall = [0.45, 0.5, 0.5, 0.505, 0.5, 0.5, 0.5, 0.5, 0.5]
+    res, decays = run(stall)
+    assert set(decays[2:]) == {2} and res.restarts == ()
+    res, decays = run(stall, patience=2)
+    assert res.restarts == (8, 12, 16)
+    assert decays[2:8] == [2] * 6 and decays[8:12] == [8] * 4 and decays[12:16] == [12] * 4
+    # still improving: the rules never fire and the rates are those without them
+    rising = [0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.85]
+    _, plain = run(rising)
+    res, decays = run(rising, escape_by=4, patience=2)
+    assert decays == plain and res.restarts == () and res.reached
+
+
 def test_the_dose_rises_only_while_the_easy_target_is_met_and_the_frontier_is_not(
         tiny_policy, tokenizer, monkeypatch):
     _, graphdef, params = tiny_policy
