@@ -244,7 +244,7 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
             if decay_from is None and (acc >= escape_acc or (escape_by and i >= escape_by)):
                 decay_from, best, best_at = i, acc, i
                 if acc < escape_acc:
-                    stalled = f"no check reached {escape_acc:.2f} by step {escape_by}: decay"
+                    stalled = f"no check reached {escape_acc:.2f} by step {escape_by}: the decay starts"
             elif decay_from is not None and escaping:
                 if acc >= best + min_delta:
                     best, best_at = acc, i
@@ -255,10 +255,8 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
                     decay_from, best, best_at = i, acc, i
             if stalled is not None:
                 restarts.append(i)
-                if progress is not None:
-                    progress(i, ema, None, None, note=stalled)
             if progress is not None:
-                progress(i, ema, acc, front)
+                progress(i, ema, acc, front, note=stalled)
             if target_acc > 0 and acc >= target_acc and (
                     frontier_check is None or front >= frontier_min):
                 reached = True
