@@ -19,6 +19,7 @@ import numpy as np
 
 from frontier_rl import (
     checkpoint,
+    compile_cache,
     config_lib,
     distributed,
     export,
@@ -99,6 +100,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     # Every process runs this same program; only process 0 writes files (distributed.py).
     primary = distributed.is_primary()
     workdir = _prepare_workdir(workdir)
+    compile_cache.enable(workdir)  # a restart loads its compiled programs (compile_cache.py)
     if primary:
         _write_json(os.path.join(workdir, "config.json"), config)
     seed = config.seed

@@ -191,12 +191,17 @@ def test_cli_model_dir_without_weights(tmp_path):
 @pytest.mark.slow
 @pytest.mark.all_devices  # the command's mesh: every device of the process (conftest's 8)
 def test_sigkill_then_resume_matches(tmp_path):
-    """kill -9 mid-run, rerun the same command: the final metrics equal an uninterrupted run."""
+    """kill -9 mid-run, rerun the same command: the final metrics equal an uninterrupted run.
+    The killed run left its compiled programs in the workdir's cache (every program, with the
+    threshold at 0), and the rerun that loads them still matches."""
     cmd = [sys.executable, "-m", "frontier_rl", "train", "--config=configs/arith_grpo.py:smoke",
            f"--workdir={tmp_path}", "--config.log.progress=false",
            "--config.log.tensorboard=false", "--config.eval.every=0", "--config.rl.num_steps=12",
            "--config.checkpoint.every=3"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     ckpts = tmp_path / "checkpoints"
     deadline = time.time() + 300
     while time.time() < deadline:
@@ -205,7 +210,8 @@ def test_sigkill_then_resume_matches(tmp_path):
         time.sleep(0.2)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
+    assert os.listdir(tmp_path / ".jax_cache")  # the killed run's compiled programs
+    subprocess.run(cmd, cwd=ROOT, env=env, check=True, capture_output=True)
     ref_dir = tmp_path.parent / "ref"
     train.run(smoke_config(**{"rl.num_steps": 12, "checkpoint.every": 3}), str(ref_dir))
     _assert_same_records(_comparable(metrics.read(str(tmp_path / "metrics.jsonl"))),
