@@ -59,9 +59,9 @@ zero under them):
   prompts and at least 10% on held-out 4op prompts; methods at one seed share that seed's
   warm start, so the seeds sample starting points as well as RL noise.
   `frontier-rl bench warmstart --config=configs/compare_arith.py --seeds=0-9` shows, seed by
-  seed, whether the first attempt reaches this regime (README: all ten seeds did, in 1,500 to
-  6,300 steps, with 4op between 10% and 62% where they stopped; seed 9 needed its frontier
-  dose raised). Were a retry ever needed, its start comes from the next seed's init, and the
+  seed, whether the first attempt reaches this regime (README: all ten seeds did, in 1,800 to
+  4,600 steps where re-measured with the current code, with 4op between 11% and 61% where
+  they stopped). Were a retry ever needed, its start comes from the next seed's init, and the
   report flags two seeds that share a starting point.
 
 Hardware: 2 CPU cores (see README for the measured time of the default). Writes
