@@ -244,7 +244,8 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
             if decay_from is None and (acc >= escape_acc or (escape_by and i >= escape_by)):
                 decay_from, best, best_at = i, acc, i
                 if acc < escape_acc:
-                    stalled = f"no check reached {escape_acc:.2f} by step {escape_by}: the decay starts"
+                    stalled = (f"no check reached {escape_acc:.2f} by step {escape_by}: "
+                               "the decay starts")
             elif decay_from is not None and escaping:
                 if acc >= best + min_delta:
                     best, best_at = acc, i
