@@ -1,8 +1,8 @@
 """HeaPA (heap boundary sampling over a bounded evolving pool, on-policy augmentation answered
 by an asynchronous teacher, PathAgg lineage re-estimation) on DAPO-Math-17k, in the setting of
 HeaPA's Qwen3 scaling table (Table 2): B = 512 x n = 16, PPO mini-batch 64, lr 1e-6, weight
-decay 0.1, KL 1e-6, responses <= 20,480, 500 steps, Avg@16 (T = 0.7, top-p 0.7) on seven
-benchmarks every 10 steps. Settings and deviations: frontier_rl/experiment/paper.py; the
+decay 0.1, KL 1e-6, responses <= 20,480, 500 steps, Avg@16 (T = 0.7, top-p 0.7, top-k 50) on
+seven benchmarks every 10 steps. Settings and deviations: frontier_rl/experiment/paper.py; the
 selector's fields keep selector.heapa's defaults: N = 1,000,000 and alpha = 0.5 (the released
 code's), the archive threshold A_max = 8,192 (ours: no source gives one; docs/methods.md).
 

@@ -211,7 +211,8 @@ class Accountant:
                       padded_tokens=int(res.prompt_lens.sum()) + int(res.lengths.sum()),
                       xla=formula, formula=formula, padded_formula=formula)
             return
-        key = ("generation", sh.prompt_len, sh.max_new, sh.greedy, sh.use_top_p)
+        key = ("generation", sh.prompt_len, sh.max_new, sh.greedy, sh.use_top_p,
+               sh.sample_top_k)
         prefill, step = self._cost(key, sh.rows, lambda r: self.sampler.cost_analysis(
             self._params, dataclasses.replace(sh, rows=r)))
         slots = sh.rows * (sh.prompt_len + sh.steps)

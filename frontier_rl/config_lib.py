@@ -122,6 +122,9 @@ def default_config() -> ml_collections.ConfigDict:
     c.rollout = ml_collections.ConfigDict()
     c.rollout.temperature = 1.0
     c.rollout.top_p = 1.0
+    # Sampling top-k: draw among the k most likely tokens only; -1 = off (SGLang's convention,
+    # which refuses 0). With top_p < 1 the nucleus is taken within the k (sampler.py).
+    c.rollout.top_k = -1
     c.rollout.max_new_tokens = 8
     # Longest prompt in tokens (verl's max_prompt_length): longer train and eval prompts are
     # dropped at load, with their count logged (task/overlong_*), never sent to an engine. 0 =
@@ -191,13 +194,14 @@ def default_config() -> ml_collections.ConfigDict:
     c.rl.entropy_coef = 0.0
     # Truncated importance sampling against the rollout engine's log-probs (losses.py):
     # per-token weight min(exp(old_logp - rollout_logp), tis_cap); 0 = off. Matters when the
-    # trainer recomputes old log-probs (an external engine, or rollout.top_p < 1).
+    # trainer recomputes old log-probs (an external engine, rollout.top_p < 1 or rollout.top_k).
     c.rl.tis_cap = 0.0
     # Old-policy log-probs for the PPO ratio: "auto" recomputes them with the trainer when the
-    # sampler's are not the trainer's (an external engine, or rollout.top_p < 1, whose sampled
-    # distribution is truncated); "always" also does it for the embedded engine, so a run
-    # through a server can be compared with an embedded one bit for bit; "never" trusts the
-    # engine's (no engine_logprob_abs_diff, no TIS; not with top_p < 1).
+    # sampler's are not the trainer's (an external engine, or rollout.top_p < 1 or a
+    # rollout.top_k, whose sampled distribution is truncated); "always" also does it for the
+    # embedded engine, so a run through a server can be compared with an embedded one bit for
+    # bit; "never" trusts the engine's (no engine_logprob_abs_diff, no TIS; not with top_p < 1
+    # or a top_k).
     c.rl.recompute_old_logp = "auto"
     c.rl.overlong_buffer = 0  # DAPO's L_cache (tokens), with either loss; 0 disables shaping
     c.rl.overlong_penalty = 1.0
@@ -219,14 +223,16 @@ def default_config() -> ml_collections.ConfigDict:
     for name in selection.names():
         c.selector[name] = ml_collections.ConfigDict(selection.defaults(name))
 
-    # Held-out evaluation: Avg@k (k samples at `temperature` / `top_p`) and greedy accuracy per
-    # bucket. T = 0.7, top-p = 0.7 is HeaPA's Avg@16 protocol (eval_dataset_generation.py).
+    # Held-out evaluation: Avg@k (k samples at `temperature` / `top_p` / `top_k`) and greedy
+    # accuracy per bucket. T = 0.7, top-p = 0.7 is HeaPA's Avg@16 protocol
+    # (eval_dataset_generation.py, which also keeps top-k 50: the paper configs set it).
     c.eval = ml_collections.ConfigDict()
     c.eval.every = 25  # steps; 0 = only at step 0 and the end
     c.eval.every_rollouts = 0  # also evaluate each time cumulative rollouts cross a multiple
     c.eval.k = 8
     c.eval.temperature = 0.7
     c.eval.top_p = 0.7
+    c.eval.top_k = -1  # sampling top-k of the k samples (not their count); -1 = off
     c.eval.greedy = True
     # Token cap of evaluation responses; 0 = rollout.max_new_tokens (HeaPA: 20,480 at eval).
     c.eval.max_new_tokens = 0
@@ -380,6 +386,13 @@ def _in(*choices):
     return lambda x: x in choices
 
 
+def _top_k(x) -> bool:
+    return _pos_int(x) or (isinstance(x, int) and not isinstance(x, bool) and x == -1)
+
+
+_TOP_K_ALLOWED = "-1 (off) or an integer >= 1 (SGLang refuses 0)"
+
+
 def _endpoint(url: str) -> tuple[str, int] | None:
     """(host, port) of an http(s) URL, every loopback spelling as one host; None if unparsable."""
     try:
@@ -501,6 +514,7 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
            "an integer >= 0, or -1 for the run's seed")
     _check(cfg, "rollout.temperature", _pos, "a number > 0")
     _check(cfg, "rollout.top_p", lambda x: _pos(x) and x <= 1, "a number in (0, 1]")
+    _check(cfg, "rollout.top_k", _top_k, _TOP_K_ALLOWED)
     _check(cfg, "rollout.max_new_tokens", _pos_int, "an integer >= 1")
     _check(cfg, "rollout.max_prompt_len", lambda x: isinstance(x, int) and not isinstance(
         x, bool) and x >= 0, "an integer >= 0 (tokens; 0 = the model's context less "
@@ -551,6 +565,9 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
         _check(cfg, "rollout.top_p", lambda x: x == 1.0,
                "1.0 with rl.recompute_old_logp='never' (the sampler's log-probs are of the "
                "untruncated distribution)")
+        _check(cfg, "rollout.top_k", lambda x: x == -1,
+               "-1 (off) with rl.recompute_old_logp='never' (the sampler's log-probs are of the "
+               "untruncated distribution)")
         _check(cfg, "rl.tis_cap", lambda x: x == 0,
                "0 with rl.recompute_old_logp='never' (TIS needs the trainer's log-probs)")
     _check(cfg, "rl.tis_cap", lambda x: _nonneg(x) and (x == 0 or x >= 1),
@@ -579,6 +596,7 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "eval.k", _pos_int, "an integer >= 1")
     _check(cfg, "eval.temperature", _pos, "a number > 0")
     _check(cfg, "eval.top_p", lambda x: _pos(x) and x <= 1, "a number in (0, 1]")
+    _check(cfg, "eval.top_k", _top_k, _TOP_K_ALLOWED)
     _check(cfg, "eval.max_new_tokens", lambda x: isinstance(x, int) and x >= 0,
            "an integer >= 0 (0 = rollout.max_new_tokens)")
     sets = cfg.eval.get("sets") or {}

@@ -208,8 +208,12 @@ def _aug_cap(config, sim_cap: int) -> int:
 
 
 def _sampler_variants(config, sim: dict) -> dict:
-    """{(token cap, greedy, top-p): {"purposes": [...], "rows": [rows asked per call]}} of
-    every sampler call of the run: rollouts, augmentation generations and evaluation."""
+    """{(token cap, greedy, top-p, sampling top-k): {"purposes": [...], "rows": [rows asked per
+    call]}} of every sampler call of the run: rollouts, augmentation generations and evaluation
+    (top-k -1 = off: each k is a program of its own)."""
+    from frontier_rl.evaluation import CHUNK_ROWS
+    from frontier_rl.rollout.sampler import sample_top_k_on
+
     ro, ev = config.rollout, config.eval
     rpc = ro.rows_per_call
     out: dict = {}
@@ -222,18 +226,16 @@ def _sampler_variants(config, sim: dict) -> dict:
 
     for kind, prompts, n in sim["calls"]:
         if kind == "rollout":
-            add("rollout", (ro.max_new_tokens, False, ro.top_p < 1.0),
-                _engine_calls(prompts, n, rpc))
+            key = (ro.max_new_tokens, False, ro.top_p < 1.0, sample_top_k_on(ro.top_k))
+            add("rollout", key, _engine_calls(prompts, n, rpc))
         elif kind == "generate":
-            add("augmentation", (_aug_cap(config, n), False, False),
+            add("augmentation", (_aug_cap(config, n), False, False, -1),
                 _engine_calls(prompts, 1, rpc))
-    from frontier_rl.evaluation import CHUNK_ROWS
-
     cap = ev.max_new_tokens or ro.max_new_tokens
-    add("eval", (cap, False, ev.top_p < 1.0),
+    add("eval", (cap, False, ev.top_p < 1.0, sample_top_k_on(ev.top_k)),
         _engine_calls(max(1, CHUNK_ROWS // ev.k), ev.k, rpc))
     if ev.greedy:
-        add("eval greedy", (cap, True, False), _engine_calls(CHUNK_ROWS, 1, rpc))
+        add("eval greedy", (cap, True, False, -1), _engine_calls(CHUNK_ROWS, 1, rpc))
     return out
 
 
@@ -282,11 +284,11 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     not_sized: list[tuple[str, str]] = []
     rpc = ro.rows_per_call or "all"
 
-    # The sampler, per (token cap, greedy, top-p) and row bucket.
+    # The sampler, per (token cap, greedy, top-p, top-k) and row bucket.
     sampler = Sampler(graphdef, mcfg, eos_id=mcfg.eos_token_id or 0, pad_id=0,
                       prompt_buckets=PROMPT_BUCKETS, max_new_tokens=ro.max_new_tokens, mesh=mesh)
     variants = _sampler_variants(config, sim)
-    for (cap, greedy, top_p), v in sorted(variants.items(), key=lambda kv: kv[0]):
+    for (cap, greedy, top_p, top_k), v in sorted(variants.items(), key=lambda kv: kv[0]):
         name = "sampler: " + ", ".join(v["purposes"])
         if external:
             not_sized.append((name, f"rollout.engine={ro.engine} generates: its server's "
@@ -307,8 +309,8 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
         for b in sized:
             plans.append(_Plan(
                 name, "sampler", b, f"{plen}+{cap}", buckets[b],
-                lambda b=b, cap=cap, greedy=greedy, top_p=top_p: sampler.lower(
-                    params, b, plen, cap, greedy=greedy, use_top_p=top_p),
+                lambda b=b, cap=cap, greedy=greedy, top_p=top_p, top_k=top_k: sampler.lower(
+                    params, b, plen, cap, greedy=greedy, use_top_p=top_p, sample_top_k=top_k),
                 opt + ref, f"set rollout.rows_per_call (rows per sampler call; now {rpc}) or "
                 f"reduce {field}, or raise mesh.data / mesh.model (the KV cache is split over "
                 "both)"))
@@ -335,7 +337,7 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     rows = -(-rows // trainer.row_multiple) * trainer.row_multiple
     micro = rl.micro_batch_size or "the whole minibatch"
     recompute = recompute_old_logp(rl.recompute_old_logp, ro.top_p,
-                                   types.SimpleNamespace(external=external))
+                                   types.SimpleNamespace(external=external), ro.top_k)
     if recompute or rl.kl_coef > 0:
         what = " and ".join(w for w, on in (("old policy", recompute),
                                             ("KL reference", rl.kl_coef > 0)) if on)

@@ -150,7 +150,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         shape_rewards=update.reward_shaper(config, task.reward_values),
         reward_values=task.reward_values, group_size=config.rl.group_size,
         batch_size=config.rl.batch_size, temperature=config.rollout.temperature,
-        top_p=config.rollout.top_p, seed=seed,
+        top_p=config.rollout.top_p, top_k=config.rollout.top_k, seed=seed,
         prompt_entropy_fn=entropy_fn, flops_per_token=2.0 * mcfg.num_params(),
         accountant=accountant, verify_many=task.verify_many, engine=engine,
         prompt_wrapper=task.prompt_wrapper)
@@ -158,7 +158,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         config, trainer, params, accountant=accountant, encode=ctx.encode,
         pad_id=tokenizer.pad_token_id, seed=seed,
         recompute_old=recompute_old_logp(config.rl.recompute_old_logp, config.rollout.top_p,
-                                         engine))
+                                         engine, config.rollout.top_k))
 
     # ======================================================================= restore
     run_state = _RunState(workdir, config, selector, ctx, engine, accountant)

@@ -36,6 +36,9 @@ def test_every_config_builds(name):
     ("rl.tis_cap", 0.5, "rl.tis_cap=0.5 is not allowed: 0 (off) or a cap >= 1"),
     ("rl.recompute_old_logp", "yes", "rl.recompute_old_logp='yes'"),
     ("rollout.rows_per_call", 4, "an integer >= rl.group_size=8 (whole prompts)"),
+    ("eval.top_k", 0, "eval.top_k=0 is not allowed: -1 (off) or an integer >= 1"),
+    ("eval.top_k", -2, "eval.top_k=-2 is not allowed"),
+    ("rollout.top_k", 0, "rollout.top_k=0 is not allowed: -1 (off) or an integer >= 1"),
 ])
 def test_bad_values_name_the_field(field, value, message):
     c = config_lib.default_config()
@@ -44,6 +47,15 @@ def test_bad_values_name_the_field(field, value, message):
     with pytest.raises(config_lib.ConfigError, match=message.replace("*", r"\*")
                        .replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
         config_lib.validate(c)
+
+
+def test_top_k_defaults_off_and_accepts_k():
+    """Sampling top-k is off (-1, SGLang's "disabled") unless set, so the default run draws as
+    before; any k >= 1 validates."""
+    c = config_lib.default_config()
+    assert (c.eval.top_k, c.rollout.top_k) == (-1, -1)
+    c.eval.top_k, c.rollout.top_k = 50, 1
+    assert config_lib.validate(c)
 
 
 def test_dapo_forbids_kl():
@@ -56,6 +68,7 @@ def test_dapo_forbids_kl():
 @pytest.mark.parametrize("field,value,message", [
     ("rollout.top_p", 0.9, "rollout.top_p=0.9 is not allowed: 1.0 with rl.recompute_old_logp="),
     ("rl.tis_cap", 2.0, "TIS needs the trainer's log-probs"),
+    ("rollout.top_k", 50, "rollout.top_k=50 is not allowed: -1 (off) with rl.recompute_old_logp="),
 ])
 def test_trusting_engine_logps_excludes_what_needs_the_trainers(field, value, message):
     c = config_lib.default_config()

@@ -104,6 +104,29 @@ def test_served_per_row_seeds_are_one_key(served):
     assert r.status_code == 400 and "sampling_seed" in r.text
 
 
+def test_served_top_k_is_the_samplers(served):
+    """SGLang's top_k reaches the sampler: the served tokens are the embedded sampler's at the
+    same seed and top-k (which differ from its draws without one); 0 is refused with a 400, as
+    SGLang refuses it."""
+    import httpx
+
+    policy, server = served
+    sampler = policy.sampler(None)
+    ref = sampler.sample(policy.params, PROMPTS, 1, seed=9, max_new_tokens=4, sample_top_k=2)
+    plain = sampler.sample(policy.params, PROMPTS, 1, seed=9, max_new_tokens=4)
+    assert not np.array_equal(ref.tokens, plain.tokens)
+    sp = {"temperature": 1.0, "top_p": 1.0, "top_k": 2, "max_new_tokens": 4, "n": 1}
+    body = {"input_ids": PROMPTS, "return_logprob": True,
+            "sampling_params": [{**sp, "sampling_seed": 9 + i} for i in range(3)]}
+    r = httpx.post(f"{server.url}/generate", json=body, timeout=120)
+    assert r.status_code == 200
+    assert [row["output_ids"] for row in r.json()] == [
+        ref.tokens[i, :ref.lengths[i]].tolist() for i in range(3)]
+    body["sampling_params"] = {**sp, "top_k": 0, "sampling_seed": 9}
+    r = httpx.post(f"{server.url}/generate", json=body, timeout=60)
+    assert r.status_code == 400 and "top_k must be -1 (disable) or at least 1" in r.text
+
+
 def test_sync_loads_and_probe_passes(served, dirs):
     policy, server = served
     b = jax.tree.map(np.asarray, serve.Policy(dirs[1]).params)
@@ -449,19 +472,21 @@ def test_sglang_client_requests_rows_and_chunks(max_rows, tmp_path):
     """3 prompts x n=2: each prompt sent n times with n=1, prompt-major, in requests of at most
     max_rows rows, row r of the call seeded seed + r (no two copies of a prompt share a seed);
     the answers' ids, log-probs, lengths and finish reasons land in the rows they belong to,
-    padded to the cap."""
+    padded to the cap. The sampling top-k goes out as SGLang's top_k, -1 when off or greedy."""
     fake = FakeSGLang()
     srv = Server(fake.app)
     try:
         eng = _fake_client(srv.url, tmp_path, max_rows=max_rows)
-        sampling = Sampling(temperature=0.7, top_p=0.9, seed=40)
+        sampling = Sampling(temperature=0.7, top_p=0.9, top_k=50, seed=40)
         got = eng.generate(PROMPTS, 2, sampling)
-        greedy = eng.generate(PROMPTS[:1], 1, Sampling(greedy=True, max_new_tokens=3, seed=1))
+        greedy = eng.generate(PROMPTS[:1], 1, Sampling(greedy=True, top_k=50, max_new_tokens=3,
+                                                       seed=1))
+        eng.generate(PROMPTS[:1], 1, Sampling(max_new_tokens=3, seed=2))
     finally:
         srv.stop()
     rows = [p for p in PROMPTS for _ in range(2)]
     # the requests of one call go out concurrently: in the order of their seeds
-    sent = sorted(fake.requests[:-1], key=lambda r: r["sampling_params"][0]["sampling_seed"])
+    sent = sorted(fake.requests[:-2], key=lambda r: r["sampling_params"][0]["sampling_seed"])
     assert [r["input_ids"] for r in sent] == [rows[i:i + max_rows]
                                               for i in range(0, 6, max_rows)]
     seeds = []
@@ -470,12 +495,15 @@ def test_sglang_client_requests_rows_and_chunks(max_rows, tmp_path):
         assert len(r["sampling_params"]) == len(r["input_ids"])
         for sp in r["sampling_params"]:
             seeds.append(sp.pop("sampling_seed"))
-            assert sp == {"temperature": 0.7, "top_p": 0.9, "max_new_tokens": 5,
+            assert sp == {"temperature": 0.7, "top_p": 0.9, "top_k": 50, "max_new_tokens": 5,
                           "stop_token_ids": [3, 2], "n": 1}
     assert seeds == list(range(40, 46))  # one per row, the copies of a prompt included
+    assert fake.requests[-2]["sampling_params"] == [{
+        "temperature": 0.0, "top_p": 1.0, "top_k": -1, "max_new_tokens": 3,
+        "stop_token_ids": [3, 2], "n": 1, "sampling_seed": 1}]
     assert fake.requests[-1]["sampling_params"] == [{
-        "temperature": 0.0, "top_p": 1.0, "max_new_tokens": 3, "stop_token_ids": [3, 2], "n": 1,
-        "sampling_seed": 1}]
+        "temperature": 1.0, "top_p": 1.0, "top_k": -1, "max_new_tokens": 3,
+        "stop_token_ids": [3, 2], "n": 1, "sampling_seed": 2}]
     want = _fake_answer(PROMPTS, 2, sampling, max_rows, 5)
     assert got.tokens.shape == (6, 5) and greedy.tokens.shape == (1, 3)
     for i, a in enumerate(want):
@@ -488,7 +516,7 @@ def test_sglang_client_requests_rows_and_chunks(max_rows, tmp_path):
     assert got.prompt_lens.tolist() == [len(p) for p in rows]
     assert not np.any(got.entropies)  # SGLang sends none
     assert set(got.finished.tolist()) == {True, False}  # both finish reasons occurred
-    assert eng.counters["requests"] == len(sent) + 1 and eng.counters["retries"] == 0
+    assert eng.counters["requests"] == len(sent) + 2 and eng.counters["retries"] == 0
 
 
 def _drop(key):

@@ -116,6 +116,23 @@ def test_without_greedy_no_greedy_pass(tokenizer):
     assert eng.calls[0][2] == Sampling(temperature=0.7, top_p=0.7, seed=0)
 
 
+def test_eval_top_k_reaches_the_sampled_calls_only(tokenizer):
+    """config.eval.top_k (suite.evaluate) is the sampled calls' top-k; the greedy pass has none
+    (and the figures are the engine's, whatever the top-k)."""
+    import ml_collections
+
+    from frontier_rl.evaluation import suite
+    from frontier_rl.tasks import base
+
+    eng = _engine(tokenizer)
+    cfg = ml_collections.ConfigDict(dict(k=K, temperature=0.7, top_p=0.7, top_k=50,
+                                         greedy=True, max_new_tokens=0))
+    task = base.Task(name="t", train=[], eval=PROMPTS, buckets=["a", "b"], verifier=verify)
+    metrics, _ = suite.evaluate(eng, None, tokenizer, task, cfg, seed=0)
+    _close(metrics, EXPECTED)
+    assert [(n, s.greedy, s.top_k) for _, n, s in eng.calls] == [(K, False, 50), (1, True, -1)]
+
+
 def test_k_names_the_metrics_and_one_sample_is_avg_equals_pass(tokenizer):
     """k = 1: sample 0 of each prompt only (p0 right, p1 wrong, p2 right, p3 wrong, p4 wrong)."""
     metrics = evaluation.evaluate(_engine(tokenizer), None, tokenizer, PROMPTS, verify, k=1,

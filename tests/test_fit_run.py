@@ -59,7 +59,7 @@ def test_hive_and_ds_calls_exceed_batch_x_group():
     assert _max_rows(sim, "update") == b * g
     # With rows_per_call the engine splits a call into sampler calls of whole prompts.
     c.rollout.rows_per_call = 256
-    rows = fit._sampler_variants(c, sim)[(c.rollout.max_new_tokens, False, False)]["rows"]
+    rows = fit._sampler_variants(c, sim)[(c.rollout.max_new_tokens, False, False, -1)]["rows"]
     assert max(rows) == 256 and sum(rows) == sum(p * n for p, n in rollouts)
 
     d = arith_dapo.get_config()
@@ -67,6 +67,23 @@ def test_hive_and_ds_calls_exceed_batch_x_group():
     # DS oversamples: generation batches of ceil(1.5 B) prompts.
     assert {p for k, p, _ in sim["calls"] if k == "rollout"} == {round(1.5 * b)}
     assert _max_rows(sim, "rollout") == round(1.5 * b) * g > b * g
+
+
+def test_an_eval_top_k_is_a_sampler_program_of_its_own():
+    """Evaluation at the rollouts' cap and top-p shares their program until it has a top-k."""
+    from configs import arith_hive
+
+    c = arith_hive.get_config("smoke")
+    c.eval.greedy = False
+    c.eval.top_p = c.rollout.top_p
+    sim = fit.simulate(c, steps=2)
+    assert [v["purposes"] for v in fit._sampler_variants(c, sim).values()] == [
+        ["rollout", "eval"]]
+    c.eval.top_k = 50
+    variants = fit._sampler_variants(c, sim)
+    assert {k: v["purposes"] for k, v in variants.items()} == {
+        (c.rollout.max_new_tokens, False, False, -1): ["rollout"],
+        (c.rollout.max_new_tokens, False, False, 50): ["eval"]}
 
 
 def test_heapa_augmentation_is_a_sampler_call_at_the_runs_cap():

@@ -294,11 +294,12 @@ def test_script_validation_and_ds_generation_batch():
     1,024 for Qwen2.5-7B-Instruct."""
     c = _config("math_heapa.py", "qwen3-4b,script_val")
     assert set(c.eval.sets) == {"aime24"} and c.eval.sets.aime24 == "data/eval/aime24.jsonl"
-    assert (c.eval.k, c.eval.temperature, c.eval.top_p, c.eval.every, c.eval.greedy) == (
-        32, 1.0, 0.7, 10, False)
+    assert (c.eval.k, c.eval.temperature, c.eval.top_p, c.eval.top_k, c.eval.every,
+            c.eval.greedy) == (32, 1.0, 0.7, -1, 10, False)
     assert _config("math_grpo.py", "qwen2.5-7b-instruct,script_val").eval.every == 1000
     full = _config("math_heapa.py", "qwen3-4b")
     assert set(full.eval.sets) == set(eval_suite.HEAPA_BENCHMARKS) and full.eval.k == 16
+    assert (full.eval.temperature, full.eval.top_p, full.eval.top_k) == (0.7, 0.7, 50)
     with pytest.raises(ValueError, match="script_val"):
         _config("math_grpo.py", "qwen2.5-math-1.5b,script_val")
     assert _config("math_dapo.py", "qwen2.5-7b-instruct").selector.ds.gen_batch_size == 1024

@@ -99,6 +99,22 @@ def test_flags_corpora_and_baselines_are_sourced(name, arg):
     assert protocol.check(c, required) == [] and protocol.unsourced(c) == []
 
 
+def test_eval_top_k_is_heapas_and_not_hives():
+    """HeaPA's offline evaluation keeps the 50 likeliest tokens (eval_dataset_generation.py's
+    TOP_K); HIVE's (GRESO's validation) and HeaPA's in-run validation keep no top-k."""
+    for name, model in (("math_heapa.py", "qwen3-4b"), ("math_grpo.py", "qwen3-4b"),
+                        ("math_dapo.py", "qwen2.5-7b-instruct")):
+        c = _config(name, model)
+        assert c.eval.top_k == 50 and c.rollout.top_k == -1, (name, model)
+        assert c.protocol.eval.top_k.startswith("code: HeaPA eval_dataset_generation.py")
+        assert "TOP_K = 50" in c.protocol.eval.top_k
+    for name, arg in (("math_hive.py", ""), ("math_grpo.py", "qwen2.5-math-1.5b"),
+                      ("compare_math.py", ""), ("math_heapa.py", "qwen3-4b,script_val")):
+        c = _config(name, arg)
+        assert c.eval.top_k == -1 and c.rollout.top_k == -1, (name, arg)
+        assert "top_k" in c.protocol.eval.top_k and "-1" in c.protocol.eval.top_k
+
+
 def test_sources_of_the_new_settings():
     c = _config("math_heapa.py", "qwen3-4b")
     assert c.protocol.task.path.startswith("code: ") and "14k" in c.protocol.task.path
@@ -107,7 +123,7 @@ def test_sources_of_the_new_settings():
     c = _config("math_hive.py", "openr1_math_30k")
     assert c.protocol.task.path.startswith("paper: HIVE") and "30,000" in c.protocol.task.path
     c = _config("math_heapa.py", "qwen3-4b,script_val")
-    for leaf in ("sets", "k", "temperature", "top_p", "every"):
+    for leaf in ("sets", "k", "temperature", "top_p", "top_k", "every"):
         assert "HeaPA_DAPO_PathAgg" in c.protocol.eval[leaf], leaf
     c = _config("math_heapa.py", "qwen2.5-7b-instruct,script_val")
     assert "test_freq=1000" in c.protocol.eval.every

@@ -136,6 +136,31 @@ def test_greedy_and_top_p(sampler, tiny_policy):
     # A vanishing nucleus keeps only the top token: the same as greedy.
     nucleus = sampler.sample(params, PROMPTS, 2, seed=5, top_p=1e-6)
     np.testing.assert_array_equal(nucleus.tokens, g1.tokens)
+    # So does sampling top-k 1, at any temperature; greedy ignores a top-k.
+    top1 = sampler.sample(params, PROMPTS, 2, seed=5, temperature=3.0, sample_top_k=1)
+    np.testing.assert_array_equal(top1.tokens, g1.tokens)
+    assert top1.shape.sample_top_k == 1
+    g3 = sampler.sample(params, PROMPTS, 2, seed=0, greedy=True, sample_top_k=3)
+    np.testing.assert_array_equal(g3.tokens, g1.tokens)
+    assert g3.shape.sample_top_k == -1
+
+
+def test_top_k_off_is_the_program_and_draws_of_before(sampler, tiny_policy):
+    """-1 (off) and any k that keeps the whole vocabulary run the program without a top-k:
+    no new compile and the same tokens, key for key (the draw is over the full vocabulary
+    either way). 0 is refused, as SGLang refuses it."""
+    params = tiny_policy[2]
+    ref = sampler.sample(params, PROMPTS, 2, seed=7, temperature=0.8)
+    count = sampler.compile_count
+    for k in (-1, tiny_policy[0].vocab_size, 10 * tiny_policy[0].vocab_size):
+        res = sampler.sample(params, PROMPTS, 2, seed=7, temperature=0.8, sample_top_k=k)
+        np.testing.assert_array_equal(res.tokens, ref.tokens)
+        np.testing.assert_array_equal(res.logps, ref.logps)
+        assert res.shape == ref.shape and res.shape.sample_top_k == -1
+    assert sampler.compile_count == count
+    for bad in (0, -2):
+        with pytest.raises(ValueError, match=f"sample_top_k={bad} must be -1"):
+            sampler.sample(params, PROMPTS, 2, sample_top_k=bad)
 
 
 def test_compiles_once_per_bucket(sampler, tiny_policy):
@@ -245,6 +270,78 @@ def test_top_p_from_top_k_is_the_full_sort(scale, fast):
     for seed in range(20):
         key = jax.random.key(seed)
         np.testing.assert_array_equal(new(logits, key), old(logits, key))
+
+
+def _sample(logits, seeds, **kw):
+    from frontier_rl.rollout.sampler import _sample_token
+
+    t, top_p = kw.pop("temperature", 1.0), kw.pop("top_p", 1.0)
+    fn = jax.jit(lambda z, key: _sample_token(z, key, t, top_p, False, top_p < 1.0, **kw))
+    return np.stack([np.asarray(fn(logits, jax.random.key(s))) for s in seeds])
+
+
+def test_sample_top_k_never_leaves_the_k_largest():
+    """Each row's draws lie among its k largest logits (no ties: a permutation per row), with
+    and without top-p, and over many keys every one of the k is drawn: a mask, not an argmax.
+    Top-k 1 is the argmax."""
+    vocab, k = 40, 5
+    perm = jax.vmap(lambda key: jax.random.permutation(key, vocab))(
+        jax.random.split(jax.random.key(1), 6))
+    logits = 0.3 * perm.astype(jnp.float32)  # flat enough that top-k binds
+    top = np.argsort(-np.asarray(logits), axis=-1)[:, :k]
+    for kw in ({}, {"top_p": 0.95}, {"temperature": 2.0}):
+        draws = _sample(logits, range(300), sample_top_k=k, **kw)  # [seeds, rows]
+        for row in range(logits.shape[0]):
+            assert set(draws[:, row].tolist()) <= set(top[row].tolist()), (kw, row)
+        assert set(draws[:, 0].tolist()) == set(top[0].tolist())  # 300 draws reach all five
+    greedy = np.asarray(jnp.argmax(logits, axis=-1))
+    np.testing.assert_array_equal(_sample(logits, range(20), sample_top_k=1, temperature=5.0),
+                                  np.broadcast_to(greedy, (20, logits.shape[0])))
+
+
+def test_top_p_is_taken_within_the_renormalised_top_k():
+    """Top-k first, then top-p on what is left (vLLM's and HF's order): with probabilities
+    (0.4, 0.3, 0.2, 0.1), k = 2 and top-p 0.5, the top-2 set renormalises to (4/7, 3/7), whose
+    nucleus is the first token alone; cutting both on the full distribution (SGLang's "joint")
+    would keep two tokens, as top-p alone does. Likewise k = 3, top-p 0.75: two, not three."""
+    logits = jnp.log(jnp.array([[0.4, 0.3, 0.2, 0.1]]))
+    draws = _sample(logits, range(200), sample_top_k=2, top_p=0.5)
+    assert set(draws.ravel().tolist()) == {0}
+    nucleus = _sample(logits, range(200), top_p=0.5)
+    assert set(nucleus.ravel().tolist()) == {0, 1}
+    both = _sample(logits, range(200), sample_top_k=3, top_p=0.75)  # (4/9, 3/9, 2/9): two
+    assert set(both.ravel().tolist()) == {0, 1}
+
+
+def test_top_k_then_top_p_on_a_large_vocabulary_is_the_full_sort():
+    """k = 50 under the nucleus search's 64 candidates (its fast path, the vocabulary 1,000):
+    the tokens are a full sort's nucleus of the masked logits, key for key."""
+    vocab, k, top_p, t = 1000, 50, 0.7, 0.7
+    logits = 0.5 * jax.random.normal(jax.random.key(2), (16, vocab))  # flat: top-k binds
+
+    def full_sort(z, key):
+        scaled = z / t
+        kth = jax.lax.top_k(scaled, k)[0][:, -1:]
+        return _full_sort_sample(jnp.where(scaled < kth, -jnp.inf, scaled), key, 1.0, top_p)
+
+    got = _sample(logits, range(20), sample_top_k=k, top_p=top_p, temperature=t)
+    want = jax.jit(full_sort)
+    for seed in range(20):
+        np.testing.assert_array_equal(got[seed], want(logits, jax.random.key(seed)))
+    # Not top-p alone: its nucleus of these flat logits holds hundreds of tokens.
+    rows = _sample(logits, range(20), top_p=top_p, temperature=t)
+    assert not np.all(np.isin(rows, np.argsort(-np.asarray(logits), axis=-1)[:, :k]))
+
+
+def test_top_k_off_is_the_plain_draw():
+    """With no top-k (-1, or k >= the vocabulary) and no top-p the token is
+    jax.random.categorical of logits / T, key for key: the draws of before top-k existed."""
+    logits = 2.0 * jax.random.normal(jax.random.key(3), (8, 30))
+    plain = jax.jit(lambda z, key: jax.random.categorical(key, z / 0.7, axis=-1))
+    want = np.stack([np.asarray(plain(logits, jax.random.key(s))) for s in range(10)])
+    for k in (-1, 30, 64):
+        np.testing.assert_array_equal(_sample(logits, range(10), sample_top_k=k, temperature=0.7),
+                                      want)
 
 
 def test_stops_on_any_of_several_eos_ids(tiny_policy, tokenizer):

@@ -4,9 +4,9 @@ launch/sglang_server.sh pins: the wheels are downloaded without dependencies (in
 environment. What the client sends is recorded from a run of it against a stand-in server, so
 the check follows the client's code rather than a list kept beside it:
 
-* every /generate field and every sampling_params key it sends is defined by SGLang
-  (`io_struct.GenerateReqInput`, `sampling_params.SamplingParams`), and it sends every field
-  those define without a default;
+* every /generate field and every sampling_params key it sends (top_k included) is defined by
+  SGLang (`io_struct.GenerateReqInput`, `sampling_params.SamplingParams`), and it sends every
+  field those define without a default;
 * the weight update's body matches `io_struct.UpdateWeightFromDiskReqInput` likewise;
 * every path it calls is a route of `entrypoints/http_server.py`.
 """
@@ -134,7 +134,8 @@ def sent(tmp_path_factory):
         eng = SGLangEngine(server.url, pad_id=0, stop_ids=[3, 2], max_new_tokens=5,
                            sync_dir=str(root), export_fn=lambda params, path: path,
                            timeout=30.0, deadline=60.0, retries=2, backoff=0.01, max_rows=4)
-        eng.generate([[1, 5, 6], [1, 7]], 3, Sampling(temperature=0.7, top_p=0.9, seed=5))
+        eng.generate([[1, 5, 6], [1, 7]], 3, Sampling(temperature=0.7, top_p=0.9, top_k=50,
+                                                        seed=5))
         eng.generate([[1, 5]], 1, Sampling(greedy=True, max_new_tokens=2, seed=1))
         eng.sync(params=None, step=1)
         eng.close()
@@ -177,6 +178,7 @@ def test_client_requests_conform_to_the_pinned_sglang(sent, end):
         for sp in rows:
             assert set(sp) <= sp_all, f"sampling_params keys SGLang lacks: {set(sp) - sp_all}"
             assert sp_req <= set(sp)
+            assert sp["top_k"] == -1 or sp["top_k"] >= 1  # SamplingParams.verify refuses 0
         seeds = [sp["sampling_seed"] for sp in rows]
         assert len(set(seeds)) == len(seeds)  # the copies of a prompt never share a seed
     for body in updates:

@@ -199,8 +199,8 @@ def bench_flops(work: dict, repeats: int) -> dict:
                         verify=task.verify,
                         shape_rewards=lambda o, lengths: o, group_size=c.rl.group_size,
                         batch_size=c.rl.batch_size, temperature=c.rollout.temperature,
-                        top_p=c.rollout.top_p, seed=0, prompt_entropy_fn=entropy,
-                        accountant=acc)
+                        top_p=c.rollout.top_p, top_k=c.rollout.top_k, seed=0,
+                        prompt_entropy_fn=entropy, accountant=acc)
     ctx.begin_step(1, params)
     indices = list(range(c.rl.batch_size))
     t0 = time.perf_counter()

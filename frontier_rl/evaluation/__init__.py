@@ -3,10 +3,11 @@ bucket (a difficulty bucket, or a benchmark's name for an eval suite,
 frontier_rl/evaluation/suite.py).
 
 Avg@k (HeaPA's metric, Avg@16 there; k = `config.eval.k`, 8 by default) is the mean correctness
-of k samples per prompt at `config.eval.temperature` and `config.eval.top_p` (0.7 / 0.7,
-HeaPA's protocol), averaged over the prompts of a bucket; pass@k is the share of prompts with at
-least one correct sample among the k; invalid@k the share of samples with no gradable answer
-(or cut at the token cap); response_len the mean generated tokens (EOS included).
+of k samples per prompt at `config.eval.temperature`, `config.eval.top_p` and `config.eval.top_k`
+(0.7 / 0.7 / off by default; HeaPA's protocol adds top-k 50), averaged over the prompts of a
+bucket; pass@k is the share of prompts with at least one correct sample among the k; invalid@k
+the share of samples with no gradable answer (or cut at the token cap); response_len the mean
+generated tokens (EOS included).
 Greedy accuracy is one argmax decode per prompt. Evaluation samples are not charged to the
 rollout budget. Seeds are fixed per call site, so the same parameters give the same figures.
 Responses are checked by `verify_many` when given (a task's process pool, whose timeouts are
@@ -28,7 +29,7 @@ CHUNK_ROWS = 1024
 
 
 def _outcomes(sampler, params, tokenizer, prompts, verify, verify_many, n, *, seed, temperature,
-              top_p, greedy, max_new_tokens):
+              top_p, top_k, greedy, max_new_tokens):
     """(outcomes int8 [P, n], lengths int32 [P, n], checks that timed out)."""
     ids = [encode_prompt(tokenizer, p.text) for p in prompts]
     per_chunk = max(1, CHUNK_ROWS // n)
@@ -37,7 +38,7 @@ def _outcomes(sampler, params, tokenizer, prompts, verify, verify_many, n, *, se
     timeouts = 0
     for c in range(0, len(prompts), per_chunk):
         res = engine_lib.generate(sampler, params, ids[c:c + per_chunk], n, engine_lib.Sampling(
-            temperature=temperature, top_p=top_p, greedy=greedy,
+            temperature=temperature, top_p=top_p, top_k=top_k, greedy=greedy,
             max_new_tokens=max_new_tokens, seed=seed + c))
         texts = decode_responses(tokenizer, res)
         rows = [prompts[c + r // n] for r in range(len(texts))]
@@ -64,6 +65,7 @@ def evaluate(
     k: int = 8,
     temperature: float = 0.7,
     top_p: float = 0.7,
+    top_k: int = -1,
     greedy: bool = True,
     seed: int = 0,
     per_prompt: bool = False,
@@ -73,18 +75,19 @@ def evaluate(
     """`eval/avg@k/<bucket>`, `eval/pass@k/<bucket>`, `eval/invalid@k/<bucket>`,
     `eval/response_len/<bucket>`, `eval/greedy/<bucket>` and the same for `all`.
 
+    `top_k` is the sampling top-k of the k samples (-1 = off), not their count.
     With per_prompt, also the number of correct samples (of k) of each prompt, int [P]: what a
     comparison resamples for its intervals (stats.py)."""
     if verify is None and verify_many is None:
         raise ValueError("evaluate needs verify or verify_many")
     kw = dict(verify=verify, verify_many=verify_many, max_new_tokens=max_new_tokens)
     sampled, lengths, timeouts = _outcomes(sampler, params, tokenizer, prompts, n=k, seed=seed,
-                                           temperature=temperature, top_p=top_p, greedy=False,
-                                           **kw)
+                                           temperature=temperature, top_p=top_p, top_k=top_k,
+                                           greedy=False, **kw)
     greedy_out = None
     if greedy:
         greedy_out, _, t = _outcomes(sampler, params, tokenizer, prompts, n=1, seed=seed,
-                                     temperature=1.0, top_p=1.0, greedy=True, **kw)
+                                     temperature=1.0, top_p=1.0, top_k=-1, greedy=True, **kw)
         timeouts += t
     by_bucket: dict[str, list[int]] = defaultdict(list)
     for i, p in enumerate(prompts):

@@ -13,8 +13,9 @@ benchmarks that both papers report), and so does
 
 which writes DIR/eval/<step_N | model name>/eval.md and eval.json: per benchmark the questions,
 Avg@k, pass@k, mean response length (tokens) and invalid rate, then the unweighted mean row.
-Protocols: HeaPA reports Avg@16 at T = 0.7, top-p = 0.7 over the seven HEAPA_BENCHMARKS; HIVE
-the best checkpoint's six-benchmark average (HIVE_BENCHMARKS; samples per question unstated).
+Protocols: HeaPA reports Avg@16 at T = 0.7, top-p = 0.7, top-k = 50 over the seven
+HEAPA_BENCHMARKS; HIVE the best checkpoint's six-benchmark average (HIVE_BENCHMARKS; samples per
+question unstated).
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ def evaluate(sampler, params, tokenizer, task: base.Task, eval_cfg, *, seed: int
     cap = int(eval_cfg.get("max_new_tokens", 0) or 0) or max_new_tokens
     metrics, counts = evaluation.evaluate(
         sampler, params, tokenizer, task.eval, task.verify, k=eval_cfg.k,
-        temperature=eval_cfg.temperature, top_p=eval_cfg.top_p, greedy=eval_cfg.greedy,
+        temperature=eval_cfg.temperature, top_p=eval_cfg.top_p,
+        top_k=eval_cfg.get("top_k", -1), greedy=eval_cfg.greedy,
         seed=seed, per_prompt=True, verify_many=task.verify_many, max_new_tokens=cap)
     buckets = list(dict.fromkeys(p.bucket for p in task.eval))
     if eval_cfg.get("sets") and len(buckets) > 1:
@@ -208,7 +210,8 @@ def run(config, workdir: str, *, step: int | None = None, model: str | None = No
     k = config.eval.k
     rows = table(metrics, task, k)
     title = (f"Evaluation of {model or workdir} ({label}): Avg@{k} at T={config.eval.temperature}"
-             f", top-p={config.eval.top_p}")
+             f", top-p={config.eval.top_p}"
+             + (f", top-k={config.eval.top_k}" if config.eval.top_k >= 1 else ""))
     md, js = write(rows, os.path.join(workdir, "eval", label), k, title,
                    {"label": label, "metrics": metrics, "model": model or "",
                     "workdir": workdir, "sets": _sets(config.eval.get("sets"))})

@@ -16,9 +16,10 @@ Two protocols:
   PPO mini-batch 64 (8 updates per step), lr 1e-6, weight decay 0.1, KL loss 1e-6, clip
   0.2 / 0.28, overlong buffer 4,096 in both the GRPO and the DAPO recipe, prompt <= 2,048,
   response <= 20,480, 500 steps, temperature 1.0, evaluated every 10
-  steps: Avg@16 at T = 0.7, top-p 0.7 on seven benchmarks, responses <= 20,480 (the `script_val`
-  flag validates in the run as the released scripts do instead, SCRIPT_VAL, and leaves the
-  seven-benchmark table to `frontier-rl eval` with the flagless config). Hardware is not
+  steps: Avg@16 at T = 0.7, top-p 0.7, top-k 50 (its eval_dataset_generation.py) on seven
+  benchmarks, responses <= 20,480 (the `script_val` flag validates in the run as the released
+  scripts do instead, SCRIPT_VAL, without top-k, and leaves the seven-benchmark table to
+  `frontier-rl eval` with the flagless config). Hardware is not
   stated for these runs; the configs name 8 x H200. Qwen3-4B-Instruct-2507 (the model that
   script trains; non-thinking) takes the same settings; Qwen2.5-7B-Instruct (Table 1) its
   released 7B script's: lr 1.5e-6 after 20 warm-up steps, PPO mini-batch 128 (4 updates per
@@ -41,6 +42,11 @@ Deviations, for every config built here:
   gradient; HeaPA's group filter, on `acc`, drops it).
 - Memory settings (bfloat16 compute, float32 master weights and Adam, full remat, scanned
   layers, micro-batches) do not change the update.
+- HeaPA's evaluation top-k 50 with top-p 0.7 takes the nucleus within the renormalised top 50,
+  as the vLLM of its evaluation does, on the embedded engine and `frontier-rl serve`; a real
+  SGLang server (rollout.engine=sglang) cuts both on the full distribution instead
+  (rollout/sampler.py): its kept set is never smaller, and the two differ only when a prefix
+  of the sorted tokens holds between 0.7 x Z and 0.7 of the mass, Z the top 50's mass.
 """
 
 from __future__ import annotations
@@ -200,6 +206,7 @@ def base(model: str, dataset: str | None) -> ml_collections.ConfigDict:
         c.fit.prompt_len = 2048
         c.eval.every = 10
         c.eval.k, c.eval.temperature, c.eval.top_p = 16, 0.7, 0.7
+        c.eval.top_k = 50  # eval_dataset_generation.py's TOP_K (HIVE's GRESO keeps none)
         c.eval.max_new_tokens = 20480
         names = eval_suite.HEAPA_BENCHMARKS
         c.checkpoint.every = 10
@@ -222,11 +229,12 @@ HEAPA_DS_GEN_PROMPTS = 512
 
 # The released scripts' in-run validation (flag `script_val`, HeaPA's protocol): verl validates
 # on TEST_FILE aime-2024-960.parquet with val_kwargs.n = 1 at the rollout temperature 1.0,
-# top-p 0.7; 960 rows of AIME24's 30 problems are 32 per problem, so Avg@32 on aime24. The
-# Qwen3 script validates every 10 steps (test_freq=10), the Qwen2.5-7B scripts every 1,000
-# (once, at their last step). The seven-benchmark Avg@16 is evaluated offline (HeaPA
-# eval_dataset_generation.py), here `frontier-rl eval` with the config without the flag.
-SCRIPT_VAL = dict(benchmark="aime24", k=32, temperature=1.0, top_p=0.7, every=10)
+# top-p 0.7 and no top-k (val_kwargs.top_k=-1); 960 rows of AIME24's 30 problems are 32 per
+# problem, so Avg@32 on aime24. The Qwen3 script validates every 10 steps (test_freq=10), the
+# Qwen2.5-7B scripts every 1,000 (once, at their last step). The seven-benchmark Avg@16 is
+# evaluated offline (HeaPA eval_dataset_generation.py, with top-k 50), here `frontier-rl eval`
+# with the config without the flag.
+SCRIPT_VAL = dict(benchmark="aime24", k=32, temperature=1.0, top_p=0.7, top_k=-1, every=10)
 SCRIPT_VAL_EVERY = {"qwen2.5-7b-instruct": 1000}
 
 
@@ -239,6 +247,7 @@ def script_val(c: ml_collections.ConfigDict, model: str) -> None:
     c.eval.sets = ml_collections.ConfigDict({v["benchmark"]: os.path.join(
         EVAL_DIR, f"{v['benchmark']}.jsonl")})
     c.eval.k, c.eval.temperature, c.eval.top_p = v["k"], v["temperature"], v["top_p"]
+    c.eval.top_k = v["top_k"]
     c.eval.every = SCRIPT_VAL_EVERY.get(model, v["every"])
 
 

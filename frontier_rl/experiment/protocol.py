@@ -80,6 +80,7 @@ SOURCES: dict[str, dict[str, str]] = {
         "rl.num_steps": "paper: HIVE App. B.1 (1,000 steps)",
         "rollout.temperature": "paper: HIVE App. B.1 (temperature 1.0)",
         "rollout.top_p": f"follows: {_G_YAML} (rollout top_p: 1)",
+        "rollout.top_k": f"follows: {_G_YAML} (rollout top_k: -1)",
         "rollout.max_new_tokens": f"follows: {_G} (max_response_length=2560 of HIVE's "
                                   "context 4,096)",
         "fit.prompt_len": f"follows: {_G} (max_prompt_length=1536)",
@@ -87,6 +88,7 @@ SOURCES: dict[str, dict[str, str]] = {
         "eval.k": f"follows: {_G} (val_kwargs.n=4)",
         "eval.temperature": f"follows: {_G} (val_kwargs.temperature=1)",
         "eval.top_p": f"follows: {_G} (val_kwargs.top_p=0.7)",
+        "eval.top_k": f"follows: {_G_YAML} (val_kwargs top_k: -1, which {_G} leaves as it is)",
         "eval.greedy": f"follows: {_G} (val_kwargs.do_sample=True)",
         "eval.max_new_tokens": f"follows: {_G} (validation at max_response_length=2560)",
         "eval.sets": "paper: HIVE §4.1 (MATH500, AIME24, AMC, Minerva, Gaokao, OlympiadBench); "
@@ -134,12 +136,15 @@ SOURCES: dict[str, dict[str, str]] = {
         "rl.num_steps": f"code: {_H_SH} (total_training_steps=500)",
         "rollout.temperature": f"code: {_H_SH} (temperature=1.0)",
         "rollout.top_p": f"code: {_H_SH} (top_p=1.0)",
+        "rollout.top_k": f"code: {_H_SH} (top_k=-1)",
         "rollout.max_new_tokens": f"code: {_H_SH} (max_response_length=20480)",
         "fit.prompt_len": f"code: {_H_SH} (max_prompt_length=2048)",
         "eval.every": f"code: {_H_SH} (test_freq=10)",
         "eval.k": "code: HeaPA data/prepare_eval_benchmarks.py (N_REPEATS=16: Avg@16)",
         "eval.temperature": f"code: {_H_EVAL} (temperature 0.7)",
         "eval.top_p": f"code: {_H_EVAL} (top_p 0.7)",
+        "eval.top_k": f"code: {_H_EVAL} (TOP_K = 50, passed as rollout.top_k to verl's vLLM "
+                      "generation, which keeps the 50 likeliest tokens before top-p)",
         "eval.greedy": f"code: {_H_EVAL} (sampled)",
         "eval.max_new_tokens": f"code: {_H_EVAL} (responses <= 20,480)",
         "eval.sets": "code: HeaPA data/prepare_eval_benchmarks.py (AIME24, AIME25, MATH500, "
@@ -301,6 +306,7 @@ SCRIPT_VAL_SOURCES = {
     "eval.k": f"code: {_H_SH} ({_VAL})",
     "eval.temperature": f"code: {_H_SH} (val_kwargs.temperature=${{temperature}}=1.0)",
     "eval.top_p": f"code: {_H_SH} (val_kwargs.top_p=${{val_top_p}}=0.7)",
+    "eval.top_k": f"code: {_H_SH} (val_kwargs.top_k=${{top_k}}=-1)",
     "eval.greedy": f"code: {_H_SH} (val_kwargs.do_sample=True)",
     "eval.every": f"code: {_H_SH} (test_freq=10)",
 }

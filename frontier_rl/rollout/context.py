@@ -38,6 +38,7 @@ class PolicyContext:
         temperature: float,
         top_p: float,
         seed: int,
+        top_k: int = -1,
         prompt_entropy_fn: Callable[[object, list[list[int]]], np.ndarray] | None = None,
         flops_per_token: float = 0.0,
         accountant=None,
@@ -66,6 +67,7 @@ class PolicyContext:
         self.batch_size = batch_size
         self.temperature = temperature
         self.top_p = top_p
+        self.top_k = top_k  # sampling top-k of rollouts, -1 = off (rollout.top_k)
         self.seed = seed
         self._entropy_fn = prompt_entropy_fn
         # Analytic forward cost, 2N per token (nanoGPT's estimate without attention): rollouts and
@@ -125,7 +127,8 @@ class PolicyContext:
         ids = [self.encode(i) for i in indices]
         t0 = time.perf_counter()
         res = engine_lib.generate(self.engine, self.params, ids, n, engine_lib.Sampling(
-            temperature=self.temperature, top_p=self.top_p, seed=self._next_seed()))
+            temperature=self.temperature, top_p=self.top_p, top_k=self.top_k,
+            seed=self._next_seed()))
         t1 = time.perf_counter()
         texts = decode_responses(self.tokenizer, res)
         rows = [self.prompts[indices[r // n]] for r in range(len(texts))]

@@ -2,14 +2,13 @@
 
 Prompts are left-padded to a prompt-length bucket and the batch is padded to a row bucket
 (`row_bucket`: under 10% padding above 1,024 rows; then to a multiple of the mesh's row
-shards), so the
-generate function compiles once per (row bucket, prompt bucket, greedy, top-p) and never again.
-Decoding runs inside one `lax.while_loop` that stops as soon as every row has emitted a stop
-token (any of `eos_ids`) or the token cap is reached, so short answers do not pay for the full
-cap.
+shards), so the generate function compiles once per (row bucket, prompt bucket, greedy, top-p,
+top-k) and never again. Decoding runs inside one `lax.while_loop` that stops as soon as every
+row has emitted a stop token (any of `eos_ids`) or the token cap is reached, so short answers do
+not pay for the full cap.
 
 Per generated token it returns the log-probability and the entropy of softmax(logits / T) at the
-sampling temperature T, before top-p truncation (T = 1 for greedy decoding). That is the
+sampling temperature T, before top-k / top-p truncation (T = 1 for greedy decoding). That is the
 distribution verl's actor computes log-probs from (logits divided by the rollout temperature),
 and what `Trainer` computes at `temperature=T`: the RL loss can take these as the old policy's
 log-probs without a recompute. Determinism: the same parameters, prompts, n and seed give
@@ -21,6 +20,17 @@ and the cache's KV heads over "model"; parameters follow `sharding.PARAM_RULES`.
 computes logits for each row's last prompt position only. Top-p finds the nucleus among the
 `top_k` largest logits when it lies there for every row (exactly the full sort's cutoff), and
 sorts the vocabulary only when it does not.
+
+Sampling top-k (`sample_top_k`, SGLang's `top_k`; -1 = off, as in SGLang, where 0 is refused;
+k >= the vocabulary is off too) keeps the k largest logits (ties at the k-th kept) before the
+draw. With top-p as well, the nucleus is taken from the renormalised top-k set (top-k first,
+then top-p): the order of vLLM's `apply_top_k_top_p` and of HF's logits warpers, and so of the
+vLLM engine HeaPA's released evaluation ran (eval_dataset_generation.py). Deviation: SGLang
+samples the intersection of the two filters, both cut on the full distribution (its flashinfer
+`filter_apply_order="joint"` and its torch fallback). The two differ only when the k largest
+tokens hold less than all the mass Z: here the nucleus is cut at top_p x Z of the full mass,
+there at top_p, so it is never larger here. `top_k` (the constructor's) is only the nucleus
+search's candidate count, not a sampling parameter.
 
 Each result also says what the device did (`SampleResult.shape`: the padded shape and the decode
 steps the loop ran) and `cost_analysis` gives XLA's FLOPs of the prefill and of one decode step,
@@ -51,9 +61,9 @@ TOP_K = 64
 # tokens; 0 = all rows at once): bounds the prefill's activations and [rows, heads, plen, plen]
 # attention scores. An embedded run's rollouts (512 rows of <= 32 tokens) are one group.
 PREFILL_TOKENS = 32768
-# Positions of the generate function's static arguments (max_new, greedy, use_top_p): jit takes
-# no keyword arguments once it has in_shardings.
-_STATIC = (6, 7, 8)
+# Positions of the generate function's static arguments (max_new, greedy, use_top_p,
+# sample_top_k): jit takes no keyword arguments once it has in_shardings.
+_STATIC = (6, 7, 8, 9)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +76,7 @@ class SampleShape:
     steps: int  # decode-loop iterations actually run (<= max_new; fewer when all rows ended)
     greedy: bool
     use_top_p: bool
+    sample_top_k: int = -1  # sampling top-k (-1 = off)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,14 +184,28 @@ def _nucleus_cutoff(scaled, top_p, top_k: int):
                         lambda: _nucleus_cutoff_sorted(scaled, top_p))
 
 
+def sample_top_k_on(sample_top_k: int, greedy: bool = False, vocab: int | None = None) -> int:
+    """The sampling top-k a call runs with: k when it filters (1 <= k < vocab, not greedy),
+    else -1 (one program for every k that keeps the whole vocabulary)."""
+    filters = sample_top_k >= 1 and not greedy and (vocab is None or sample_top_k < vocab)
+    return int(sample_top_k) if filters else -1
+
+
 def _sample_token(logits, key, temperature, top_p, greedy: bool, use_top_p: bool,
-                  top_k: int = TOP_K):
+                  top_k: int = TOP_K, sample_top_k: int = -1):
+    """One token per row. `sample_top_k` (static; -1 = off) keeps the k largest logits, then
+    `use_top_p` the nucleus of what is left; `top_k` is the nucleus search's candidate count."""
     if greedy:
         return jnp.argmax(logits, axis=-1).astype(jnp.int32)
     scaled = logits / temperature
+    # Everything outside the top-k set and the nucleus is masked; the draw is over the full
+    # vocabulary, so the random stream is the same whatever is kept (and, with neither filter,
+    # the same as before either existed).
+    if 0 < sample_top_k < scaled.shape[-1]:
+        kth = jax.lax.top_k(scaled, sample_top_k)[0][:, -1:]
+        scaled = jnp.where(scaled < kth, -jnp.inf, scaled)
     if use_top_p:
-        # Everything outside the nucleus is masked; the draw is over the full vocabulary, so
-        # the random stream is the same whatever the nucleus.
+        # On the masked logits the softmax is the top-k set's renormalised distribution.
         cutoff = _nucleus_cutoff(scaled, top_p, top_k)
         scaled = jnp.where(scaled < cutoff, -jnp.inf, scaled)
     return jax.random.categorical(key, scaled, axis=-1).astype(jnp.int32)
@@ -265,7 +290,7 @@ class Sampler:
     # -- device side -------------------------------------------------------------------------
 
     def _generate_impl(self, params, prompt, prompt_mask, key, temperature, top_p,
-                       max_new: int, greedy: bool, use_top_p: bool):
+                       max_new: int, greedy: bool, use_top_p: bool, sample_top_k: int):
         self.compile_count += 1
         if self.mesh is not None:
             # Weights gathered over fsdp once for the whole decode loop, not at every step.
@@ -280,7 +305,8 @@ class Sampler:
 
         def body(carry):
             return self._decode_step(model, carry, key, temperature, top_p, plen=plen,
-                                     greedy=greedy, use_top_p=use_top_p)
+                                     greedy=greedy, use_top_p=use_top_p,
+                                     sample_top_k=sample_top_k)
 
         carry = jax.lax.while_loop(cond, body, carry)
         steps, _, _, out_tok, out_logp, out_ent, done, lengths, _, _ = carry
@@ -356,11 +382,11 @@ class Sampler:
         return self._shard_carry(carry, cost)
 
     def _decode_step(self, model, carry, key, temperature, top_p, *, plen: int, greedy: bool,
-                     use_top_p: bool, cost: bool = False):
+                     use_top_p: bool, sample_top_k: int = -1, cost: bool = False):
         """One iteration of the decode loop: sample token t, then feed it back."""
         t, cache, logits, out_tok, out_logp, out_ent, done, lengths, key_valid, prompt_len = carry
         tok = _sample_token(logits, jax.random.fold_in(key, t), temperature, top_p, greedy,
-                            use_top_p, self.top_k)
+                            use_top_p, self.top_k, sample_top_k)
         dist = logits.astype(jnp.float32)
         if not greedy:
             dist = dist / temperature
@@ -403,7 +429,8 @@ class Sampler:
         def step(params, carry, key, temperature, top_p):
             return self._decode_step(nnx.merge(self.graphdef, params), carry, key, temperature,
                                      top_p, plen=plen, greedy=shape.greedy,
-                                     use_top_p=shape.use_top_p, cost=True)
+                                     use_top_p=shape.use_top_p,
+                                     sample_top_k=shape.sample_top_k, cost=True)
 
         carry = jax.eval_shape(prefill, params, prompt, prompt)
         scalar = jax.ShapeDtypeStruct((), jnp.float32)
@@ -412,7 +439,7 @@ class Sampler:
                 compiled_flops(step, params, carry, key, scalar, scalar))
 
     def lower(self, params, rows: int, prompt_len: int, max_new: int, *, greedy: bool = False,
-              use_top_p: bool = True) -> jax.stages.Lowered:
+              use_top_p: bool = True, sample_top_k: int = -1) -> jax.stages.Lowered:
         """The generate function lowered for `rows` prompts (padded up to the mesh's row
         multiple, as `sample` pads them) of `prompt_len` tokens and `max_new` new ones, with
         parameters shaped like `params` (ShapeDtypeStructs will do); nothing is allocated."""
@@ -422,7 +449,8 @@ class Sampler:
         scalar = jax.ShapeDtypeStruct((), jnp.float32)
         key = jax.eval_shape(jax.random.key, 0)
         return self._generate.lower(abstract(params), prompt, prompt, key, scalar, scalar,
-                                    max_new, greedy, use_top_p and not greedy)
+                                    max_new, greedy, use_top_p and not greedy,
+                                    sample_top_k_on(sample_top_k, greedy, self.cfg.vocab_size))
 
     # -- host side ---------------------------------------------------------------------------
 
@@ -435,14 +463,18 @@ class Sampler:
         seed: int = 0,
         temperature: float = 1.0,
         top_p: float = 1.0,
+        sample_top_k: int = -1,
         greedy: bool = False,
         max_new_tokens: int | None = None,
     ) -> SampleResult:
-        """Samples n responses per prompt (token ids, BOS included by the caller)."""
+        """Samples n responses per prompt (token ids, BOS included by the caller).
+        `sample_top_k`: draw among the k largest logits only (-1 = off; ignored when greedy)."""
         if not prompts:
             raise ValueError("sample() got no prompts")
         if temperature <= 0 and not greedy:
             raise ValueError(f"temperature={temperature} must be > 0 (or use greedy=True)")
+        if sample_top_k != -1 and (isinstance(sample_top_k, bool) or sample_top_k < 1):
+            raise ValueError(f"sample_top_k={sample_top_k} must be -1 (off) or an integer >= 1")
         max_new = max_new_tokens or self.max_new_tokens
         rows = [list(p) for p in prompts for _ in range(n)]
         num_rows = len(rows)
@@ -451,6 +483,7 @@ class Sampler:
         tok, msk = left_pad(rows, plen, nb, self.pad_id)
         msk[num_rows:, -1] = 1  # padding rows attend to one token so softmax stays finite
         use_top_p = top_p < 1.0 and not greedy
+        sample_top_k = sample_top_k_on(sample_top_k, greedy, self.cfg.vocab_size)
         if self.mesh is not None:
             self._build(params)
             # A no-op for parameters already placed by the trainer on the same mesh.
@@ -462,7 +495,8 @@ class Sampler:
             tok, msk = jnp.asarray(tok), jnp.asarray(msk)
         out = self._generate(
             params, tok, msk, jax.random.key(seed),
-            jnp.float32(max(temperature, 1e-6)), jnp.float32(top_p), max_new, greedy, use_top_p)
+            jnp.float32(max(temperature, 1e-6)), jnp.float32(top_p), max_new, greedy, use_top_p,
+            sample_top_k)
         # Every process gets every row (distributed.py: one host program on identical inputs).
         out_tok, out_logp, out_ent, lengths, done, steps = distributed.to_host(out)
         return SampleResult(
@@ -470,5 +504,5 @@ class Sampler:
             lengths=lengths[:num_rows], finished=done[:num_rows],
             prompt_lens=np.array([len(r) for r in rows], np.int32),
             shape=SampleShape(rows=nb, prompt_len=plen, max_new=max_new, steps=int(steps),
-                              greedy=greedy, use_top_p=use_top_p),
+                              greedy=greedy, use_top_p=use_top_p, sample_top_k=sample_top_k),
         )

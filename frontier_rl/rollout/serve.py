@@ -5,7 +5,9 @@ separate processes.
 
 Endpoints (the shapes of SGLang 0.5 with `--skip-tokenizer-init`):
   POST /generate                  input_ids (one list or a batch), sampling_params {temperature
-                                  (0 = greedy), top_p, max_new_tokens, stop_token_ids, n,
+                                  (0 = greedy), top_p, top_k (-1 or absent = off; 0 and other
+                                  values below -1 are refused, as SGLang refuses them),
+                                  max_new_tokens, stop_token_ids, n,
                                   sampling_seed} (or one per row, equal but for seeds s, s+1,
                                   ...: the batch is sampled from key s, each row drawing its own
                                   stream, as the embedded sampler does), return_logprob -> per
@@ -95,7 +97,8 @@ class Policy:
             sampler = self.sampler(sp.get("stop_token_ids"))
             res = sampler.sample(self.params, rows, 1, seed=seed,
                                  temperature=1.0 if greedy else temperature,
-                                 top_p=float(sp.get("top_p", 1.0)), greedy=greedy,
+                                 top_p=float(sp.get("top_p", 1.0)),
+                                 sample_top_k=top_k(sp), greedy=greedy,
                                  max_new_tokens=max_new)
         out = []
         for i, row in enumerate(rows):
@@ -113,6 +116,17 @@ class Policy:
                                                              strict=True)],
                 "output_token_entropy": res.entropies[i, :k].tolist()}})
         return out
+
+
+def top_k(sp: dict) -> int:
+    """The sampling top-k of SGLang sampling params: -1 (off) when absent or null; ValueError
+    for 0 or below -1 (SGLang's SamplingParams.verify refuses those)."""
+    k = sp.get("top_k")
+    if k is None:
+        return -1
+    if isinstance(k, bool) or not isinstance(k, int) or (k < 1 and k != -1):
+        raise ValueError(f"top_k must be -1 (disable) or at least 1, got {k!r}")
+    return k
 
 
 def make_app(policy: Policy):
@@ -148,6 +162,10 @@ def make_app(policy: Policy):
                     return bad("per-row sampling_params must be equal but for sampling_seed "
                                "s, s+1, ... here (the batch is sampled from one key)")
             sp = sp[0]
+        try:
+            top_k(sp)
+        except ValueError as e:
+            return bad(str(e))
         n = int(sp.get("n", 1))
         if n > 1:
             if single:

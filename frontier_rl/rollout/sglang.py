@@ -4,7 +4,8 @@
 
 generate: `POST /generate` with `input_ids` (a batch of token-id lists; the server runs with
   `--skip-tokenizer-init`), `sampling_params` (one dict per row: temperature (0 = greedy),
-  top_p, max_new_tokens, stop_token_ids, n, sampling_seed) and `return_logprob`; the answer is
+  top_p, top_k (-1 = off, SGLang's own "disabled"; SGLang refuses 0), max_new_tokens,
+  stop_token_ids, n, sampling_seed) and `return_logprob`; the answer is
   one object per row with `output_ids` and `meta_info` {`output_token_logprobs`: [[logprob,
   token_id, text], ...], `finish_reason`: {"type": "stop", "matched": id} | {"type": "length",
   "length": k}}. Each prompt is sent n times with n=1, prompt-major: SGLang's own `n` repeats the
@@ -188,6 +189,7 @@ class SGLangEngine:
         """One /generate request; row i gets sampling_seed `seed + i`."""
         params = {"temperature": 0.0 if sampling.greedy else float(sampling.temperature),
                   "top_p": 1.0 if sampling.greedy else float(sampling.top_p),
+                  "top_k": -1 if sampling.greedy or sampling.top_k < 1 else int(sampling.top_k),
                   "max_new_tokens": int(max_new), "stop_token_ids": self.stop_ids, "n": 1}
         payload = {"input_ids": rows, "return_logprob": True,
                    "sampling_params": [{**params, "sampling_seed": int(seed) + i}
