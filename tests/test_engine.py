@@ -606,3 +606,20 @@ def test_sglang_client_4xx_is_not_retried(status, tmp_path):
     assert len(fake.requests) == 1
     assert (eng.counters["requests"], eng.counters["retries"], eng.counters["failures"]) == \
         (1, 0, 1)
+
+
+def test_sglang_with_several_trainer_processes_is_refused_naming_the_field(tmp_path,
+                                                                          monkeypatch):
+    """A multi-process run would have every process send its own requests and export weights
+    held on other hosts: the engine refuses to start, naming rollout.engine."""
+    import jax
+
+    from frontier_rl.errors import RunError
+
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    with pytest.raises(RunError, match=r"rollout.engine='sglang' with 2 trainer processes"):
+        SGLangEngine("http://127.0.0.1:1", pad_id=0, stop_ids=[1], max_new_tokens=4,
+                     sync_dir=str(tmp_path))
+    monkeypatch.setattr(jax, "process_count", lambda: 1)
+    SGLangEngine("http://127.0.0.1:1", pad_id=0, stop_ids=[1], max_new_tokens=4,
+                 sync_dir=str(tmp_path)).close()

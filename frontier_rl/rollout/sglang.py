@@ -30,6 +30,10 @@ faults: connection errors, timeouts, 5xx and malformed answers (a missing field,
   the last synced weights (a restarted server comes back with the weights it was started
   from). Counted under rollout/engine_*.
 
+One trainer process: the rollouts, the weight export and the probe are one process's work, so
+a run of several processes (multi-host) with this engine is refused when the engine is made
+(RunError naming rollout.engine); such runs use the embedded sampler (rollout.engine=jax).
+
 Deviation: SGLang returns no per-token entropies; rows get 0 unless the server sends the
 `output_token_entropy` extension (as `frontier-rl serve` does).
 """
@@ -44,8 +48,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import jax
 import numpy as np
 
+from frontier_rl.errors import RunError
 from frontier_rl.rollout.engine import EngineError, Sampling
 from frontier_rl.rollout.sampler import SampleResult
 
@@ -109,6 +115,14 @@ class SGLangEngine:
                  temperature: float = 1.0, timeout: float = 1800.0, deadline: float = 7200.0,
                  retries: int = 8, backoff: float = 1.0, concurrency: int = 8,
                  max_rows: int = 4096, sync_every: int = 1):
+        if jax.process_count() > 1:
+            # Every process would send its own requests (and sample its own responses), and the
+            # export would device_get parameters that live on other hosts: refuse, clearly.
+            raise RunError(
+                f"rollout.engine='sglang' with {jax.process_count()} trainer processes is not "
+                "supported: the SGLang client generates, exports the weights and checks the "
+                "probe in one process. Run one trainer process per server (launch/run_gpu.sh, "
+                "one node), or set rollout.engine='jax' for a multi-host run")
         self.url = url.rstrip("/")
         self.sync_every = int(sync_every)  # steps between weight syncs (rollout.sync_every)
         self._staleness_base = -1
