@@ -103,10 +103,11 @@ PROMPT = {"hive": chat.GRESO_PROMPT, "heapa": chat.DAPO_ANSWER_PROMPT}
 EVAL_DIR = "data/eval"  # launch/prepare_benchmarks.py --out_dir
 CHECKPOINTS = "checkpoints"  # model.path = checkpoints/<Hugging Face name>
 
-# Rows per forward/backward (whole mesh of 8 devices): one or two responses per device.
-MICRO_BATCH = {"qwen2.5-math-1.5b": 16, "qwen2.5-math-7b": 8, "qwen3-0.6b": 8,
+# Rows per forward/backward (whole mesh of 8 devices): two, one or half a response per device,
+# sized with `frontier-rl fit` (README): Qwen2.5-Math-7B's train step at 8 rows needed 67.7 GiB
+# per device of the 67.1 an A100-80GB / H100 gives JAX at the launch scripts' 0.9.
+MICRO_BATCH = {"qwen2.5-math-1.5b": 16, "qwen2.5-math-7b": 4, "qwen3-0.6b": 8,
                "qwen3-1.7b": 8, "qwen3-4b": 8, "qwen3-8b": 8,
-               # not yet measured with `frontier-rl fit`: the values of the nearest size
                "deepseek-r1-distill-qwen-1.5b": 16, "qwen3-4b-base": 8,
                "llama3.2-3b-instruct": 8, "qwen2.5-7b-instruct": 8,
                "qwen3-4b-instruct-2507": 8}
@@ -115,10 +116,10 @@ MICRO_BATCH = {"qwen2.5-math-1.5b": 16, "qwen2.5-math-7b": 8, "qwen3-0.6b": 8,
 # GPUs, an SGLang server's paged cache is the faster path). Sized with `frontier-rl fit` for
 # 8 x A100-80GB (HIVE's protocol: HIVE App. B.1) and 8 x H200 (HeaPA's: ours, as neither its
 # paper nor its released scripts name hardware).
-ROWS_PER_CALL = {"qwen2.5-math-1.5b": 0, "qwen2.5-math-7b": 64, "qwen3-0.6b": 256,
+# Qwen2.5-Math-1.5B: HIVE's first round of 3,072 rows in one call needed 66.8 of 67.1 GiB on
+# an A100-80GB, too close to plan on, so it goes in two.
+ROWS_PER_CALL = {"qwen2.5-math-1.5b": 1536, "qwen2.5-math-7b": 64, "qwen3-0.6b": 256,
                  "qwen3-1.7b": 256, "qwen3-4b": 64, "qwen3-8b": 64,
-                 # not yet measured: the next size's value or below (R1-Distill's untied head
-                 # adds 0.23B to the 1.5B that fits a whole step, so it goes in slices)
                  "deepseek-r1-distill-qwen-1.5b": 256, "qwen3-4b-base": 64,
                  "llama3.2-3b-instruct": 64, "qwen2.5-7b-instruct": 64,
                  "qwen3-4b-instruct-2507": 64}
