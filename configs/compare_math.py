@@ -1,31 +1,45 @@
-"""HIVE's Table 1 as HIVE ran it: DS, Pre-filter, GRESO, PCL and HIVE, each for the same 1,000
-steps in HIVE's setting (DAPO+MATH, B_t = 256 x 8, lr 1e-6, responses <= 2,560, evaluated every
-50 steps on six benchmarks; frontier_rl/experiment/paper.py), the rollouts each spent reported.
+"""HIVE's Table 1 as HIVE ran it: DS, Pre-filter, GRESO, PCL and HIVE in HIVE's setting
+(DAPO+MATH, B_t = 256 x 8, lr 1e-6, responses <= 2,560, six benchmarks;
+frontier_rl/experiment/paper.py), DS, GRESO and HIVE for the same 1,000 steps, Pre-filter and
+PCL at GRESO's rollouts under HIVE's two-run protocol, the rollouts each spent reported.
 
   frontier-rl compare --config=configs/compare_math.py --workdir=runs/compare_math
   frontier-rl compare --config=configs/compare_math.py:qwen2.5-math-7b --workdir=runs/cm7
   frontier-rl compare --config=configs/compare_math.py:smoke --workdir=/tmp/compare_math_smoke
+  frontier-rl compare --config=configs/compare_math.py:smoke,two_run --workdir=/tmp/cm_two_run
 
 Args (comma-separated): a model of HIVE's, qwen2.5-math-1.5b (default) | qwen2.5-math-7b |
 deepseek-r1-distill-qwen-1.5b | qwen3-4b-base | llama3.2-3b-instruct; optionally a corpus
 (openr1_math_30k for HIVE's Open-R1 table); `smoke` (uniform and HIVE on the generated
-fixtures, CPU, seconds; used by tests).
+fixtures, CPU, seconds; used by tests); `smoke,two_run` (GRESO, then PCL's two runs at the
+rollouts GRESO spent and the row `pcl` the better of them, on the same fixtures, GRESO the
+reference; CPU, about a minute of compute; used by a slow test).
 
-compare.budget = "steps": every method takes compare.steps = 1,000 steps (HIVE App. B.1) and
-is evaluated every 50; the report gives each method's best six-benchmark average, the rollouts
+compare.budget = "steps": DS, GRESO and HIVE take compare.steps = 1,000 steps (HIVE App. B.1)
+and are evaluated every 50; the report gives each method's six-benchmark average, the rollouts
 it spent (every generated response, discarded groups and offline passes included) and the
 mechanism counters. Every run starts from the same checkpoint (no warm start) with the same
-data order (task.data_seed). `--config.compare.budget=rollouts` reads every method at
+data order (task.data_seed). `--config.compare.budget=rollouts` reads DS, GRESO and HIVE at
 compare.rollout_budget (HIVE's own #Rollout for the model) instead.
 
+HIVE's two-run protocol (HIVE §4.1, App. B.2; frontier_rl/experiment/two_run.py): Pre-filter
+and PCL run at a matched rollout budget, which Table 1 shows is GRESO's #Rollout, so
+compare.match_rollouts runs each, after GRESO, to the rollouts GRESO spent at the same seed
+(their steps follow from it; each is evaluated compare.evals = 20 times over it, as the others
+are over their 1,000 steps). PCL runs twice, `pcl` at HIVE's common settings and `pcl_own` at
+PCL's own (512 prompts x 16 responses, no std normalisation; k = 4 and tau = 0.5 are the
+selector's defaults), and compare.best_of makes the row `pcl` the arm with the higher mean over
+seeds of the final six-benchmark average, as HIVE reports the better run; the report shows
+both arms and says that the choice, made after the results, favours PCL. Pre-filter runs once,
+at HIVE's common settings: its own original settings are not known (neither HIVE nor PCL gives
+its criterion, a reconstruction here, selection/prefilter.py), so there is no second run to
+choose from. Not reproduced: HIVE takes each run's best checkpoint, the report its final
+evaluation; PCL's value model is a host-side stand-in (selection/pcl.py).
+
 Methods (compare.methods; compare.run picks): ds (GRESO's dynamic-sampling script: the same
-loss, generation batches of 384), prefilter, greso, pcl (HIVE's common settings), hive; also
-available: grpo (uniform), heapa, pcl_own (PCL's own settings: 512 prompts x 16 responses, no
-std normalisation; k = 4 and tau = 0.5 are the selector's defaults). Not reproduced: HIVE runs
-Pre-filter and PCL twice (their own settings and HIVE's) and reports the better run, at a
-matched rollout budget (their #Rollout equals GRESO's in Table 1); here every method runs the
-same steps, Pre-filter's own settings are not known (its criterion is a reconstruction,
-selection/prefilter.py), and PCL's value model is a host-side stand-in (selection/pcl.py).
+loss, generation batches of 384), prefilter, greso, pcl, pcl_own, hive; also available: grpo
+(uniform), heapa. A method left out of compare.run drops its match and group entries; a group
+runs all its arms or none.
 
 Hardware: 8 x A100 per run (HIVE's); the methods x seeds runs go one after another. HIVE's
 Table 1, six-benchmark average of the best checkpoint / #Rollout over the run:
@@ -52,11 +66,11 @@ MODELS = ("qwen2.5-math-1.5b", "qwen2.5-math-7b", "deepseek-r1-distill-qwen-1.5b
 BUDGET = {"qwen2.5-math-1.5b": 3_100_000, "qwen2.5-math-7b": 3_900_000,
           "deepseek-r1-distill-qwen-1.5b": 1_500_000, "qwen3-4b-base": 1_500_000,
           "llama3.2-3b-instruct": 4_800_000}
-RUN = "ds,prefilter,greso,pcl,hive"  # HIVE Table 1's columns
+RUN = "ds,prefilter,greso,pcl,pcl_own,hive"  # HIVE Table 1's columns, PCL's two runs
 
 
 def get_config(arg: str | None = None):
-    model, data, flags = paper.parse_args(arg, "compare_math.py", MODELS)
+    model, data, flags = paper.parse_args(arg, "compare_math.py", MODELS, ("two_run",))
     c = paper.base(model, data)
     c.selector.name = "uniform"
     paper.heapa_teacher(c)
@@ -82,21 +96,48 @@ def get_config(arg: str | None = None):
     c.compare.metric = "bench_mean"
     c.compare.target = "ds"
     c.compare.rollout_reference = "ds"
+    # HIVE's two-run protocol: Pre-filter and PCL at GRESO's #Rollout, PCL's better run reported
+    c.compare.match_rollouts = ml_collections.ConfigDict(
+        {"prefilter": "greso", "pcl": "greso", "pcl_own": "greso"})
+    c.compare.best_of = ml_collections.ConfigDict({"pcl": "pcl,pcl_own"})
     c.compare.settings_notes = ml_collections.ConfigDict({
         "prefilter": "criterion reconstructed (0 < p0 < 1 over 16 samples of the initial "
-                     "policy; HIVE gives none); its offline rollouts count toward its total",
-        "pcl": "value model is a host-side shrinkage estimator, not PCL's network",
+                     "policy; HIVE gives none); its offline rollouts count toward its total; "
+                     "one run at GRESO's rollouts (its own settings are unknown)",
+        "pcl": "value model is a host-side shrinkage estimator, not PCL's network; at GRESO's "
+               "rollouts, HIVE's common settings (one arm of the best-of row pcl)",
         "pcl_own": "PCL's batch (512 x 16) and advantage (no std normalisation), from its "
-                   "summaries; mini-batch count HIVE's",
+                   "summaries; mini-batch count HIVE's; at GRESO's rollouts (one arm of the "
+                   "best-of row pcl)",
         "greso": "at most 16 rollout rounds a step (GRESO's loop has no cap)",
     })
     c.selector.ds.gen_batch_size = 384
     c.selector.ds.max_num_gen_batches = 0  # GRESO's loop has no cap
     paper.sources(c, model)
+    # protocol.py's source for compare.budget predates the two-run protocol: this config's own
+    c.protocol.compare.budget = (
+        "paper: HIVE App. B.1 (DS, GRESO and HIVE train the same 1,000 steps; Table 1 reports "
+        "the rollouts each spent; Pre-filter and PCL go to GRESO's, compare.match_rollouts)")
+    c.protocol.compare.match_rollouts = (
+        "paper: HIVE §4.1, App. B.2 and Table 1 (Pre-filter and PCL at a matched rollout "
+        "budget, their #Rollout GRESO's)")
+    c.protocol.compare.best_of = (
+        "paper: HIVE App. B.2 (the two-run protocol: PCL at its own and at HIVE's common "
+        "settings, the higher average reported); the choice over the mean across seeds of the "
+        "final average is ours, as the report compares final values")
+    if "two_run" in flags and "smoke" not in flags:
+        raise ValueError("configs/compare_math.py: `two_run` is a smoke variant; use "
+                         "`smoke,two_run` (the full config runs the two-run protocol already)")
     if "smoke" in flags:
         paper.smoke(c, "qwen2")
         c.compare.run = "grpo,hive"
         c.compare.steps = 2
         c.compare.evals = 2
         c.compare.rollout_budget = 48
+        if "two_run" in flags:  # the protocol's code paths: GRESO first, PCL's arms matched
+            c.compare.run = "greso,pcl,pcl_own"
+            c.compare.target = c.compare.rollout_reference = "greso"  # DS does not run
+            c.compare.methods.pcl_own.rl.batch_size = 8  # PCL's larger batch, at smoke size
+            c.compare.methods.pcl_own.rl.group_size = 8
+            c.selector.greso.max_rounds = 2  # GRESO's budget, and so the arms', stays small
     return config_lib.validate(c)

@@ -12,16 +12,15 @@ import numpy as np
 import pytest
 
 from frontier_rl import config_lib
-from frontier_rl.experiment import compare, report, stats
+from frontier_rl.experiment import compare, report, stats, two_run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _load_config(arg="smoke"):
+def _load_config(arg="smoke", name="compare_arith"):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("compare_arith",
-                                                  os.path.join(ROOT, "configs/compare_arith.py"))
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, f"configs/{name}.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.get_config(arg)
@@ -132,7 +131,8 @@ def test_bad_ablations_and_notes_are_named(tmp_path):
 def test_sections_without_the_new_fields_get_defaults(tmp_path):
     cfg = _load_config()
     for field in compare.DEFAULTS:
-        del cfg.compare[field]
+        if field in cfg.compare:
+            del cfg.compare[field]
     specs = compare.plan(cfg, str(tmp_path))
     assert specs[0].config.warmstart.cache_dir == str(tmp_path / "warmstart" / "s0")
     assert specs[0].config.rl.rollout_budget == cfg.compare.rollout_budget
@@ -475,3 +475,190 @@ def test_start_table_gives_every_seed_its_warm_start():
     assert "warm-start seed 0: seeds [0, 1]" in report.start_table(res)
     res["shared_start"] = True
     assert "conditional on that one starting point" in report.start_table(res)
+
+
+# ----------------------------------------------------------------------------- two-run protocol
+
+
+@pytest.mark.parametrize("field,value,run,words", [
+    ("match_rollouts", "hive", "uniform,hive", "compare.match_rollouts='hive' is not allowed"),
+    ("match_rollouts", {"nosuch": "uniform"}, "uniform,hive",
+     "compare.match_rollouts.nosuch: 'nosuch' is not in compare.methods"),
+    ("match_rollouts", {"hive": "nosuch"}, "uniform,hive",
+     "compare.match_rollouts.hive='nosuch' is not allowed: a method of compare.methods"),
+    ("match_rollouts", {"hive": "hive"}, "uniform,hive", "cannot be matched to itself"),
+    ("match_rollouts", {"hive": "ds"}, "uniform,hive",
+     "compare.match_rollouts.hive='ds' is not in compare.run='uniform,hive'"),
+    ("match_rollouts", {"hive": "ds", "ds": "heapa", "heapa": "hive"}, "hive,ds,heapa",
+     "compare.match_rollouts has a cycle: ds -> heapa -> hive -> ds"),
+    ("best_of", {"g": "hive"}, "uniform,hive",
+     "compare.best_of.g='hive' is not allowed: two or more distinct methods"),
+    ("best_of", {"g": "hive,hive"}, "uniform,hive", "compare.best_of.g='hive,hive'"),
+    ("best_of", {"g": "hive,nosuch"}, "uniform,hive",
+     "compare.best_of.g names 'nosuch', which is not in compare.methods"),
+    ("best_of", {"g": "hive,ds", "h": "ds,heapa"}, "uniform,hive,ds,heapa",
+     "compare.best_of.h names 'ds', already an arm of compare.best_of.g"),
+    ("best_of", {"heapa": "hive,ds"}, "uniform,hive,ds",
+     "compare.best_of.heapa: the group's name is a method"),
+    ("best_of", {"g": "hive,ds"}, "uniform,hive",
+     r"compare.best_of.g names \['ds'\], not in compare.run='uniform,hive'"),
+    ("best_of", {"g": "uniform,hive"}, "uniform,hive",
+     "compare.target='uniform' is in compare.best_of.g"),
+])
+def test_two_run_config_errors_are_named(field, value, run, words, tmp_path):
+    cfg = _load_config()
+    cfg.compare.run = run
+    with cfg.compare.unlocked():
+        cfg.compare[field] = value
+    with pytest.raises(config_lib.ConfigError, match=words):
+        compare.plan(cfg, str(tmp_path))
+
+
+def test_two_run_ablations_name_the_group_not_an_arm(tmp_path):
+    cfg = _load_config()
+    cfg.compare.run = "uniform,hive,heapa"
+    cfg.compare.best_of = {"hive": "hive,heapa"}  # a group may be named as one of its arms
+    cfg.compare.ablations = {"x": {"method": "heapa", "ablation": "uniform", "question": "q?"}}
+    with pytest.raises(config_lib.ConfigError, match="compare.ablations.x.method='heapa' is an arm "
+                                                      "of compare.best_of.hive; name the group"):
+        compare.plan(cfg, str(tmp_path))
+    cfg.compare.ablations = {"x": {"method": "hive", "ablation": "uniform", "question": "q?"}}
+    compare.plan(cfg, str(tmp_path))
+    cfg.compare.run = "uniform,ds"  # neither arm runs: the group is inactive, no error
+    cfg.compare.ablations = {"x": {"method": "heapa", "ablation": "uniform", "question": "q?"}}
+    compare.plan(cfg, str(tmp_path))
+
+
+def test_two_run_order_puts_the_reference_first(tmp_path):
+    assert two_run.order(["a", "b", "c"], {"a": "c"}) == ["c", "a", "b"]
+    assert two_run.order(["a", "b", "c"], {"a": "b", "b": "c"}) == ["c", "b", "a"]  # a chain
+    cfg = _load_config()
+    cfg.compare.run = "hive,uniform,heapa"
+    cfg.compare.seeds = "0,1"
+    cfg.compare.match_rollouts = {"hive": "heapa", "ds": "uniform"}  # ds does not run: ignored
+    specs = compare.plan(cfg, str(tmp_path))
+    assert [s.name for s in specs] == ["heapa-s0", "heapa-s1", "hive-s0", "hive-s1",
+                                       "uniform-s0", "uniform-s1"]
+    assert [s.match for s in specs] == ["", "", "heapa", "heapa", "", ""]
+
+
+def _finish(spec, rollouts):
+    os.makedirs(spec.dir, exist_ok=True)
+    with open(os.path.join(spec.dir, "final_metrics.json"), "w") as f:
+        json.dump({"step": 9, "rollouts": rollouts}, f)
+
+
+def test_two_run_matched_run_goes_to_the_references_spent_rollouts(tmp_path):
+    cfg = _load_config()
+    cfg.compare.seeds = "0,1"
+    cfg.compare.budget, cfg.compare.steps, cfg.compare.evals = "steps", 7, 3
+    cfg.compare.match_rollouts = {"hive": "uniform"}
+    specs = compare.plan(cfg, str(tmp_path))
+    by = {s.name: s for s in specs}
+    with pytest.raises(config_lib.ConfigError, match="hive-s0 runs to the rollouts uniform-s0 "
+                                                      "spent .* holds no finished run"):
+        compare.resolve(by["hive-s0"], specs, cfg.compare)
+    _finish(by["uniform-s0"], 1234)
+    _finish(by["uniform-s1"], 999)
+    for name, target in (("hive-s0", 1234), ("hive-s1", 999)):
+        spec = by[name]
+        compare.resolve(spec, specs, cfg.compare)
+        c = spec.config
+        # train.py ends the run at the step boundary nearest rl.rollout_budget; num_steps only
+        # bounds it, and it is evaluated at every multiple of target / evals (>= evals times)
+        assert spec.target == target and c.rl.rollout_budget == target
+        assert c.rl.num_steps >= target and c.eval.every == 0
+        assert c.eval.every_rollouts == target // 3
+    # the unmatched runs keep the common budget
+    assert (by["uniform-s0"].config.rl.num_steps, by["uniform-s0"].config.eval.every) == (7, 2)
+    # the target is in the fingerprint: a rerun after the reference changed is not skipped
+    before = compare.fingerprint(by["hive-s0"].config)
+    _finish(by["uniform-s0"], 1300)
+    compare.resolve(by["hive-s0"], specs, cfg.compare)
+    assert compare.fingerprint(by["hive-s0"].config) != before
+
+
+def _two_run_results(finals: dict[str, list[float]], **extra) -> dict:
+    """_results() plus arms pcl / pcl_own, whose final accuracy per seed is `finals`."""
+    res = _results(**extra)
+    for arm, values in finals.items():
+        res["methods"].append(arm)
+        for seed, v in zip(res["seeds"], values, strict=True):
+            r = _fake_run(arm, seed, X, [30, 32, 34, v], TAILS)
+            r["target"], r["rollouts_to_target"], r["pflops_to_target"] = 40.0, None, None
+            res["runs"].append(r)
+    groups = {"pcl": list(finals)}
+    res["best_of"] = two_run.choose(groups, res["runs"])
+    return res
+
+
+def test_two_run_best_of_row_is_the_higher_mean_arm_and_is_named():
+    # pcl wins seeds 0 and 1 narrowly, pcl_own seed 2 by far: pcl_own has the higher mean, and
+    # the choice is one over all seeds (not per seed)
+    res = _two_run_results({"pcl": [41, 41, 30], "pcl_own": [40, 40, 48]})
+    best = res["best_of"]["pcl"]
+    assert best["chosen"] == "pcl_own" and best["arms"] == ["pcl", "pcl_own"]
+    assert best["mean"] == {"pcl": pytest.approx(112 / 3), "pcl_own": pytest.approx(128 / 3)}
+    table = report.main_table(res)
+    group = table.split("| pcl = best of pcl, pcl_own: **pcl_own** † | 3 |")[1].split("\n")[0]
+    arm = table.split("| pcl_own (arm) | 3 |")[1].split("\n")[0]
+    assert group == arm  # the group's figures and verdicts are its chosen arm's per-seed values
+    assert "| pcl (arm) | 3 |" in table  # both arms stay visible
+    assert "selection effect" in table.split("†")[-1]
+    text = report.best_of_section(res)
+    assert "| pcl | pcl_own | s0 40.0; s1 40.0; s2 48.0 | 42.67 | **chosen** |" in text
+    assert "| pcl | pcl | s0 41.0; s1 41.0; s2 30.0 | 37.33 |  |" in text
+    assert "never per seed" in text and "after the results were seen" in text
+    # a tie goes to the arm named first
+    tie = _two_run_results({"pcl": [40, 40, 40], "pcl_own": [40, 40, 40]})
+    assert tie["best_of"]["pcl"]["chosen"] == "pcl"
+    # plots and mechanisms draw each arm once, under its own name
+    assert set(report._by_method(res, groups=False)) == set(res["methods"])
+
+
+def test_two_run_report_states_matched_budgets(tmp_path):
+    res = _two_run_results({"pcl": [41, 41, 30], "pcl_own": [40, 40, 48]},
+                           budget_kind="steps", steps_budget=10)
+    res["match_rollouts"] = {"pcl": {"reference": "ds", "per_seed": {}},
+                             "pcl_own": {"reference": "ds", "per_seed": {}}}
+    for r in res["runs"]:
+        if r["method"].startswith("pcl"):
+            r["steps"], r["rollout_target"] = 17, 2900
+            r["max_step_rollouts"] = 200
+    text = report.write(res, str(tmp_path))["text"]
+    assert "Every run but the matched ones: 10 steps (matched updates; every run took them all)" \
+        in text
+    assert "Matched runs (compare.match_rollouts: pcl at ds's, pcl_own at ds's)" in text
+    assert "pcl s0 3,000 of 2,900 in 17 steps" in text
+    assert "every matched run ended within one of its own steps of its target" in text
+    assert "## Best-of groups (HIVE's two-run protocol)" in text
+
+
+@pytest.mark.slow
+def test_two_run_smoke_end_to_end(tmp_path, capsys):
+    """compare_math.py:smoke,two_run: GRESO runs first, PCL's two arms then go to the rollouts
+    it spent (each within one of its own steps), results.json keeps both arms, the targets and
+    the arm the row `pcl` chose, the report names it, and a rerun skips every finished run."""
+    workdir = str(tmp_path / "cmp")
+    compare.run(_load_config("smoke,two_run", "compare_math"), workdir)
+    out = capsys.readouterr().out
+    assert out.index("greso-s0: greso") < out.index("pcl-s0: pcl") < out.index("pcl_own-s0")
+    res = json.load(open(os.path.join(workdir, "results.json")))
+    runs = {r["method"]: r for r in res["runs"]}
+    spent = runs["greso"]["rollouts"]
+    assert runs["greso"]["rollout_target"] is None
+    for arm in ("pcl", "pcl_own"):
+        r = runs[arm]
+        assert (r["matched_to"], r["rollout_target"]) == ("greso", spent)
+        assert res["match_rollouts"][arm] == {"reference": "greso", "per_seed": {"0": spent}}
+        assert abs(r["rollouts"] - spent) <= r["max_step_rollouts"]  # the nearest step boundary
+        assert r["curve"]["rollouts"][-1] == r["rollouts"]  # evaluated at its end
+    best = res["best_of"]["pcl"]
+    assert best["arms"] == ["pcl", "pcl_own"]
+    assert best["chosen"] == max(best["arms"], key=lambda a: runs[a]["final"])
+    text = open(os.path.join(workdir, "report.md")).read()
+    assert f"| pcl = best of pcl, pcl_own: **{best['chosen']}** † | 1 |" in text
+    assert "| pcl (arm) | 1 |" in text and "| pcl_own (arm) | 1 |" in text
+    assert "Matched runs (compare.match_rollouts: pcl at greso's, pcl_own at greso's)" in text
+    compare.run(_load_config("smoke,two_run", "compare_math"), workdir)
+    assert capsys.readouterr().out.count("finished earlier, skipped") == 3

@@ -63,9 +63,13 @@ def test_full_size_configs_validate(name, arg):
     assert (c.rl.batch_size, c.rl.group_size) == ((256, 8) if protocol == "hive" else (512, 16))
     if name == "compare_math.py":
         specs = compare.plan(c, "/tmp/unused")
-        assert [s.method for s in specs] == ["ds", "prefilter", "greso", "pcl", "hive"]
+        # GRESO runs before the methods that go to the rollouts it spent
+        assert [s.method for s in specs] == ["ds", "greso", "prefilter", "pcl", "pcl_own",
+                                             "hive"]
+        assert {s.method: s.match for s in specs if s.match} == dict.fromkeys(
+            ("prefilter", "pcl", "pcl_own"), "greso")
         assert {(s.config.rl.num_steps, s.config.eval.every, s.config.rl.rollout_budget)
-                for s in specs} == {(1000, 50, 0)}  # HIVE's 1,000 steps for every method
+                for s in specs if not s.match} == {(1000, 50, 0)}  # HIVE's 1,000 steps
 
 
 def test_loss_settings_follow_each_papers_code():
@@ -272,19 +276,33 @@ def test_corpora_args_and_defaults():
 
 
 def test_compare_math_runs_hives_table_by_steps():
-    """HIVE's Table 1: every method the same 1,000 steps, rollouts reported; the baselines HIVE
-    names are selectors here, PCL's second run available; the new models build."""
+    """HIVE's Table 1: DS, GRESO and HIVE the same 1,000 steps, rollouts reported; Pre-filter
+    and PCL's two runs at GRESO's rollouts, PCL's row the better of its two; the baselines HIVE
+    names are selectors here; the new models build."""
     c = _config("compare_math.py", "llama3.2-3b-instruct")
     assert (c.compare.budget, c.compare.steps, c.compare.evals) == ("steps", 1000, 20)
-    assert c.compare.run == "ds,prefilter,greso,pcl,hive"
+    assert c.compare.run == "ds,prefilter,greso,pcl,pcl_own,hive"
+    assert c.compare.match_rollouts.to_dict() == dict.fromkeys(("prefilter", "pcl", "pcl_own"),
+                                                               "greso")
+    assert c.compare.best_of.to_dict() == {"pcl": "pcl,pcl_own"}  # Pre-filter: one run
     assert c.compare.methods.pcl_own.rl.to_dict() == {"batch_size": 512, "group_size": 16,
                                                      "adv_std_norm": False}
-    c.compare.run = "pcl_own,grpo,heapa"
+    c.compare.run = "pcl,pcl_own,grpo,heapa,greso"  # the arms' reference runs first
     specs = compare.plan(c, "/tmp/unused")
-    assert [s.config.selector.name for s in specs] == ["pcl", "uniform", "heapa"]
-    assert specs[0].config.rl.batch_size == 512 and specs[1].config.rl.batch_size == 256
+    assert [s.config.selector.name for s in specs] == ["greso", "pcl", "pcl", "uniform", "heapa"]
+    assert specs[2].config.rl.batch_size == 512 and specs[3].config.rl.batch_size == 256
+    c.compare.run = "pcl_own,grpo"  # one arm of the group only, without its reference
+    with pytest.raises(config_lib.ConfigError, match="compare.match_rollouts.pcl_own='greso' "
+                                                      "is not in compare.run"):
+        compare.plan(c, "/tmp/unused")
     smoke = _config("compare_math.py", "smoke")
     assert (smoke.compare.budget, smoke.compare.steps) == ("steps", 2)
+    assert [s.match for s in compare.plan(smoke, "/tmp/unused")] == ["", ""]  # grpo, hive
+    two = _config("compare_math.py", "smoke,two_run")
+    assert [(s.method, s.match) for s in compare.plan(two, "/tmp/unused")] == [
+        ("greso", ""), ("pcl", "greso"), ("pcl_own", "greso")]
+    with pytest.raises(ValueError, match="`two_run` is a smoke variant"):
+        _config("compare_math.py", "two_run")
 
 
 def test_script_validation_and_ds_generation_batch():

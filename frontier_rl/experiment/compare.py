@@ -16,6 +16,10 @@ seed in `compare.seeds`:
   time it crosses a multiple of budget / `compare.evals`) or the updates ("steps": every run
   takes `compare.steps` steps, is evaluated every max(1, steps // evals) steps, and reports the
   rollouts it spent); the report gives every run's steps, optimizer updates and rollouts;
+- `compare.match_rollouts` reads a method at the rollouts another method spent at the same seed
+  (its reference runs first, and the matched run goes to the step boundary nearest that
+  count), and `compare.best_of` reports the better of several arms as one row: HIVE's two-run
+  protocol, frontier_rl/experiment/two_run.py;
 - runs live in DIR/runs/<method>-s<seed>; a finished run (`compare_done.json` holding its config
   fingerprint) is skipped on rerun, an interrupted one resumes from its checkpoint (train.py).
 
@@ -48,7 +52,7 @@ import ml_collections
 import numpy as np
 
 from frontier_rl import config_lib
-from frontier_rl.experiment import report
+from frontier_rl.experiment import report, two_run
 from frontier_rl.experiment.stats import to_target
 from frontier_rl.selection.mechanisms import required_mechanisms
 
@@ -56,7 +60,8 @@ DONE = "compare_done.json"
 BUDGETS = ("rollouts", "steps")
 # Fields a `compare` section may leave out (configs written before them), with their defaults.
 DEFAULTS = {"budget": "rollouts", "steps": 0, "target_value": 0.0, "target_margin": 0.0,
-            "shared_start": False, "ablations": {}, "settings_notes": {}}
+            "shared_start": False, "ablations": {}, "settings_notes": {}, "match_rollouts": {},
+            "best_of": {}}
 
 
 @dataclasses.dataclass
@@ -65,6 +70,8 @@ class RunSpec:
     seed: int
     config: ml_collections.ConfigDict
     dir: str
+    match: str = ""  # compare.match_rollouts: the method whose spent rollouts are the budget
+    target: int = 0  # that budget at this seed, once resolve() has read it
 
     @property
     def name(self) -> str:
@@ -159,6 +166,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
         if not (isinstance(note, str) and note):
             raise config_lib.ConfigError(
                 f"compare.settings_notes.{name}={note!r} is not allowed: a non-empty reason")
+    two_run.validate(c, methods, run)
     for m in methods:  # every delta must name existing fields with valid values
         _apply_delta(copy.deepcopy(_base(config)), c.methods[m], f"compare.methods.{m}")
 
@@ -186,13 +194,16 @@ def _apply_delta(cfg: ml_collections.ConfigDict, delta, where: str) -> None:
 
 
 def plan(config: ml_collections.ConfigDict, workdir: str) -> list[RunSpec]:
-    """One RunSpec per (method, seed), each a validated train config."""
+    """One RunSpec per (method, seed), each a validated train config, in the order they run:
+    compare.run's, except that a matched method (compare.match_rollouts) comes after its
+    reference. A matched run's budget is only known once its reference has run (resolve)."""
     validate(config)
     c = config.compare
     base = _base(config)
     shared = _get(c, "shared_start")
+    match = two_run.matches(c)
     specs = []
-    for method in _csv(c.run):
+    for method in two_run.order(_csv(c.run), match):
         for seed in (int(s) for s in _csv(c.seeds)):
             cfg = copy.deepcopy(base)
             _apply_delta(cfg, c.methods[method], f"compare.methods.{method}")
@@ -222,8 +233,33 @@ def plan(config: ml_collections.ConfigDict, workdir: str) -> list[RunSpec]:
             except config_lib.ConfigError as e:
                 raise config_lib.ConfigError(f"method {method!r}: {e}") from None
             specs.append(RunSpec(method, seed, cfg, os.path.join(workdir, "runs",
-                                                                 f"{method}-s{seed}")))
+                                                                 f"{method}-s{seed}"),
+                                 match=match.get(method, "")))
     return specs
+
+
+def resolve(spec: RunSpec, specs: list[RunSpec], c: ml_collections.ConfigDict) -> None:
+    """A matched run's budget: the rollouts its reference's run at the same seed spent (that
+    run's final_metrics.json, written when it finished). The run goes to the step boundary
+    nearest them (rl.rollout_budget; its steps follow, rl.num_steps only bounds them) and is
+    evaluated each time its rollouts cross a multiple of target / compare.evals."""
+    ref = next(s for s in specs if s.method == spec.match and s.seed == spec.seed)
+    path = os.path.join(ref.dir, "final_metrics.json")
+    target = 0
+    if os.path.exists(path):
+        with open(path) as f:
+            target = int(json.load(f).get("rollouts", 0))
+    if target < 1:
+        raise config_lib.ConfigError(
+            f"{spec.name} runs to the rollouts {ref.name} spent (compare.match_rollouts."
+            f"{spec.method}={spec.match!r}), but {ref.dir} holds no finished run that spent any")
+    cfg = spec.config
+    cfg.rl.rollout_budget = target
+    cfg.rl.num_steps = max(cfg.rl.num_steps, target)  # an upper bound: a step rolls out >= 1
+    cfg.eval.every = 0
+    cfg.eval.every_rollouts = max(1, target // c.evals)
+    config_lib.validate(cfg)
+    spec.target = target
 
 
 def fingerprint(cfg: ml_collections.ConfigDict) -> str:
@@ -242,7 +278,8 @@ def _finished(spec: RunSpec) -> bool:
     if done.get("fingerprint") != fingerprint(spec.config):
         raise config_lib.ConfigError(
             f"{spec.dir} holds a finished run of another config (changed method delta, budget "
-            "or base); delete that directory or use another --workdir")
+            "or base, or for a matched run its reference's spent rollouts); delete that "
+            "directory or use another --workdir")
     return True
 
 
@@ -272,11 +309,15 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
     t_all = time.perf_counter()
     for i, spec in enumerate(specs, 1):
         head = f"[{i}/{len(specs)}] {spec.name}"
+        if spec.match:  # its reference ran (or was found finished) earlier in this loop
+            resolve(spec, specs, config.compare)
         if _finished(spec):
             print(f"{head}: finished earlier, skipped", flush=True)
             continue
         budget = (f"{spec.config.rl.rollout_budget:,} rollouts" if spec.config.rl.rollout_budget
                   else f"{spec.config.rl.num_steps:,} steps")
+        if spec.match:
+            budget += f" (what {spec.match}-s{spec.seed} spent)"
         print(f"{head}: {spec.config.selector.name}, budget {budget} -> {spec.dir}", flush=True)
         t0 = time.perf_counter()
         train.run(spec.config, spec.dir)
@@ -420,11 +461,17 @@ def _mechanisms(runs: list[dict]) -> tuple[dict, list]:
 
 
 def collect(config: ml_collections.ConfigDict, specs: list[RunSpec]) -> dict:
-    """Every run's result, the per-seed targets, the mechanism counters and what the report
-    needs from the config."""
+    """Every run's result, the per-seed targets, the mechanism counters, the matched budgets
+    and best-of choices (two_run.py) and what the report needs from the config."""
     c = config.compare
     k = specs[0].config.eval.k
+    for s in specs:  # in run order: a reference before the runs matched to it
+        if s.match:
+            resolve(s, specs, c)
     runs = [run_result(s, c.metric, k) for s in specs]
+    for s, r in zip(specs, runs, strict=True):
+        r["matched_to"] = s.match or None
+        r["rollout_target"] = s.target or None
     targets = _per_seed_targets(c, runs)
     for r in runs:
         t = targets.get(r["seed"])
@@ -450,6 +497,12 @@ def collect(config: ml_collections.ConfigDict, specs: list[RunSpec]) -> dict:
         "ablations": {n: {f: a[f] for f in ("method", "ablation", "question")}
                       for n, a in _get(c, "ablations").items()},
         "settings_notes": {n: str(v) for n, v in _get(c, "settings_notes").items()},
+        # method -> {"reference", "per_seed": {seed: the rollouts its run went to}}
+        "match_rollouts": {m: {"reference": ref, "per_seed": {
+            str(s.seed): s.target for s in specs if s.method == m}}
+            for m, ref in two_run.matches(c).items()},
+        # group -> {"arms", "chosen", "mean": {arm: mean final over seeds}, "rule"}
+        "best_of": two_run.choose(two_run.groups(c), runs),
         "eval_prompts": runs[0]["eval_prompts"],
         "group_size": specs[0].config.rl.group_size, "batch_size": specs[0].config.rl.batch_size,
         "runs": runs,

@@ -25,6 +25,12 @@ censored at its final rollouts (PFLOPs): its value is a lower bound, so the rati
 a known direction, and a verdict that the bound could fake is withheld (stats.verdict `bound`);
 a seed where neither run reaches the target is left out and counted.
 
+A best-of group (compare.best_of, two_run.py: HIVE's two-run protocol) is one row holding the
+arm with the higher mean over seeds of its final primary metric, chosen once over all seeds
+after the results are seen; its differences and verdicts use that arm's per-seed values, each
+arm keeps its own row, and the report says the choice favours the group. Runs matched to
+another method's rollouts (compare.match_rollouts) are listed with their per-seed targets.
+
 Other tables give mean ± std over seeds (sample std). The mechanism table has one row per
 (method, seed): a counter of the method's proof list (selection.mechanisms.required_mechanisms)
 left at zero in that run is flagged; other counters are shown as information.
@@ -37,15 +43,40 @@ import os
 
 import numpy as np
 
-from frontier_rl.experiment import stats
+from frontier_rl.experiment import stats, two_run
 from frontier_rl.experiment.stats import to_target
 
 
-def _by_method(results: dict) -> dict[str, list[dict]]:
+def _by_method(results: dict, groups: bool = True) -> dict[str, list[dict]]:
+    """The runs of each report row, in compare.run's order. A best-of group (compare.best_of,
+    two_run.py) is one row named by the group, holding its chosen arm's runs, where its first
+    arm would be; each arm follows in a row of its own, named "<arm> (arm)". groups=False: one
+    row per method as run (plots, which draw every run once)."""
     out: dict[str, list[dict]] = {m: [] for m in results["methods"]}
     for r in results["runs"]:
         out.setdefault(r["method"], []).append(r)
-    return out
+    best = results.get("best_of") or {}
+    if not groups or not best:
+        return out
+    arm_of = {a: g for g, b in best.items() for a in b["arms"]}
+    rows: dict[str, list[dict]] = {}
+    for m, rs in out.items():
+        g = arm_of.get(m)
+        if g is None:
+            rows[m] = rs
+            continue
+        if g not in rows:
+            rows[g] = out.get(best[g]["chosen"], [])
+        rows[f"{m} (arm)"] = rs
+    return rows
+
+
+def _label(results: dict, row: str) -> str:
+    """A row's name in the main table: a best-of group names its arms and the one it chose."""
+    b = (results.get("best_of") or {}).get(row)
+    if b is None:
+        return row
+    return f"{row} = best of {', '.join(b['arms'])}: **{b['chosen']}** †"
 
 
 def _ms(values) -> tuple[float, float, int]:
@@ -163,7 +194,7 @@ def main_table(results: dict) -> str:
         if not rs:
             continue
         eff = [r["effective_rollouts"] / r["rollouts"] if r["rollouts"] else None for r in rs]
-        cells = [m, str(len(rs)), _fmt([r.get("steps") for r in rs], 0),
+        cells = [_label(results, m), str(len(rs)), _fmt([r.get("steps") for r in rs], 0),
                  _fmt([r.get("updates") for r in rs], 0), _fmt([r["rollouts"] for r in rs], 0),
                  _fmt([r["pflops"] for r in rs], 4)]
         for b in [metric, *pooled]:
@@ -176,6 +207,43 @@ def main_table(results: dict) -> str:
         cells += [f"{_fmt([r['zero_var_easy'] for r in rs], 2)} / "
                   f"{_fmt([r['zero_var_hard'] for r in rs], 2)}", _fmt(eff, 2)]
         lines.append("| " + " | ".join(cells) + " |")
+    if results.get("best_of"):
+        lines += ["", "† " + SELECTION_NOTE]
+    return "\n".join(lines)
+
+
+BIAS_NOTE = ("Taking the better of several noisy runs favours the group (a selection effect, "
+             "largest when the arms are close); each `<arm> (arm)` row is one pre-specified run "
+             "without it.")
+SELECTION_NOTE = (
+    "Chosen after the results were seen (compare.best_of, HIVE's two-run protocol): the row is "
+    "the arm with the higher mean over seeds of its final primary metric, and its differences "
+    "and verdicts use that arm's per-seed values. " + BIAS_NOTE)
+
+
+def best_of_section(results: dict) -> str:
+    """Each best-of group's arms: the final primary metric per seed, its mean over seeds, the
+    arm chosen, and the rule and its selection effect in words."""
+    best = results.get("best_of") or {}
+    if not best:
+        return "None: compare.best_of names no group."
+    k, metric = results["k"], _primary(results)
+    by = _by_method(results, groups=False)
+    lines = [f"Rule, fixed before the runs: {two_run.RULE}, on the final Avg@{k} `{metric}`. "
+             "HIVE reports one number per method, so the choice is made once for all seeds, "
+             "never per seed. The group's row, differences and verdicts are the chosen arm's. "
+             "The choice is made after the results were seen, as HIVE makes it. " + BIAS_NOTE,
+             "",
+             f"| group | arm | final Avg@{k} {metric} per seed | mean over seeds | chosen |",
+             "|---|---|---|---|---|"]
+    for g, b in best.items():
+        for a in b["arms"]:
+            per = "; ".join(f"s{r['seed']} {r['final']:.1f}"
+                            for r in sorted(by.get(a, []), key=lambda r: r["seed"]))
+            mean = b["mean"].get(a, float("nan"))
+            lines.append(f"| {g} | {a} | {per or '—'} | "
+                         f"{'—' if math.isnan(mean) else f'{mean:.2f}'} | "
+                         f"{'**chosen**' if a == b['chosen'] else ''} |")
     return "\n".join(lines)
 
 
@@ -625,7 +693,7 @@ def plots(results: dict, out_dir: str) -> list[str]:
     import matplotlib.pyplot as plt
 
     os.makedirs(out_dir, exist_ok=True)
-    by = {m: rs for m, rs in _by_method(results).items() if rs}
+    by = {m: rs for m, rs in _by_method(results, groups=False).items() if rs}
     colors = {m: plt.cm.tab10(i % 10) for i, m in enumerate(by)}
     k, metric = results["k"], _primary(results)
     written = []
@@ -716,24 +784,47 @@ def _smooth(y, w: int = 10) -> np.ndarray:
 
 def _budget_text(results: dict) -> str:
     """What every run was matched on, and how closely."""
-    runs = results["runs"]
+    runs = [r for r in results["runs"] if not r.get("rollout_target")]
+    matched = _matched_text(results)
     rolls = [r["rollouts"] for r in runs]
     if results.get("budget_kind", "rollouts") == "steps":
         n = results["steps_budget"]
         exact = all(r.get("steps") == n for r in runs)
-        return (f"Every run: {n:,} steps (matched updates; "
+        return (f"Every run{' but the matched ones' if matched else ''}: {n:,} steps (matched "
+                "updates; "
                 + ("every run took them all" if exact else "SOME RUN TOOK ANOTHER NUMBER OF STEPS")
                 + f"), spending {min(rolls):,}–{max(rolls):,} rollouts (each run's in the main "
-                "table)")
+                "table)" + matched)
     budget = results["budget"]
     dev = max(abs(x - budget) for x in rolls)
     within = all(abs(r["rollouts"] - budget) <= r.get("max_step_rollouts", 0) for r in runs)
     step_max = results["batch_size"] * results["group_size"]
-    return (f"Every run: {budget:,} rollouts (ended at the step boundary nearest the budget; "
-            f"runs used {min(rolls):,}–{max(rolls):,}, at most {dev:,} from the budget; B×G = "
-            f"{step_max:,}, and a step of DS, GRESO or HIVE rolls out one or more such rounds; "
+    return (f"Every run{' but the matched ones' if matched else ''}: {budget:,} rollouts (ended "
+            f"at the step boundary nearest the budget; runs used {min(rolls):,}–{max(rolls):,}, "
+            f"at most {dev:,} from the budget; B×G = {step_max:,}, and a step of DS, GRESO or "
+            "HIVE rolls out one or more such rounds; "
             + ("every run ended within one of its own steps of the budget"
-               if within else "SOME RUN ENDED MORE THAN ONE OF ITS STEPS FROM THE BUDGET") + ")")
+               if within else "SOME RUN ENDED MORE THAN ONE OF ITS STEPS FROM THE BUDGET") + ")"
+            + matched)
+
+
+def _matched_text(results: dict) -> str:
+    """The runs read at another method's rollouts (compare.match_rollouts), per seed."""
+    matched = [r for r in results["runs"] if r.get("rollout_target")]
+    if not matched:
+        return ""
+    pairs = ", ".join(f"{m} at {v['reference']}'s"
+                      for m, v in (results.get("match_rollouts") or {}).items())
+    within = all(abs(r["rollouts"] - r["rollout_target"]) <= r.get("max_step_rollouts", 0)
+                 for r in matched)
+    per = "; ".join(f"{r['method']} s{r['seed']} {r['rollouts']:,} of {r['rollout_target']:,} "
+                    f"in {r.get('steps', 0):,} steps" for r in matched)
+    return (f". Matched runs (compare.match_rollouts: {pairs}): each went to the rollouts its "
+            "reference spent at the same seed, ending at the step boundary nearest them (after "
+            "the step that reaches them, or before a step when less than half of the last "
+            f"step's rollouts remain), its steps whatever that came to: {per}; "
+            + ("every matched run ended within one of its own steps of its target"
+               if within else "SOME MATCHED RUN ENDED MORE THAN ONE OF ITS STEPS FROM ITS TARGET"))
 
 
 def _target_text(results: dict) -> str:
@@ -789,13 +880,16 @@ def write(results: dict, workdir: str) -> dict:
         "",
         start_table(results),
         "",
-        "## Accuracy at equal " + ("steps (matched updates)" if steps else "rollout budget"),
+        "## Accuracy at equal " + ("steps (matched updates)" if steps else "rollout budget")
+        + (" (matched runs: at their reference's rollouts)" if _matched_text(results) else ""),
         "",
         f"Steps and optimizer updates (steps × PPO epochs × minibatches, less updates skipped on "
         f"a non-finite loss) beside rollouts. The difference to `{ref}` is paired per seed.",
         "",
         main_table(results),
         "",
+        *(["## Best-of groups (HIVE's two-run protocol)", "", best_of_section(results), ""]
+          if results.get("best_of") else []),
         f"## Per-bucket differences vs {ref}",
         "",
         bucket_table(results),
