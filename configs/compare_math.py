@@ -114,17 +114,6 @@ def get_config(arg: str | None = None):
     c.selector.ds.gen_batch_size = 384
     c.selector.ds.max_num_gen_batches = 0  # GRESO's loop has no cap
     paper.sources(c, model)
-    # protocol.py's source for compare.budget predates the two-run protocol: this config's own
-    c.protocol.compare.budget = (
-        "paper: HIVE App. B.1 (DS, GRESO and HIVE train the same 1,000 steps; Table 1 reports "
-        "the rollouts each spent; Pre-filter and PCL go to GRESO's, compare.match_rollouts)")
-    c.protocol.compare.match_rollouts = (
-        "paper: HIVE §4.1, App. B.2 and Table 1 (Pre-filter and PCL at a matched rollout "
-        "budget, their #Rollout GRESO's)")
-    c.protocol.compare.best_of = (
-        "paper: HIVE App. B.2 (the two-run protocol: PCL at its own and at HIVE's common "
-        "settings, the higher average reported); the choice over the mean across seeds of the "
-        "final average is ours, as the report compares final values")
     if "two_run" in flags and "smoke" not in flags:
         raise ValueError("configs/compare_math.py: `two_run` is a smoke variant; use "
                          "`smoke,two_run` (the full config runs the two-run protocol already)")

@@ -336,6 +336,14 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     rows = bucket(asked, ROW_BUCKETS)
     rows = -(-rows // trainer.row_multiple) * trainer.row_multiple
     micro = rl.micro_batch_size or "the whole minibatch"
+    # Fewer rows per micro-batch is advice only where half of them still fills the row shards;
+    # otherwise tensor parallelism (mesh.model) is what splits the rest (weights, activations).
+    shards = mesh.shape["data"] * mesh.shape["fsdp"]
+    fewer = (f"reduce rl.micro_batch_size (now {micro})"
+             if not rl.micro_batch_size or (rl.micro_batch_size // 2) % shards == 0
+             and rl.micro_batch_size >= 2 * shards
+             else f"raise mesh.model (rl.micro_batch_size={micro} is already the fewest rows "
+                  f"that fill the {shards} row shards)")
     recompute = recompute_old_logp(rl.recompute_old_logp, ro.top_p,
                                    types.SimpleNamespace(external=external), ro.top_k)
     if recompute or rl.kl_coef > 0:
@@ -344,14 +352,14 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
         plans.append(_Plan(
             f"log-probs ({what})", "logps", rows, str(length), asked,
             lambda: trainer.lower_logps(params, rows, length), opt + ref,
-            f"reduce rl.micro_batch_size (rows per forward; now {micro})"))
+            f"{fewer} (rows per forward)"))
     else:
         not_sized.append(("log-probs", "not recomputed (the sampler's serve, "
                           f"rl.recompute_old_logp={rl.recompute_old_logp}) and no KL term"))
     plans.append(_Plan(
         "train step", "train_step", rows, str(length), asked,
         lambda: trainer.lower_step(params, rows, length), ref,
-        f"reduce rl.micro_batch_size (now {micro}), set model.remat=full, or raise mesh.fsdp"))
+        f"{fewer}, set model.remat=full, or raise mesh.fsdp"))
 
     # The weight-sync probe of an external engine: one prompt's log-probs at the trainer.
     if external:
@@ -359,7 +367,7 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
         plans.append(_Plan(
             "weight-sync probe", "probe", p_rows, str(p_len), 1,
             lambda: trainer.lower_logps(params, p_rows, p_len), opt + ref,
-            f"reduce rl.micro_batch_size (now {micro}) or model.logits_chunk"))
+            f"{fewer} or reduce model.logits_chunk"))
 
     if kinds is not None:
         not_sized += [(p.program, "not asked for") for p in plans if p.kind not in kinds]

@@ -122,6 +122,24 @@ def test_the_program_that_does_not_fit_is_named_with_its_field(monkeypatch, caps
     assert "fits: NO" in out and "sampler: rollout, eval" in out
 
 
+@pytest.mark.parametrize("micro,advice", [(4, "reduce rl.micro_batch_size (now 4)"),
+                                           (2, "raise mesh.model")])
+def test_fewer_rows_per_micro_batch_is_advised_only_where_they_fill_the_shards(
+        monkeypatch, micro, advice):
+    """With 2 row shards, a micro-batch of 4 can halve; one of 2 cannot (2 rows per micro-batch
+    are the fewest the mesh takes), so the advice is tensor parallelism instead."""
+    from configs import arith_grpo
+
+    c = arith_grpo.get_config("smoke")
+    c.rl.micro_batch_size = micro
+    sim = fit.simulate(c, steps=2)
+    monkeypatch.delenv("XLA_CLIENT_MEM_FRACTION", raising=False)
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.00001")
+    r = fit.check(c, fit.parse_mesh("data=1,fsdp=2"), "h200", say=lambda *a, **k: 0, sim=sim,
+                  kinds=("train_step",))
+    assert not r["fits"] and advice in r["advice"][0]
+
+
 def test_kl_reference_old_logprobs_and_probe_are_planned():
     from configs import arith_hive
 

@@ -103,10 +103,9 @@ PROMPT = {"hive": chat.GRESO_PROMPT, "heapa": chat.DAPO_ANSWER_PROMPT}
 EVAL_DIR = "data/eval"  # launch/prepare_benchmarks.py --out_dir
 CHECKPOINTS = "checkpoints"  # model.path = checkpoints/<Hugging Face name>
 
-# Rows per forward/backward (whole mesh of 8 devices): two, one or half a response per device,
-# sized with `frontier-rl fit` (README): Qwen2.5-Math-7B's train step at 8 rows needed 67.7 GiB
-# per device of the 67.1 an A100-80GB / H100 gives JAX at the launch scripts' 0.9.
-MICRO_BATCH = {"qwen2.5-math-1.5b": 16, "qwen2.5-math-7b": 4, "qwen3-0.6b": 8,
+# Rows per forward/backward (whole mesh of 8 devices): two or one response per device, sized
+# with `frontier-rl fit` (README).
+MICRO_BATCH = {"qwen2.5-math-1.5b": 16, "qwen2.5-math-7b": 8, "qwen3-0.6b": 8,
                "qwen3-1.7b": 8, "qwen3-4b": 8, "qwen3-8b": 8,
                "deepseek-r1-distill-qwen-1.5b": 16, "qwen3-4b-base": 8,
                "llama3.2-3b-instruct": 8, "qwen2.5-7b-instruct": 8,
@@ -116,6 +115,12 @@ MICRO_BATCH = {"qwen2.5-math-1.5b": 16, "qwen2.5-math-7b": 4, "qwen3-0.6b": 8,
 # GPUs, an SGLang server's paged cache is the faster path). Sized with `frontier-rl fit` for
 # 8 x A100-80GB (HIVE's protocol: HIVE App. B.1) and 8 x H200 (HeaPA's: ours, as neither its
 # paper nor its released scripts name hardware).
+# The mesh (data, fsdp, model) where it is not accelerator_memory's (1, 8, 1). Qwen2.5-Math-7B
+# on 8 x 80 GB (HIVE's A100s): at fsdp=8 its train step needed 67.7 GiB per device of the
+# 67.1 JAX gets at the launch scripts' 0.9 (the whole gathered model is the bulk, so fewer rows
+# per micro-batch barely help, and 8 row shards allow no fewer than 8); with 2-way tensor
+# parallelism the step needs 49.6 GiB and the sampler 31.4.
+MESH = {"qwen2.5-math-7b": (1, 4, 2)}
 # Qwen2.5-Math-1.5B: HIVE's first round of 3,072 rows in one call needed 66.8 of 67.1 GiB on
 # an A100-80GB, too close to plan on, so it goes in two.
 ROWS_PER_CALL = {"qwen2.5-math-1.5b": 1536, "qwen2.5-math-7b": 64, "qwen3-0.6b": 256,
@@ -157,6 +162,8 @@ def base(model: str, dataset: str | None) -> ml_collections.ConfigDict:
     c.model.path = os.path.join(CHECKPOINTS, hf_name)
     c.model.preset = preset  # the same architecture: `fit` and random-init checks use it
     config_lib.accelerator_memory(c, MICRO_BATCH[model])
+    c.mesh.data, c.mesh.fsdp, c.mesh.model = MESH.get(model, (c.mesh.data, c.mesh.fsdp,
+                                                              c.mesh.model))
     c.rollout.rows_per_call = ROWS_PER_CALL[model]
     c.task = ml_collections.ConfigDict(dict(
         name="corpus", path=DATASETS[dataset], format="verl", verifier="math_verify",

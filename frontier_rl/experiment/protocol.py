@@ -321,8 +321,15 @@ COMPARE_SOURCES = {
                        "protocol's loss, selection the only difference, as HIVE App. B.1 runs "
                        "them; uniform GRPO and HeaPA added (ours), PCL's second run at its "
                        "own settings (pcl_own) from PCL's summaries",
-    "compare.budget": "paper: HIVE App. B.1 (every method trains the same 1,000 steps; Table 1 "
-                      "reports the rollouts each spent)",
+    "compare.budget": "paper: HIVE App. B.1 (DS, GRESO and HIVE train the same 1,000 steps; "
+                      "Table 1 reports the rollouts each spent; Pre-filter and PCL go to "
+                      "GRESO's, compare.match_rollouts)",
+    "compare.match_rollouts": "paper: HIVE §4.1, App. B.2 and Table 1 (Pre-filter and PCL at a "
+                              "matched rollout budget, their #Rollout GRESO's)",
+    "compare.best_of": "paper: HIVE App. B.2 (the two-run protocol: PCL at its own and at "
+                       "HIVE's common settings, the higher average reported); the choice over "
+                       "the mean across seeds of the final average is ours, as the report "
+                       "compares final values",
     "compare.steps": "paper: HIVE App. B.1 (1,000 steps)",
     "compare.rollout_budget": "paper: HIVE Table 1 (HIVE's own #Rollout for the model; used "
                               "only with compare.budget='rollouts')",
