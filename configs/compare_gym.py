@@ -37,11 +37,11 @@ Experiment settings, and why (no method's algorithm is changed):
 - The warm start draws fresh items (its own seed range of the same generator, none of them a
   pool or eval question) for num_terms=3,4 and for the num_terms=5 dose: taught on the pool's
   1,637 num_terms=3,4 items it memorised them (training loss 0.05 at 20% held-out exact match)
-  instead of learning to add. With fresh items, seeds 0-6 and 8 reached the regime on their
+  instead of learning to add. With fresh items, seeds 0-9 all reached the regime on their
   first attempt (one core each: 2,400 / 1,600 / 1,200 / 2,000 / 2,200 / 2,400 / 1,700 /
-  2,100 steps, held-out easy 80.1 / 80.9 / 80.9 / 81.6 / 82.8 / 83.2 / 82.8 / 82.8%,
-  num_terms=5 32.8 / 64.5 / 68.8 / 52.7 / 48.0 / 47.3 / 58.2 / 57.8%); seeds 7 and 9 are not
-  benched yet. On seeds 1 and 2 the
+  2,800 / 2,100 / 2,300 steps, held-out easy 80.1 / 80.9 / 80.9 / 81.6 / 82.8 / 83.2 / 82.8
+  / 82.4 / 82.8 / 86.7%, num_terms=5 32.8 / 64.5 / 68.8 / 52.7 / 48.0 / 47.3 / 58.2 / 18.4 /
+  57.8 / 48.4%). On seeds 1 and 2 the
   frontier bucket starts near 60% (Avg@8 at step 0: 62.8 and 58.9), so there num_terms=5 is
   barely a frontier; num_terms=6 (27.8 and 13.5) is closer to one.
 - Warm start per seed until 80% greedy exact match on 256 held-out num_terms=3,4 items and at
