@@ -115,9 +115,9 @@ def test_cost_analysis_matches_the_dense_formula(one_step, tiny_policy):
     """Per compiled function, XLA's count is the formula at the padded shape plus a few percent
     of elementwise work: the matmuls are all there and nothing is counted twice."""
     cfg, costs = tiny_policy[0], one_step["acc"].costs
-    assert set(costs) == {("generation", 32, 16, 6, False, False), ("entropy", 8, 16),
+    assert set(costs) == {("generation", 32, 16, 6, False, False, -1), ("entropy", 8, 16),
                           ("old_logprob", 16, 22), ("train", 8, 22)}
-    prefill, step = costs["generation", 32, 16, 6, False, False]
+    prefill, step = costs["generation", 32, 16, 6, False, False, -1]
     _within_allowance(prefill, dense_flops(cfg, 32 * 16, 16 + 6))
     _within_allowance(step, dense_flops(cfg, 32, 16 + 6))  # one token per row, whole cache
     _within_allowance(costs["entropy", 8, 16], dense_flops(cfg, 8 * 16, 16))
@@ -272,7 +272,7 @@ def test_cost_programs_are_two_rows_on_the_cpu(tiny_policy, tokenizer, monkeypat
     cpu = jax.devices("cpu")[0]
     assert all(devices == {cpu} for devs, _ in lowered for devices in devs)
     assert max(shape[0] for _, shapes in lowered for shape in shapes if shape) <= max(COST_ROWS)
-    assert set(acc.costs) == {("generation", 64, 16, 4, False, False), ("entropy", 48, 16),
+    assert set(acc.costs) == {("generation", 64, 16, 4, False, False, -1), ("entropy", 48, 16),
                               ("old_logprob", 32, 20), ("train", 32, 20)}
 
 
