@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 
 from flax import nnx
 
@@ -21,16 +22,23 @@ from frontier_rl import policy
 from frontier_rl.models import ModelConfig, hf
 
 
-def export_params(graphdef, params, mcfg: ModelConfig, tokenizer, out: str) -> str:
-    """Writes `params` as a Hugging Face checkpoint directory `out` (atomically)."""
+def export_params(graphdef, params, mcfg: ModelConfig, tokenizer, out: str, *,
+                  device_cast: bool = True, timings: dict[str, float] | None = None) -> str:
+    """Writes `params` as a Hugging Face checkpoint directory `out` (atomically), in the
+    model's compute dtype, cast on the devices before the host copy (`device_cast`; see
+    hf.save_pretrained). `timings`, if given, gets "host_copy" and "write" seconds added."""
     out = os.path.abspath(out)
     tmp = out + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    hf.save_pretrained(nnx.merge(graphdef, params), mcfg, tmp)
+    hf.save_pretrained(nnx.merge(graphdef, params), mcfg, tmp, device_cast=device_cast,
+                       timings=timings)
+    t0 = time.perf_counter()
     hf.save_tokenizer(tokenizer, tmp)
     if os.path.isdir(out):
         shutil.rmtree(out)
     os.replace(tmp, out)
+    if timings is not None:
+        timings["write"] = timings.get("write", 0.0) + time.perf_counter() - t0
     return out
 
 

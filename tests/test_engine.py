@@ -623,3 +623,187 @@ def test_sglang_with_several_trainer_processes_is_refused_naming_the_field(tmp_p
     monkeypatch.setattr(jax, "process_count", lambda: 1)
     SGLangEngine("http://127.0.0.1:1", pad_id=0, stop_ids=[1], max_new_tokens=4,
                  sync_dir=str(tmp_path)).close()
+
+
+@pytest.mark.parametrize("fsdp", [1, 4])
+def test_device_cast_export_is_byte_identical_to_the_host_cast(tiny_policy, tokenizer, tmp_path,
+                                                                fsdp):
+    """The export casts fp32 master weights to bf16 on the devices (sharded over fsdp x model
+    here) before the host copy; its files are the host cast's byte for byte, rounding ties to
+    even, subnormals, overflow to inf and signed zeros included."""
+    import dataclasses
+
+    import jax.numpy as jnp
+
+    from frontier_rl.models import hf
+    from frontier_rl.policy import random_params
+    from frontier_rl.rl import sharding
+
+    cfg = dataclasses.replace(tiny_policy[0], dtype="bfloat16")
+    mesh = sharding.make_mesh(8 // (fsdp * 2), fsdp, 2, devices=jax.devices())
+    graphdef, params = random_params(cfg, 0, mesh)
+    special = np.array([1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8), 1e-40, -1e-40, 3.4e38, -0.0,
+                        0.0, np.inf, -np.inf, 1.00390625, 2**-133], np.float32)
+    emb = params["embed_tokens"]["embedding"]
+    flat = np.asarray(emb[...]).reshape(-1).copy()
+    flat[:special.size] = special
+    emb[...] = jax.device_put(flat.reshape(emb[...].shape), emb[...].sharding)
+    assert isinstance(params["layers"][0]["self_attn"]["q_proj"]["kernel"][...], jax.Array)
+    t_dev, t_host = {}, {}
+    a = export.export_params(graphdef, params, cfg, tokenizer, str(tmp_path / "device"),
+                             timings=t_dev)
+    b = export.export_params(graphdef, params, cfg, tokenizer, str(tmp_path / "host"),
+                             device_cast=False, timings=t_host)
+    for name in ("model.safetensors", "config.json", "generation_config.json"):
+        with open(f"{a}/{name}", "rb") as f, open(f"{b}/{name}", "rb") as g:
+            assert f.read() == g.read(), name
+    assert set(t_dev) == set(t_host) == {"host_copy", "write"}
+    model, _ = hf.load_pretrained(a, param_dtype="bfloat16")
+    got = np.asarray(model.embed_tokens.embedding[...]).reshape(-1)[:special.size]
+    np.testing.assert_array_equal(got.view(np.uint16),
+                                  special.astype(jnp.bfloat16).view(np.uint16))
+
+
+def _sync_server(posts, lengths, refuse=lambda path: False):
+    """A server whose /generate answers the probe with a continuation of lengths[i] tokens on
+    its i-th call (ids 20.., log-prob -(k+1)/10, ending in stop id 3 when shorter than asked),
+    and whose /update_weights_from_disk succeeds unless `refuse(model_path)`. Every request's
+    path and body go to `posts`."""
+
+    async def generate(request):
+        body = await request.json()
+        posts.append(("/generate", body))
+        sp = body["sampling_params"][0]
+        n = lengths[sum(p == "/generate" for p, _ in posts) - 1]
+        ids = [20 + k for k in range(n)]
+        if n < sp["max_new_tokens"]:
+            ids[-1] = 3
+        reason = {"type": "stop", "matched": 3} if n < sp["max_new_tokens"] else {
+            "type": "length", "length": n}
+        return JSONResponse([{"output_ids": ids, "meta_info": {
+            "output_token_logprobs": [[-(k + 1) / 10, t, None] for k, t in enumerate(ids)],
+            "finish_reason": reason}}])
+
+    async def other(request):
+        body = await request.body()
+        body = await request.json() if body else None
+        posts.append((request.url.path, body))
+        if request.url.path == "/update_weights_from_disk":
+            ok = not refuse(body["model_path"])
+            return JSONResponse({"success": ok, "message": "ok" if ok else "no such dir",
+                                 "num_paused_requests": 0})
+        return PlainTextResponse("Cache flushed.\n")
+
+    return Server(Starlette(routes=[
+        Route("/generate", generate, methods=["POST"]),
+        Route("/update_weights_from_disk", other, methods=["POST"]),
+        Route("/flush_cache", other, methods=["POST"])]))
+
+
+def test_sync_probe_compiles_once_and_sends_no_flush(tmp_path):
+    """Two syncs whose probe continuations differ in length (2 and 11 tokens of at most 16):
+    the trainer's probe function (train.py's padding: the sequence rounded up to a multiple of
+    8) compiles once, because the engine hands it the continuation padded to probe_len; the
+    log-probs compared are the continuation's own. No /flush_cache goes out (SGLang flushes
+    after /update_weights_from_disk itself)."""
+    import jax.numpy as jnp
+
+    posts, traces = [], []
+    srv = _sync_server(posts, [2, 11])
+
+    @jax.jit
+    def logps(tokens):
+        traces.append(tokens.shape)
+        return -(jnp.arange(tokens.shape[1], dtype=jnp.float32) + 1) / 10
+
+    def probe_fn(params, prompt, response):  # train.py's shapes; log-prob k of the response
+        seq = np.array(prompt + response, np.int32)
+        tokens = np.zeros((1, -(-len(seq) // 8) * 8), np.int32)
+        tokens[0, :len(seq)] = seq
+        return np.asarray(logps(tokens))[:len(response)]
+
+    exported = []
+    eng = SGLangEngine(srv.url, pad_id=0, stop_ids=[3], max_new_tokens=64,
+                       sync_dir=str(tmp_path / "sync"), export_fn=lambda p, path:
+                       exported.append(path), probe_fn=probe_fn, probe_ids=[1, 5, 6],
+                       probe_len=16, probe_tol=1e-6, timeout=30.0, retries=2, backoff=0.01,
+                       memory_dir=str(tmp_path / "shm"))
+    try:
+        eng.sync({"w": np.zeros(4, np.float32)}, 1)
+        eng.sync({"w": np.ones(4, np.float32)}, 2)
+    finally:
+        eng.close()
+        srv.stop()
+    gens = [b for p, b in posts if p == "/generate"]
+    assert [b["sampling_params"][0]["max_new_tokens"] for b in gens] == [16, 16]
+    assert len(traces) == 1 and eng.counters["syncs"] == 2
+    assert eng.counters["probe_abs_diff"] < 1e-6  # the 11 tokens of the second probe
+    assert [p for p, _ in posts].count("/update_weights_from_disk") == 2
+    assert "/flush_cache" not in [p for p, _ in posts]
+    assert eng.counters["sync_push_time"] + eng.counters["sync_probe_time"] == pytest.approx(
+        eng.counters["sync_time"])
+
+
+def test_memory_sync_dir_rule(tmp_path, monkeypatch):
+    """/dev/shm (here a stand-in) is used when it exists, the server is on this host and the
+    filesystem and the host's memory hold twice the parameters plus 1 GiB; else None (the
+    configured sync_dir). A directory of a process that is gone is swept away first."""
+    import os
+
+    from frontier_rl.rollout import sglang
+
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    dead = shm / "frontier_rl-sync-999999999-abc"  # no such pid
+    mine = shm / f"frontier_rl-sync-{os.getpid()}-abc"
+    dead.mkdir()
+    mine.mkdir()
+    monkeypatch.setattr(sglang, "_mem_available", lambda: 64 * 2**30)
+    got = sglang.memory_sync_dir("http://127.0.0.1:30000", 2**20, str(shm))
+    assert got is not None and os.path.dirname(got) == str(shm)
+    assert not dead.exists() and mine.exists()
+    assert sglang.memory_sync_dir("http://localhost:1", 2**20, str(shm)) is not None
+    assert sglang.memory_sync_dir("http://gpu-node-7:30000", 2**20, str(shm)) is None
+    assert sglang.memory_sync_dir("http://127.0.0.1:1", 2**20, str(tmp_path / "none")) is None
+    assert sglang.memory_sync_dir("http://127.0.0.1:1", 2**20, None) is None
+    assert sglang.memory_sync_dir("http://127.0.0.1:1", 32 * 2**30, str(shm)) is None
+    monkeypatch.setattr(sglang, "_mem_available", lambda: 2**29)
+    assert sglang.memory_sync_dir("http://127.0.0.1:1", 2**20, str(shm)) is None
+
+
+def test_memory_sync_dir_is_removed_on_close_and_refused_dir_falls_back(tmp_path, monkeypatch):
+    """The first sync writes into the memory directory; a server that cannot load from it (its
+    own /dev/shm) makes the transport write to sync_dir from then on; close removes the memory
+    directory."""
+    from frontier_rl.rollout import sglang
+
+    monkeypatch.setattr(sglang, "_mem_available", lambda: 64 * 2**30)
+    shm = tmp_path / "shm"
+    shm.mkdir()
+
+    def export_fn(params, path):
+        import os
+
+        os.makedirs(path, exist_ok=True)
+
+    for refuse in (False, True):
+        posts = []
+        srv = _sync_server(posts, [], refuse=lambda p: refuse and p.startswith(str(shm)))
+        eng = SGLangEngine(srv.url, pad_id=0, stop_ids=[3], max_new_tokens=8,
+                           sync_dir=str(tmp_path / "sync"), export_fn=export_fn, timeout=30.0,
+                           retries=2, backoff=0.01, memory_dir=str(shm))
+        try:
+            eng.sync({"w": np.zeros(4, np.float32)}, 1)
+            eng.sync({"w": np.zeros(4, np.float32)}, 2)
+        finally:
+            srv.stop()
+        loads = [b["model_path"] for p, b in posts if p == "/update_weights_from_disk"]
+        if refuse:
+            assert loads[0].startswith(str(shm))
+            assert loads[1:] == [str(tmp_path / "sync" / "policy")] * 2
+            assert list(shm.iterdir()) == []  # given up at once
+        else:
+            assert len(loads) == 2 and all(p.startswith(str(shm)) for p in loads)
+            assert len(list(shm.iterdir())) == 1
+        eng.close()
+        assert list(shm.iterdir()) == []

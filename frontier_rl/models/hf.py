@@ -26,6 +26,7 @@ import functools
 import json
 import os
 import re
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -253,7 +254,8 @@ def load_pretrained(path: str | os.PathLike, dtype: str | None = None,
 
 
 def save_pretrained(model: Transformer, cfg: ModelConfig, path: str | os.PathLike, *,
-                    dtype: str | None = None, max_shard_bytes: int = 4 * 2**30) -> None:
+                    dtype: str | None = None, max_shard_bytes: int = 4 * 2**30,
+                    device_cast: bool = True, timings: dict[str, float] | None = None) -> None:
     """Write a checkpoint directory loadable by transformers' from_pretrained.
 
     Tensors are written in `dtype` (default cfg.dtype, the compute dtype: a bfloat16 run
@@ -261,6 +263,14 @@ def save_pretrained(model: Transformer, cfg: ModelConfig, path: str | os.PathLik
     it into `model-0000k-of-0000N.safetensors` shards listed in `model.safetensors.index.json`.
     Sharded arrays are gathered to the host one tensor at a time, so the host holds at most
     one shard's tensors. Weights of an earlier save in `path` are removed first.
+
+    With `device_cast` (the default) a jax.Array is cast to `dtype` (and transposed to HF's
+    layout) where it lives, by a jitted cast that keeps its sharding, so the device->host copy
+    moves 16-bit weights for a bfloat16 export, in groups of at most _CAST_GROUP_BYTES of device
+    memory; the files are byte-identical to the host cast's (`device_cast=False`: copy the
+    master weights, then cast in numpy), both rounding to nearest even. `timings`, if given,
+    gets the seconds spent in "host_copy" (cast + device->host copy) and "write" (the files)
+    added to it.
     """
     path = os.fspath(path)
     dtype = cfg.dtype if dtype is None else dtype
@@ -291,32 +301,86 @@ def save_pretrained(model: Transformer, cfg: ModelConfig, path: str | os.PathLik
         shards[-1].append(param_path)
         size += nbytes
 
+    clock = {"host_copy": 0.0, "write": 0.0}
+
     def host_tensors(paths: list[tuple]) -> dict[str, np.ndarray]:
+        t0 = time.perf_counter()
         tensors = {}
-        for param_path in paths:
-            name, transpose, _ = by_path[param_path]
-            array = np.asarray(jax.device_get(params[param_path])).astype(jnp.dtype(dtype))
-            tensors[name] = np.ascontiguousarray(array.T if transpose else array)
+        if device_cast:
+            # Cast (and transpose) on the devices a group at a time, then one device_get per
+            # group, which starts every array's host copy before waiting on the first.
+            group: list[tuple[str, jax.Array]] = []
+            size = 0
+
+            def flush():
+                for (name, _), host in zip(group, jax.device_get([a for _, a in group]),
+                                           strict=True):
+                    tensors[name] = np.ascontiguousarray(host)
+                group.clear()
+
+            for param_path in paths:
+                name, transpose, _ = by_path[param_path]
+                value = params[param_path]
+                if isinstance(value, jax.Array):
+                    group.append((name, _export_cast(value, jnp.dtype(dtype), transpose)))
+                    size += value.size * itemsize
+                else:  # already on the host
+                    array = np.asarray(value).astype(jnp.dtype(dtype))
+                    tensors[name] = np.ascontiguousarray(array.T if transpose else array)
+                if size >= _CAST_GROUP_BYTES:
+                    flush()
+                    size = 0
+            flush()
+            tensors = {by_path[p][0]: tensors[by_path[p][0]] for p in paths}  # the file order
+        else:
+            for param_path in paths:
+                name, transpose, _ = by_path[param_path]
+                array = np.asarray(jax.device_get(params[param_path])).astype(jnp.dtype(dtype))
+                tensors[name] = np.ascontiguousarray(array.T if transpose else array)
+        clock["host_copy"] += time.perf_counter() - t0
         return tensors
 
+    def write(tensors: dict[str, np.ndarray], file_name: str) -> None:
+        t0 = time.perf_counter()
+        save_file(tensors, os.path.join(path, file_name), metadata={"format": "pt"})
+        clock["write"] += time.perf_counter() - t0
+
+    t0 = time.perf_counter()
     os.makedirs(path, exist_ok=True)
     _remove_stale_shards(path)
     _write_json(os.path.join(path, _CONFIG_NAME), hf_config)
     _write_json(os.path.join(path, _GENERATION_CONFIG_NAME), {
         k: v for k, v in (("bos_token_id", cfg.bos_token_id), ("eos_token_id", _eos_json(cfg)),
                           ("pad_token_id", cfg.pad_token_id)) if v is not None})
+    clock["write"] += time.perf_counter() - t0
     if len(shards) == 1:
-        save_file(host_tensors(shards[0]), os.path.join(path, _WEIGHTS_NAME),
-                  metadata={"format": "pt"})
-        return
-    weight_map = {}
-    for k, paths in enumerate(shards):
-        file_name = _SHARD_NAME.format(k + 1, len(shards))
-        save_file(host_tensors(paths), os.path.join(path, file_name), metadata={"format": "pt"})
-        weight_map.update({by_path[p][0]: file_name for p in paths})
-    total = sum(value.size for value in params.values()) * itemsize
-    _write_json(os.path.join(path, _INDEX_NAME),
-                {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))})
+        write(host_tensors(shards[0]), _WEIGHTS_NAME)
+    else:
+        weight_map = {}
+        for k, paths in enumerate(shards):
+            file_name = _SHARD_NAME.format(k + 1, len(shards))
+            write(host_tensors(paths), file_name)
+            weight_map.update({by_path[p][0]: file_name for p in paths})
+        total = sum(value.size for value in params.values()) * itemsize
+        t0 = time.perf_counter()
+        _write_json(os.path.join(path, _INDEX_NAME), {
+            "metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))})
+        clock["write"] += time.perf_counter() - t0
+    if timings is not None:
+        for k, v in clock.items():
+            timings[k] = timings.get(k, 0.0) + v
+
+
+# Device memory one group of exported tensors may take at a time (beside the parameters).
+_CAST_GROUP_BYTES = 512 * 2**20
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _export_cast(x: jax.Array, dtype, transpose: bool) -> jax.Array:
+    """`x` in the export dtype and HF's layout, computed where `x` lives (jit keeps the
+    sharding of an elementwise cast; the transpose permutes it)."""
+    x = x.astype(dtype)
+    return x.T if transpose else x
 
 
 def load_tokenizer(path: str | os.PathLike):

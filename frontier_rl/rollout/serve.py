@@ -17,6 +17,9 @@ Endpoints (the shapes of SGLang 0.5 with `--skip-tokenizer-init`):
                                   output_token_entropy}}; n > 1 repeats the batch sample-major,
                                   as SGLang does.
   POST /update_weights_from_disk  {model_path} -> {success, message, num_paused_requests}
+                                  (SGLang flushes its radix cache after a successful load, so
+                                  clients send no /flush_cache; this server has no prefix cache,
+                                  and a load swaps the parameters under the sampler's lock)
   GET|POST /flush_cache           (no prefix cache here: a no-op)
   GET /health, /health_generate, /get_model_info
   POST /v1/chat/completions       enough of OpenAI's chat API for HeaPA's `teacher.kind=http`.
@@ -177,7 +180,7 @@ def make_app(policy: Policy):
     async def update_weights(request: Request):
         body = await request.json()
         path = body.get("model_path", "")
-        try:
+        try:  # no cache to flush after it (SGLang flushes its radix cache here)
             await run_in_threadpool(policy.load, path)
         except (OSError, ValueError, KeyError) as e:
             return JSONResponse({"success": False, "message": f"{type(e).__name__}: {e}"},

@@ -17,11 +17,18 @@ generate: `POST /generate` with `input_ids` (a batch of token-id lists; the serv
   no two rows of a call share one; and a call is reproducible on a server that honours seeds.
   `sampling_seed` exists since SGLang 0.5.3 (an older server refuses the field) and is an
   int64 since 0.5.7 (the calls' seeds are 32-bit hashes, so rows may pass 2**31).
-sync: export the policy (HF safetensors) to `sync_dir`, `POST /update_weights_from_disk`
-  {model_path}, `POST /flush_cache` (the radix cache holds the old policy's KV), then the probe:
-  the engine's log-probs of a fixed sampled sequence against the trainer's, mean |diff| within
-  `rollout.probe_tol` (default 0.05: bf16 kernels alone differ by ~0.01), else EngineError
-  (never a silent stale policy).
+sync: a `WeightTransport` pushes the policy to the server, then the probe checks it. The
+  transport here is `DiskTransport`: export the policy (HF safetensors in the model's compute
+  dtype, cast on the devices before the host copy) to the sync directory and
+  `POST /update_weights_from_disk` {model_path}. No `/flush_cache` follows: SGLang's scheduler
+  flushes the radix cache itself after every successful load (see DiskTransport). The sync
+  directory is a fresh one under /dev/shm (memory, not disk) when the server is on this host
+  and /dev/shm has room, else `sync_dir` (see `memory_sync_dir`), chosen at the first sync and
+  removed on close. The probe: the engine samples a continuation of `probe_ids` of at most
+  `probe_len` tokens; the trainer's log-probs of it (`probe_fn`, always given the continuation
+  padded to `probe_len`, so it runs at one shape for the whole run and compiles once) must be
+  within `rollout.probe_tol` of the engine's (mean |diff|; default 0.05: bf16 kernels alone
+  differ by ~0.01), else EngineError (never a silent stale policy).
 faults: connection errors, timeouts, 5xx and malformed answers (a missing field, log-probs
   not one per output id or not finite, more output ids than max_new_tokens, a finish reason
   other than stop / length, an abort) are retried with exponential backoff until `retries`
@@ -40,12 +47,19 @@ Deviation: SGLang returns no per-token entropies; rows get 0 unless the server s
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import shutil
+import socket
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
+from urllib.parse import urlparse
 
 import httpx
 import jax
@@ -58,7 +72,10 @@ from frontier_rl.rollout.sampler import SampleResult
 log = logging.getLogger("frontier_rl")
 
 COUNTERS = ("requests", "retries", "failures", "timeouts", "server_errors", "malformed",
-            "connection_errors", "reloads", "syncs", "sync_time", "probe_abs_diff")
+            "connection_errors", "reloads", "syncs", "sync_time", "sync_push_time",
+            "sync_probe_time", "probe_abs_diff")
+MEMORY_DIR = "/dev/shm"  # where a sync directory in memory is made (Linux)
+PROBE_LEN = 64  # the most tokens the probe's continuation has (fixed: one probe shape a run)
 _RETRYABLE = (httpx.TransportError,)
 
 
@@ -103,6 +120,192 @@ def _parse_rows(body, rows: int, max_new: int) -> list[dict]:
     return out
 
 
+# -- weight transports ---------------------------------------------------------------------------
+
+Post = Callable[..., object]  # SGLangEngine._post: (path, payload, parse) with the retries
+
+
+class WeightTransport(Protocol):
+    """How the trainer's parameters reach the server. `SGLangEngine.sync` calls `push` and then
+    checks the probe; the run loop never sees the transport.
+
+    push(params, step): from its return on, the server serves `params` (step: the policy's
+        update count, for the server's bookkeeping); `timings` then holds the push's phases in
+        seconds.
+    reload(params, step): a restarted server came back with its start weights: serve the last
+        pushed `params` again (cheaper than a push where the transport can be).
+    close(): release what the transport holds (directories, process groups).
+
+    `DiskTransport` (below) is the fallback that works with any server that reaches the files.
+    An in-memory transport is SGLang's distributed weight update: `POST
+    /init_weights_update_group` {master_address, master_port, rank_offset: 1, world_size: 1 +
+    the server's tp size, group_name, backend: "nccl"} once (the trainer is rank 0 of that
+    process group, the server's ranks are rank_offset + tp rank), then per push
+    `POST /update_weights_from_distributed` {names, dtypes, shapes, group_name, flush_cache}
+    (HF names and the engine's dtype) while the trainer broadcasts each tensor from rank 0 in
+    that order; `POST /destroy_weights_update_group` {group_name} on close. It needs an NCCL
+    communicator on the trainer's side that JAX does not expose, so it is not implemented here;
+    it plugs in as `SGLangEngine(transport=lambda post: Transport(post, ...))` without a change
+    to the engine or the loop (docs/architecture.md, weight sync).
+    """
+
+    timings: dict[str, float]
+
+    def push(self, params, step: int) -> None: ...
+
+    def reload(self, params, step: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _params_bytes(params) -> int:
+    return sum(int(np.prod(np.shape(x))) * np.dtype(getattr(x, "dtype", np.float32)).itemsize
+               for x in jax.tree.leaves(params))
+
+
+def _local(url: str) -> bool:
+    """Whether `url` names this host (loopback or this machine's name): a server there reads
+    this host's /dev/shm; any other may not."""
+    host = (urlparse(url).hostname or "").lower()
+    names = {"localhost", "::1", "0.0.0.0", socket.gethostname().lower()}
+    return host in names or host.startswith("127.")
+
+
+def _mem_available() -> int:
+    """MemAvailable of /proc/meminfo in bytes (a tmpfs's pages are memory); 0 if unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def memory_sync_dir(url: str, need: int, memory_dir: str | None = MEMORY_DIR) -> str | None:
+    """A fresh sync directory in memory, or None to use the configured `sync_dir`.
+
+    The rule: Linux, `memory_dir` (/dev/shm) exists and is writable, the server's URL names this
+    host (loopback or its hostname), and both the filesystem's free space and the host's
+    available memory exceed 2 x `need` + 1 GiB (`need`: the parameters' bytes, which bound the
+    export; the atomic swap holds a new export beside the old). Directories of this user's
+    earlier processes that are gone (a killed run) are removed first."""
+    if memory_dir is None or not sys.platform.startswith("linux"):
+        return None
+    if not (os.path.isdir(memory_dir) and os.access(memory_dir, os.W_OK)) or not _local(url):
+        return None
+    _sweep(memory_dir)
+    st = os.statvfs(memory_dir)
+    room = min(st.f_bavail * st.f_frsize, _mem_available())
+    if room < 2 * need + 2**30:
+        log.info("sync dir: %s has %.1f GiB free, a sync needs %.1f GiB: using the configured "
+                 "directory", memory_dir, room / 2**30, (2 * need + 2**30) / 2**30)
+        return None
+    return tempfile.mkdtemp(prefix=f"frontier_rl-sync-{os.getpid()}-", dir=memory_dir)
+
+
+def _sweep(memory_dir: str) -> None:
+    """Removes frontier_rl-sync-<pid>-* directories of this user whose process is gone."""
+    try:
+        names = os.listdir(memory_dir)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split("-")
+        if not name.startswith("frontier_rl-sync-") or len(parts) < 4 or not parts[2].isdigit():
+            continue
+        path = os.path.join(memory_dir, name)
+        try:
+            if os.stat(path).st_uid != os.getuid():
+                continue
+            os.kill(int(parts[2]), 0)  # alive (or another user's): keep
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            continue
+
+
+class DiskTransport:
+    """The policy as a Hugging Face directory the server loads: `export_fn(params, path)`, then
+    `POST /update_weights_from_disk` {model_path}.
+
+    No `/flush_cache` after it: SGLang's scheduler flushes the radix cache itself once a disk
+    load succeeds (python/sglang/srt/managers/scheduler_update_weights_mixin.py,
+    `SchedulerUpdateWeightsMixin.update_weights_from_disk`: `flush_cache()` after a successful
+    `tp_worker.update_weights_from_disk`; newer releases gate it on the request's `flush_cache`
+    field, default True in `io_struct.UpdateWeightFromDiskReqInput`), and a separate
+    `/flush_cache` would only race the next request.
+
+    The directory is chosen at the first push (`memory_sync_dir`: /dev/shm when the rule holds,
+    else `sync_dir`) and kept; if the server cannot load from the memory directory (a server in
+    a container with its own /dev/shm) the transport falls back to `sync_dir` for good. A memory
+    directory is removed on close (and at exit, for runs that end without closing)."""
+
+    def __init__(self, post: Post, export_fn: Callable[[object, str], object], sync_dir: str,
+                 *, url: str = "", memory_dir: str | None = MEMORY_DIR):
+        self.post, self.export_fn, self.sync_dir = post, export_fn, sync_dir
+        self.url, self.memory_dir = url, memory_dir
+        self.dir: str | None = None
+        self.path: str | None = None  # the directory the server should be serving
+        self.timings: dict[str, float] = {}
+        self._owned: str | None = None  # a memory directory of ours, removed on close
+        self._cleanup: Callable[[], None] | None = None
+
+    def _choose(self, params) -> str:
+        mem = memory_sync_dir(self.url, _params_bytes(params), self.memory_dir)
+        if mem is None:
+            return self.sync_dir
+        self._owned = mem
+        self._cleanup = lambda: shutil.rmtree(mem, ignore_errors=True)
+        atexit.register(self._cleanup)
+        return mem
+
+    def _load(self, path: str) -> None:
+        def ok(body):
+            if not isinstance(body, dict) or "success" not in body:
+                raise Malformed(f"update_weights_from_disk answered {body!r}")
+            if not body["success"]:
+                raise EngineError(f"{self.url} could not load {path}: {body.get('message')}")
+            return body
+
+        self.post("/update_weights_from_disk", {"model_path": path}, ok)
+
+    def push(self, params, step: int) -> None:
+        if self.dir is None:
+            self.dir = self._choose(params)
+        path = os.path.join(self.dir, "policy")
+        t0 = time.perf_counter()
+        self.export_fn(params, path)
+        t1 = time.perf_counter()
+        try:
+            self._load(path)
+        except EngineError as e:
+            if self._owned is None or self.dir != self._owned:
+                raise
+            log.warning("%s; the server cannot read %s: syncing through %s from now on", e,
+                        self._owned, self.sync_dir)
+            self._release()
+            self.dir = self.sync_dir
+            self.push(params, step)
+            return
+        self.path = path
+        self.timings = {"export": t1 - t0, "load": time.perf_counter() - t1}
+
+    def reload(self, params, step: int) -> None:
+        if self.path is not None:  # the export is still there: point the server at it again
+            self._load(self.path)
+
+    def _release(self) -> None:
+        if self._cleanup is not None:
+            self._cleanup()
+            atexit.unregister(self._cleanup)
+        self._owned = self._cleanup = None
+
+    def close(self) -> None:
+        self._release()
+
+
 class SGLangEngine:
     """Rollouts from a server speaking SGLang's native API (see the module docstring)."""
 
@@ -114,7 +317,9 @@ class SGLangEngine:
                  probe_ids: Sequence[int] = (), probe_tol: float = 0.05,
                  temperature: float = 1.0, timeout: float = 1800.0, deadline: float = 7200.0,
                  retries: int = 8, backoff: float = 1.0, concurrency: int = 8,
-                 max_rows: int = 4096, sync_every: int = 1):
+                 max_rows: int = 4096, sync_every: int = 1, probe_len: int = PROBE_LEN,
+                 transport: Callable[[Post], WeightTransport] | None = None,
+                 memory_dir: str | None = MEMORY_DIR):
         if jax.process_count() > 1:
             # Every process would send its own requests (and sample its own responses), and the
             # export would device_get parameters that live on other hosts: refuse, clearly.
@@ -132,6 +337,7 @@ class SGLangEngine:
         self.sync_dir = sync_dir
         self.export_fn, self.probe_fn = export_fn, probe_fn
         self.probe_ids, self.probe_tol, self.temperature = list(probe_ids), probe_tol, temperature
+        self.probe_len = max(1, min(int(probe_len), int(max_new_tokens)))
         self.timeout, self.deadline = timeout, deadline
         self.retries, self.backoff = retries, backoff
         self.concurrency, self.max_rows = concurrency, max_rows
@@ -139,9 +345,13 @@ class SGLangEngine:
                                    limits=httpx.Limits(max_connections=concurrency + 2))
         self.counters = {k: 0.0 for k in COUNTERS}
         self.synced_step = -1
-        self._loaded: str | None = None  # the directory the server should be serving
+        self._params, self._pushed, self._pushed_step = None, False, -1  # what the server serves
         self._stale_server = False  # a connection dropped: reload before the next generate
         self._lock = threading.RLock()
+        # The transport (default: the disk path) gets the engine's POST with its retries.
+        self.transport: WeightTransport = (
+            transport(self._post) if transport is not None else
+            DiskTransport(self._post, export_fn, sync_dir, url=self.url, memory_dir=memory_dir))
 
     # -- transport ----------------------------------------------------------------------------
 
@@ -163,7 +373,7 @@ class SGLangEngine:
                     raise Malformed(f"HTTP {r.status_code}: {r.text[:200]!r}")
                 if r.status_code >= 400:  # our request is wrong: retrying will not help
                     raise EngineError(f"{self.url}{path}: HTTP {r.status_code}: {r.text[:500]}")
-                if parse is None:  # an answer without a body worth reading (/flush_cache)
+                if parse is None:  # an answer without a body worth reading
                     return r.text
                 try:
                     body = r.json()
@@ -246,36 +456,31 @@ class SGLangEngine:
     # -- weights ------------------------------------------------------------------------------
 
     def _reload(self) -> None:
-        """Points the server at the synced directory again and checks it by the probe."""
+        """Gives the server the synced weights again and checks them by the probe."""
         with self._lock:
             if not self._stale_server:
                 return
             self._stale_server = False
-            if self._loaded is None:
+            if not self._pushed:
                 return
             self.counters["reloads"] += 1
-            log.warning("%s dropped a connection: reloading %s", self.url, self._loaded)
-            self._load(self._loaded)
+            log.warning("%s dropped a connection: giving it the synced weights again", self.url)
+            self.transport.reload(self._params, self._pushed_step)
             self._probe(self._params)
 
-    def _load(self, path: str) -> None:
-        def ok(body):
-            if not isinstance(body, dict) or "success" not in body:
-                raise Malformed(f"update_weights_from_disk answered {body!r}")
-            if not body["success"]:
-                raise EngineError(f"{self.url} could not load {path}: {body.get('message')}")
-            return body
-
-        self._post("/update_weights_from_disk", {"model_path": path}, ok)
-        self._post("/flush_cache", {}, None)
-
     def _probe(self, params) -> float:
-        """Mean |engine - trainer| log-prob over a fixed sampled continuation of `probe_ids`."""
+        """Mean |engine - trainer| log-prob over a sampled continuation of `probe_ids` (at most
+        `probe_len` tokens, seed 0). `probe_fn` gets the continuation padded with `pad_id` to
+        `probe_len` tokens, so the trainer's side has one shape for the whole run (one compile,
+        not one per continuation length); a causal model's log-probs of the first n tokens do
+        not see the padding, and only those n are compared."""
         if self.probe_fn is None or not self.probe_ids:
             return 0.0
-        res = self.generate([self.probe_ids], 1, Sampling(temperature=self.temperature, seed=0))
+        res = self.generate([self.probe_ids], 1, Sampling(
+            temperature=self.temperature, seed=0, max_new_tokens=self.probe_len))
         n = int(res.lengths[0])
-        mine = np.asarray(self.probe_fn(params, self.probe_ids, res.tokens[0, :n].tolist()))
+        padded = res.tokens[0, :n].tolist() + [self.pad_id] * (self.probe_len - n)
+        mine = np.asarray(self.probe_fn(params, self.probe_ids, padded))[:n]
         diff = float(np.mean(np.abs(mine - res.logps[0, :n]))) if n else 0.0
         self.counters["probe_abs_diff"] = diff
         if not np.isfinite(diff) or diff > self.probe_tol:
@@ -287,15 +492,18 @@ class SGLangEngine:
         return diff
 
     def sync(self, params, step: int) -> None:
+        """Pushes `params` through the transport, then checks the probe."""
         t0 = time.perf_counter()
-        path = os.path.join(self.sync_dir, "policy")
-        self.export_fn(params, path)
-        self._load(path)
-        self._loaded, self._params = path, params
+        self.transport.push(params, step)
+        self._params, self._pushed, self._pushed_step = params, True, step
+        t1 = time.perf_counter()
         self._probe(params)
+        t2 = time.perf_counter()
         self.synced_step = step
         self.counters["syncs"] += 1
-        self.counters["sync_time"] += time.perf_counter() - t0
+        self.counters["sync_time"] += t2 - t0
+        self.counters["sync_push_time"] += t1 - t0
+        self.counters["sync_probe_time"] += t2 - t1
 
     # -- the run loop's view -------------------------------------------------------------------
 
@@ -330,4 +538,5 @@ class SGLangEngine:
         self.counters.update({k: float(v) for k, v in state.items() if k in self.counters})
 
     def close(self) -> None:
+        self.transport.close()
         self.client.close()
