@@ -290,6 +290,10 @@ def _zeros() -> dict[str, float]:
 
 
 def _row_lengths(batch: dict[str, np.ndarray]) -> np.ndarray:
-    """Real tokens (prompt + response) of each non-padding row of a packed batch."""
-    lens = np.asarray(batch["valid"]).sum(axis=1)
+    """Real tokens (prompt + response) of each sequence of a packed batch: `valid` holds each
+    token's sequence index within its row (1 in every layout but "pack"), 0 for padding."""
+    valid = np.asarray(batch["valid"])
+    most = int(valid.max(initial=0))
+    lens = np.concatenate([(valid == k).sum(axis=1) for k in range(1, most + 1)]
+                          or [np.zeros(0, np.int64)])
     return lens[lens > 0]

@@ -211,6 +211,14 @@ def default_config() -> ml_collections.ConfigDict:
     # Rows per forward/backward inside one optimizer update (gradients are accumulated over
     # the minibatch's micro-batches); 0 = the whole minibatch at once.
     c.rl.micro_batch_size = 0
+    # How a step's responses are laid out in the train step's rows (rl/batch.py): "pad" (every
+    # row the longest prompt + the full token cap), "trim" (one response per row, the batch as
+    # long as its longest sequence) or "pack" (several responses per row, segment-masked
+    # attention: about the tokens that exist). The three give the same loss and gradient to
+    # float rounding (tests/test_batch_layouts.py); the embedded runs keep "pad", the layout
+    # their published figures were measured with. Minibatches (rl.minibatches) are drawn over
+    # the rows, so in "pack" the responses sharing a row share a minibatch.
+    c.rl.packing = "pad"
     # A non-finite loss or gradient norm skips that update (train/skipped_updates); this many
     # bad steps in a row stop the run.
     c.rl.max_bad_steps = 3
@@ -325,8 +333,9 @@ def accelerator_memory(c: ml_collections.ConfigDict,
     the paper configs): float32 master weights and Adam moments, bfloat16 compute, flash
     attention where the device has it, every decoder layer rematerialised, one scanned layer,
     log-probs in chunks of 1,024 positions, `micro_batch_size` rows per forward/backward,
-    prompt entropies 64 rows at a time, and parameters, gradients and optimizer state sharded
-    over 8 devices (mesh data=1, fsdp=8)."""
+    responses packed several to a row (rl.packing = "pack"), prompt entropies 64 rows at a
+    time, and parameters, gradients and optimizer state sharded over 8 devices (mesh data=1,
+    fsdp=8)."""
     c.model.param_dtype = "float32"
     c.model.dtype = "bfloat16"
     c.model.attention = "auto"
@@ -335,6 +344,7 @@ def accelerator_memory(c: ml_collections.ConfigDict,
     c.model.scan_layers = True
     c.model.logits_chunk = 1024
     c.rl.micro_batch_size = micro_batch_size
+    c.rl.packing = "pack"
     c.rollout.entropy_batch = 64
     c.mesh.data, c.mesh.fsdp, c.mesh.model = 1, 8, 1
     return c
@@ -579,6 +589,7 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
            f"0 or a divisor of the minibatch's {mb_rows} rows (rl.batch_size * "
            "rl.group_size / rl.minibatches)")
     _check(cfg, "rl.max_bad_steps", _pos_int, "an integer >= 1")
+    _check(cfg, "rl.packing", _in("pad", "trim", "pack"), "'pad', 'trim' or 'pack'")
     if cfg.rl.loss == "dapo":
         _check(cfg, "rl.kl_coef", lambda x: x == 0, "0 with rl.loss='dapo' (DAPO has no KL)")
     _check(cfg, "rl.overlong_buffer",

@@ -24,6 +24,7 @@ Two ways to run it:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from typing import NamedTuple
@@ -168,18 +169,57 @@ class MLP(nnx.Module):
         return self.down_proj(jax.nn.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
-def attend(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array,
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["segment_ids"],
+                   meta_fields=["packed"])
+@dataclasses.dataclass(frozen=True)
+class SegmentMask:
+    """Causal attention within the sequences of each row, given by segment ids [B, T] int32:
+    0 for padding, k >= 1 for the k-th sequence of the row (rl/batch.py's "trim" and "pack"
+    layouts). A query attends to the keys at or before it in its own sequence; a padding query
+    attends to itself only (a finite softmax; its output is never used).
+
+    `packed` (static) says whether a row may hold several sequences. When it does not, the mask
+    is causal + right padding, which cuDNN's fused attention takes as sequence lengths
+    (`is_causal` with `key_value_seq_lengths`: causal tiles skipped, no bias tensor, no bias
+    gradient); several sequences per row are given to it as the dense mask.
+    """
+
+    segment_ids: jax.Array
+    packed: bool = True
+
+    def dense(self) -> jax.Array:
+        """The bool [B, T, T] mask."""
+        seg = self.segment_ids
+        t = seg.shape[1]
+        causal = jnp.tril(jnp.ones((t, t), bool))[None]
+        same = (seg[:, :, None] == seg[:, None, :]) & (seg[:, None, :] > 0)
+        return (causal & same) | jnp.eye(t, dtype=bool)[None]
+
+    def lengths(self) -> jax.Array:
+        """Tokens of each row (its one sequence, left-aligned), int32 [B]."""
+        return jnp.sum(self.segment_ids > 0, axis=-1).astype(jnp.int32)
+
+
+def attend(q: jax.Array, k: jax.Array, v: jax.Array, mask,
            implementation: str = "xla", q_chunk: int = 0) -> jax.Array:
     """Grouped-query attention.
 
     q: [B, T, N, D]; k, v: [B, S, K, D] with N a multiple of K (query head n reads kv head
-    n // (N // K), as HF's repeat_kv); mask: bool [B, T, S]. Returns [B, T, N * D].
-    Scores and softmax are float32 for 16-bit inputs too. Masked scores are replaced by a
-    large finite negative, so a fully masked row (a padding query) averages the values
-    uniformly instead of producing NaN. With `q_chunk` (XLA only) the queries run in blocks of
-    that many positions (`_attend_chunked`).
+    n // (N // K), as HF's repeat_kv); mask: bool [B, T, S], or a `SegmentMask` (T = S).
+    Returns [B, T, N * D]. Scores and softmax are float32 for 16-bit inputs too. Masked scores
+    are replaced by a large finite negative, so a fully masked row (a padding query) averages
+    the values uniformly instead of producing NaN. With `q_chunk` (XLA only) the queries run in
+    blocks of that many positions (`_attend_chunked`).
     """
     b, t, n, d = q.shape
+    if isinstance(mask, SegmentMask):
+        if implementation == "cudnn" and not mask.packed:
+            lengths = mask.lengths()
+            out = jax.nn.dot_product_attention(
+                q, k, v, scale=d**-0.5, is_causal=True, query_seq_lengths=lengths,
+                key_value_seq_lengths=lengths, implementation="cudnn")
+            return out.reshape(b, t, n * d)
+        mask = mask.dense()
     if implementation == "xla" and 0 < q_chunk < t:
         return _attend_chunked(q, k, v, mask, q_chunk)
     out = jax.nn.dot_product_attention(q, k, v, mask=mask[:, None], scale=d**-0.5,

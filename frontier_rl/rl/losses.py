@@ -99,11 +99,21 @@ def overlong_penalty(
     return np.minimum(0.0, -(lengths - expected) / buffer * factor).astype(np.float32)
 
 
-def aggregate(per_token: jax.Array, mask: jax.Array, aggregation: str) -> jax.Array:
-    """Reduce a [B, T] per-token loss over the response tokens selected by `mask`."""
+def aggregate(per_token: jax.Array, mask: jax.Array, aggregation: str,
+              seq_weight: jax.Array | None = None) -> jax.Array:
+    """Reduce a [B, T] per-token loss over the response tokens selected by `mask`.
+
+    `seq_weight` [B, T]: 1 / (its response's token count) on each response token, for rows that
+    hold several responses (rl/batch.py's "pack" layout); seq-mean-token-mean is then
+    sum(loss x weight) / sum(weight), each response's weights summing to 1. Without it each row
+    is one response.
+    """
     mask = mask.astype(per_token.dtype)
     if aggregation == "token_mean":
         return jnp.sum(per_token * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+    if aggregation == "seq_mean_token_mean" and seq_weight is not None:
+        w = seq_weight.astype(per_token.dtype) * mask
+        return jnp.sum(per_token * w) / jnp.maximum(jnp.sum(w), 1.0)
     if aggregation == "seq_mean_token_mean":
         per_seq = jnp.sum(per_token * mask, axis=-1) / jnp.maximum(jnp.sum(mask, axis=-1), 1.0)
         has_tokens = (jnp.sum(mask, axis=-1) > 0).astype(per_token.dtype)
@@ -120,13 +130,15 @@ def policy_loss(
     ref_logp: jax.Array | None = None,
     rollout_logp: jax.Array | None = None,
     entropy: jax.Array | None = None,
+    seq_weight: jax.Array | None = None,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Clipped-surrogate policy loss.
 
     Args:
       logp: [B, T] log-probabilities of the taken tokens under the current parameters.
       old_logp: [B, T] the same under the parameters that generated the responses.
-      advantages: [B] one advantage per response, broadcast over its tokens.
+      advantages: [B] one advantage per response (a row), broadcast over its tokens, or [B, T]
+        per token (rows holding several responses: rl/batch.py's "pack" layout).
       mask: [B, T] 1 for response tokens that count, 0 for prompt and padding.
       cfg: the loss configuration.
       ref_logp: [B, T] reference-policy log-probabilities, needed when cfg.kl_coef > 0.
@@ -134,13 +146,15 @@ def policy_loss(
         when cfg.tis_cap > 0 (truncated importance sampling, see the module docstring).
       entropy: [B, T] each position's entropy under the current parameters (differentiable),
         needed when cfg.entropy_coef > 0.
+      seq_weight: [B, T] with several responses per row, 1 / (the response's token count) on
+        its tokens (`aggregate`).
 
     Returns:
       (scalar loss, metrics) where metrics holds clip fractions, the approximate KL between the
       old and new policy and, with a reference, the KL penalty.
     """
     mask = mask.astype(jnp.float32)
-    adv = advantages[:, None].astype(jnp.float32)
+    adv = (advantages[:, None] if advantages.ndim == 1 else advantages).astype(jnp.float32)
     log_ratio = logp - old_logp
     ratio = jnp.exp(log_ratio)
     loss_unclipped = -adv * ratio
@@ -161,7 +175,7 @@ def policy_loss(
         per_token = per_token * weight
         tis_metrics = {"tis_weight": jnp.sum(weight * mask) / n,
                        "tis_capped_frac": jnp.sum((raw > cfg.tis_cap) * mask) / n}
-    loss = aggregate(per_token, mask, cfg.aggregation)
+    loss = aggregate(per_token, mask, cfg.aggregation, seq_weight)
 
     metrics = {
         "pg_loss": loss,
@@ -178,13 +192,13 @@ def policy_loss(
         # verl's low_var_kl so a token the reference finds near-impossible cannot dominate.
         delta = jnp.clip(ref_logp - logp, -KL_LOG_RATIO_CLAMP, KL_LOG_RATIO_CLAMP)
         kl = jnp.clip(jnp.exp(delta) - delta - 1.0, -KL_CLAMP, KL_CLAMP)
-        kl_term = aggregate(kl, mask, cfg.aggregation)
+        kl_term = aggregate(kl, mask, cfg.aggregation, seq_weight)
         loss = loss + cfg.kl_coef * kl_term
         metrics["kl_ref"] = kl_term
     if cfg.entropy_coef > 0.0:
         if entropy is None:
             raise ValueError("entropy_coef > 0 needs entropy")
-        entropy_term = aggregate(entropy, mask, cfg.aggregation)
+        entropy_term = aggregate(entropy, mask, cfg.aggregation, seq_weight)
         loss = loss - cfg.entropy_coef * entropy_term
         metrics["entropy_bonus"] = entropy_term
     return loss, metrics

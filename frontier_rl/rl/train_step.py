@@ -42,6 +42,8 @@ from jax.sharding import Mesh
 
 from frontier_rl import distributed
 from frontier_rl.accounting import abstract, compiled_flops
+from frontier_rl.models.transformer import SegmentMask
+from frontier_rl.rl import batch as batch_lib
 from frontier_rl.rl import sharding
 from frontier_rl.rl.losses import LossConfig, policy_loss
 
@@ -75,23 +77,43 @@ def make_optimizer(cfg: OptimConfig) -> optax.GradientTransformation:
 
 
 def sequence_logps(model, tokens: jax.Array, valid: jax.Array, temperature: float = 1.0,
-                   chunk: int = 512, *, unroll: bool = False) -> tuple[jax.Array, jax.Array]:
+                   chunk: int = 512, *, unroll: bool = False,
+                   layout: str = "pad") -> tuple[jax.Array, jax.Array]:
     """Log-probability and entropy of each next token under softmax(logits / temperature):
     [B, L-1] each.
 
-    Rows are left-padded: positions count valid tokens only and padding is never attended to.
-    The logits are computed from the final hidden states `chunk` target positions at a time
-    (0: all at once); `unroll` unrolls the chunk loop, for XLA's cost analysis, which counts a
-    loop body once.
+    `layout` is rl/batch.py's. "pad": rows are left-padded, `valid` is 0/1, positions count
+    valid tokens only and padding is never attended to. "trim" and "pack": `valid` holds each
+    token's sequence index within its row (0 = padding); positions restart at each sequence and
+    attention stays within it (`SegmentMask`). The logits are computed from the final hidden
+    states `chunk` target positions at a time (0: all at once); `unroll` unrolls the chunk
+    loop, for XLA's cost analysis, which counts a loop body once.
     """
-    valid = valid.astype(bool)
-    positions = jnp.maximum(jnp.cumsum(valid, axis=-1) - 1, 0).astype(jnp.int32)
-    length = tokens.shape[1]
-    causal = jnp.tril(jnp.ones((length, length), bool))
-    # Padding queries attend to themselves so their softmax stays finite; their loss is masked.
-    mask = (causal[None] & valid[:, None, :]) | jnp.eye(length, dtype=bool)[None]
+    if layout == "pad":
+        valid = valid.astype(bool)
+        positions = jnp.maximum(jnp.cumsum(valid, axis=-1) - 1, 0).astype(jnp.int32)
+        length = tokens.shape[1]
+        causal = jnp.tril(jnp.ones((length, length), bool))
+        # Padding queries attend to themselves so their softmax stays finite; their loss is
+        # masked.
+        mask = (causal[None] & valid[:, None, :]) | jnp.eye(length, dtype=bool)[None]
+    else:
+        positions = segment_positions(valid)
+        mask = SegmentMask(valid.astype(jnp.int32), packed=layout == "pack")
     hidden, _ = model.embed_and_hidden(tokens, positions, attn_mask=mask)
     return next_token_stats(model, hidden, tokens, temperature, chunk, unroll=unroll)
+
+
+def segment_positions(segment_ids: jax.Array) -> jax.Array:
+    """Each token's position within its sequence, int32 [B, L], from segment ids [B, L]
+    (0 = padding, which gets the position after its row's last token or 0)."""
+    live = (segment_ids > 0).astype(jnp.int32)
+    count = jnp.cumsum(live, axis=-1)  # live tokens up to and including this one
+    prev = jnp.pad(segment_ids[:, :-1], ((0, 0), (1, 0)), constant_values=-1)
+    # live tokens before the sequence this token belongs to: recorded at each sequence start,
+    # carried forward (count never decreases, so a running max carries it)
+    before = jax.lax.cummax(jnp.where(segment_ids != prev, count - live, 0), axis=1)
+    return jnp.maximum(count - before - 1, 0).astype(jnp.int32)
 
 
 def next_token_stats(model, hidden: jax.Array, tokens: jax.Array, temperature: float = 1.0,
@@ -145,6 +167,15 @@ def next_token_stats(model, hidden: jax.Array, tokens: jax.Array, temperature: f
     return logp, entropy
 
 
+def _sequences(mb) -> jax.Array:
+    """Responses with at least one loss token in a (micro-)batch: one per row, or, in the
+    "pack" layout, the sum of `seq_weight` (1 / the response's tokens, on each of them)."""
+    mask = mb["loss_mask"].astype(jnp.float32)
+    if "seq_weight" in mb:
+        return jnp.sum(mb["seq_weight"] * mask)
+    return jnp.sum(jnp.sum(mask, axis=-1) > 0).astype(jnp.float32)
+
+
 def compute_dtype(model):
     """The dtype a policy computes in (`ModelConfig.dtype`); None when it does not say."""
     cfg = getattr(model, "cfg", None)
@@ -166,6 +197,7 @@ class Trainer:
         temperature: float = 1.0,
         micro_batch_size: int = 0,
         logits_chunk: int = 512,
+        layout: str = "pad",
     ):
         if not temperature > 0:
             raise ValueError(f"temperature={temperature} must be > 0")
@@ -190,6 +222,10 @@ class Trainer:
         self.temperature = float(temperature)  # T of the rollouts (rollout.temperature)
         self.micro_batch_size = micro_batch_size
         self.logits_chunk = logits_chunk
+        if layout not in batch_lib.LAYOUTS:
+            raise ValueError(f"layout={layout!r} is not one of {batch_lib.LAYOUTS} "
+                             "(rl.packing)")
+        self.layout = layout  # the batches' layout (rl/batch.py), fixed per trainer
         self.compile_count = 0
         self._row_sharding = sharding.batch_sharding(mesh)
         self._built_for = ()  # the parameter tree structure the jitted functions are for
@@ -234,8 +270,8 @@ class Trainer:
         rows = self._row_sharding
         self._step = jax.jit(
             self._step_impl,
-            in_shardings=(self.param_shardings, self.opt_shardings,
-                          {k: rows for k in STEP_KEYS}, rep),
+            # one sharding for every array of the batch (its keys depend on the layout)
+            in_shardings=(self.param_shardings, self.opt_shardings, rows, rep),
             out_shardings=(self.param_shardings, self.opt_shardings, rep),
             donate_argnums=(0, 1),
         )
@@ -254,9 +290,12 @@ class Trainer:
     def _abstract_batch(self, rows: int, length: int) -> dict:
         tok = jax.ShapeDtypeStruct((rows, length), jnp.int32)
         tgt = jax.ShapeDtypeStruct((rows, length - 1), jnp.float32)
-        return {"tokens": tok, "valid": tok, "loss_mask": tgt, "old_logp": tgt, "ref_logp": tgt,
-                "rollout_logp": tgt,
-                "advantages": jax.ShapeDtypeStruct((rows,), jnp.float32)}
+        batch = {"tokens": tok, "valid": tok, "loss_mask": tgt, "old_logp": tgt,
+                 "ref_logp": tgt, "rollout_logp": tgt,
+                 "advantages": jax.ShapeDtypeStruct((rows,), jnp.float32)}
+        if self.layout == "pack":
+            batch.update(advantages=tgt, seq_weight=tgt)
+        return batch
 
     def _check_rows(self, rows: int) -> None:
         if rows % self.row_multiple:
@@ -294,12 +333,14 @@ class Trainer:
 
     def _loss(self, params, mb, cost: bool = False):
         logp, entropy = sequence_logps(self._model(params, cost), mb["tokens"], mb["valid"],
-                                       self.temperature, self.logits_chunk, unroll=cost)
+                                       self.temperature, self.logits_chunk, unroll=cost,
+                                       layout=self.layout)
         mask = mb["loss_mask"]
         ref = mb["ref_logp"] if self.loss_cfg.kl_coef > 0 else None
         loss, metrics = policy_loss(logp, mb["old_logp"], mb["advantages"], mask, self.loss_cfg,
                                     ref_logp=ref, rollout_logp=mb["rollout_logp"],
-                                    entropy=entropy if self.loss_cfg.entropy_coef > 0 else None)
+                                    entropy=entropy if self.loss_cfg.entropy_coef > 0 else None,
+                                    seq_weight=mb.get("seq_weight"))
         metrics["entropy"] = jnp.sum(entropy * mask) / jnp.maximum(jnp.sum(mask), 1.0)
         return loss, metrics
 
@@ -368,7 +409,7 @@ class Trainer:
         """
         mask = mb["loss_mask"].astype(jnp.float32)
         tokens = jnp.maximum(jnp.sum(mask), 1.0)
-        seqs = jnp.maximum(jnp.sum(jnp.sum(mask, axis=-1) > 0), 1.0)
+        seqs = jnp.maximum(_sequences(mb), 1.0)
         token_mean = self.loss_cfg.aggregation == "token_mean"
         micro = jax.lax.with_sharding_constraint(
             sharding.split_rows(mb, k), sharding.stacked_batch_sharding(self.mesh))
@@ -377,7 +418,7 @@ class Trainer:
             loss, metrics = self._loss(p, part)
             m = part["loss_mask"].astype(jnp.float32)
             w_tok = jnp.sum(m) / tokens
-            w_agg = w_tok if token_mean else jnp.sum(jnp.sum(m, axis=-1) > 0) / seqs
+            w_agg = w_tok if token_mean else _sequences(part) / seqs
             metrics = {key: v * (w_agg if key in _AGGREGATED_METRICS else w_tok)
                        for key, v in metrics.items()}
             return loss * w_agg, dict(metrics, loss=loss * w_agg)
@@ -403,7 +444,8 @@ class Trainer:
         model = self._model(params, cost=False)  # gathered once for all micro-batches
 
         def logps(tokens, valid):
-            return sequence_logps(model, tokens, valid, self.temperature, self.logits_chunk)[0]
+            return sequence_logps(model, tokens, valid, self.temperature, self.logits_chunk,
+                                  layout=self.layout)[0]
 
         k = self._micro_batches(tokens.shape[0])
         if k == 1:
@@ -414,7 +456,7 @@ class Trainer:
 
     def _logps_fn(self, params, tokens, valid, cost: bool = False):
         return sequence_logps(self._model(params, cost), tokens, valid, self.temperature,
-                              self.logits_chunk, unroll=cost)[0]
+                              self.logits_chunk, unroll=cost, layout=self.layout)[0]
 
     # -- host side ----------------------------------------------------------------------------
 
@@ -425,9 +467,38 @@ class Trainer:
         batch = dict(batch)
         batch.setdefault("ref_logp", np.zeros_like(batch["old_logp"]))
         batch.setdefault("rollout_logp", batch["old_logp"])  # no mismatch: TIS weight 1
-        batch = {k: distributed.to_global(batch[k], self._row_sharding) for k in STEP_KEYS}
+        batch = self._place(batch)
         params, opt_state, metrics = self._step(params, opt_state, batch, jax.random.key(seed))
         return params, opt_state, {k: float(v) for k, v in jax.device_get(metrics).items()}
+
+    def _place(self, batch: dict[str, np.ndarray]) -> dict[str, jax.Array]:
+        keys = STEP_KEYS + (("seq_weight",) if self.layout == "pack" else ())
+        missing = [k for k in keys if k not in batch]
+        if missing:
+            raise ValueError(f"the batch has no {missing} (layout {self.layout!r}: pack it with "
+                             f"rl/batch.py's layout={self.layout!r})")
+        return {k: distributed.to_global(batch[k], self._row_sharding) for k in keys}
+
+    def gradient(self, params, batch: dict[str, np.ndarray]):
+        """(loss, metrics, gradient) of one optimizer update's minibatch = `batch`, without
+        updating anything (micro-batches as the step runs them). For checks and debugging;
+        compiled on each call."""
+        self._check_rows(batch["tokens"].shape[0])
+        self._build(params)
+        batch = dict(batch)
+        batch.setdefault("ref_logp", np.zeros_like(batch["old_logp"]))
+        batch.setdefault("rollout_logp", batch["old_logp"])
+        batch = self._place(batch)
+
+        def go(params, mb):
+            k = self._micro_batches(mb["tokens"].shape[0])
+            if k == 1:
+                (loss, metrics), grads = jax.value_and_grad(
+                    lambda p: self._loss(p, mb), has_aux=True)(params)
+                return loss, metrics, grads
+            return self._accumulate(params, mb, k)
+
+        return jax.jit(go)(params, batch)
 
     def logps(self, params, tokens: np.ndarray, valid: np.ndarray) -> np.ndarray:
         """Per-token log-probabilities [N, L-1] at the trainer's temperature (old-policy

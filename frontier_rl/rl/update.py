@@ -40,7 +40,7 @@ def make_trainer(config, graphdef, mesh) -> Trainer:
         grad_clip=r.grad_clip, warmup_steps=r.warmup_steps))
     return Trainer(graphdef, loss_cfg, tx, mesh, epochs=r.epochs, minibatches=r.minibatches,
                    temperature=config.rollout.temperature, micro_batch_size=r.micro_batch_size,
-                   logits_chunk=config.model.logits_chunk)
+                   logits_chunk=config.model.logits_chunk, layout=r.packing)
 
 
 def reward_shaper(config, values=(1.0, 0.0, -1.0)):
@@ -82,7 +82,7 @@ class Updater:
         batch = batch_lib.pack(groups, [self.encode(g.index) for g in groups],
                                pad_id=self.pad_id, prompt_buckets=PROMPT_BUCKETS,
                                row_buckets=ROW_BUCKETS, row_multiple=trainer.row_multiple,
-                               std_norm=self.std_norm)
+                               std_norm=self.std_norm, layout=trainer.layout)
         engine_diff = None
         if self.recompute_old:
             engine_logp = batch["rollout_logp"] = batch["old_logp"]
