@@ -149,3 +149,15 @@ def test_the_cudnn_calls_sequence_lengths_mean_the_segment_mask():
     dense = attend(q, k, v, mask).reshape(fast.shape)
     real = seg > 0
     np.testing.assert_allclose(np.asarray(fast)[real], np.asarray(dense)[real], atol=1e-6)
+
+
+def test_the_realistic_train_step_bench_times_every_layout_on_the_same_responses():
+    from frontier_rl import bench
+
+    work = dict(bench.WORK["realistic"], train_prompts=2, new_tokens=24)
+    out = bench.bench_train_step_realistic(work, repeats=1)
+    rows = {k: int(out[f"{k}_shape"].split("x")[0]) for k in batch_lib.LAYOUTS}
+    assert rows["pack"] < rows["pad"] == rows["trim"] == 16
+    assert out["tokens"] < 16 * int(out["pad_shape"].split("x")[1])
+    for k in batch_lib.LAYOUTS:
+        assert out[f"{k}_median_s"] > 0 and np.isfinite(out[f"{k}_tokens_per_s"])

@@ -6,6 +6,13 @@ vocab 64, float32).
 - sampler: exactly 32 new tokens (no EOS stop) for 256 prompts of 8 tokens at temperature 1.
 - train_step: one GRPO update (Adam, no KL, one minibatch) on 32 prompts x G=8 sequences of
   8 + 32 tokens.
+- train_step at realistic lengths (`--bench_config=realistic`): the same model and update on
+  32 prompts of 16-32 tokens x G=8 responses whose lengths are drawn (geometric, mean about a
+  third of the 256-token cap, clipped to it), the same responses laid out in each of
+  rl/batch.py's layouts: "pad" (every row at the full cap, as before the layouts existed),
+  "trim" and "pack". It reports each layout's median step time and the speed-ups over "pad".
+  `<preset>-realistic` is the same at paper-like lengths on a preset (the accelerator figure:
+  128 sequences, 256-token prompts, a 3,072-token cap, micro-batches of 8).
 - entropy: the prompt-entropy pass (HIVE Stage 2) over one step's B prompts as a share of
   rolling out the same prompts x G, on the embedded config (a random d=64 arith policy).
 - flops: one RL step's device work on the embedded config (B prompts x G rollouts, the
@@ -50,6 +57,8 @@ WORK = {
         prompts=256, prompt_len=8, new_tokens=32, train_prompts=32, group_size=8),
 }
 _SCALE = dict(dtype="bfloat16", remat="full", scan_layers=True, attention="auto")
+WORK["realistic"] = dict(WORK["default"], prompt_len=32, min_prompt_len=16, new_tokens=256,
+                         realistic=True)
 for _name in presets.PRESETS:
     WORK[_name] = dict(model=presets.preset_config(_name, **_SCALE), per_device=True,
                        prompts=8, prompt_len=8, new_tokens=32, train_prompts=1, group_size=8,
@@ -57,6 +66,10 @@ for _name in presets.PRESETS:
     WORK[f"{_name}-full"] = dict(model=presets.preset_config(_name, **_SCALE), per_device=False,
                                  prompts=256, prompt_len=1024, new_tokens=512, train_prompts=8,
                                  group_size=8, train_len=4096, micro_batch=8)
+    WORK[f"{_name}-realistic"] = dict(model=presets.preset_config(_name, **_SCALE),
+                                      train_prompts=16, group_size=8, prompt_len=256,
+                                      min_prompt_len=128, new_tokens=3072, micro_batch=8,
+                                      realistic=True, preset=True)
 
 
 def _model(cfg: ModelConfig, mesh=None):
@@ -138,6 +151,76 @@ def bench_train_step(work: dict, repeats: int) -> dict:
             "compiles": trainer.compile_count, "model_tflops_per_step": model_flops / 1e12,
             "mfu": perf.mfu(model_flops, med),
             "device_kind": jax.devices()[0].device_kind}
+
+
+def realistic_groups(work: dict, seed: int = 0):
+    """(groups, prompts) of `work`'s train prompts x G responses with drawn lengths: geometric
+    with mean about a third of the cap, clipped to it; random tokens and log-probs."""
+    from frontier_rl.selection.base import Group
+
+    cfg, cap, g = work["model"], work["new_tokens"], work["group_size"]
+    rng = np.random.default_rng(seed)
+    groups, prompts = [], []
+    for j in range(work["train_prompts"]):
+        prompts.append(rng.integers(1, cfg.vocab_size,
+                                    rng.integers(work["min_prompt_len"],
+                                                 work["prompt_len"] + 1)).tolist())
+        lengths = np.minimum(rng.geometric(3 / cap, g), cap).astype(np.int32)
+        tokens = rng.integers(1, cfg.vocab_size, (g, cap)).astype(np.int32)
+        logps = np.full((g, cap), -np.log(cfg.vocab_size), np.float32)
+        for k, n in enumerate(lengths):
+            tokens[k, n:], logps[k, n:] = 0, 0.0
+        rewards = rng.integers(0, 2, g).astype(np.float32)
+        groups.append(Group(index=j, prompt_id=str(j), outcomes=rewards.astype(np.int8),
+                            rewards=rewards, lengths=lengths,
+                            mean_entropy=np.zeros(g, np.float32), tokens=tokens, logps=logps))
+    return groups, prompts
+
+
+def _time_train_layout(work, mesh, groups, prompts, layout: str, repeats: int):
+    """(rows, length, median step seconds) of `groups` packed in `layout`."""
+    from frontier_rl.rl import batch as batch_lib
+
+    cfg = work["model"]
+    graphdef, params = _model(cfg, mesh if work.get("preset") else None)
+    trainer = Trainer(graphdef, LOSSES["grpo"], make_optimizer(OptimConfig()), mesh,
+                      micro_batch_size=work.get("micro_batch", 0), layout=layout)
+    params, opt_state = trainer.init(params)
+    batch = batch_lib.pack(groups, prompts, pad_id=0, prompt_buckets=(work["prompt_len"],),
+                           row_buckets=(8,), row_multiple=trainer.row_multiple, layout=layout)
+    state = {"params": params, "opt": opt_state}
+
+    def go():
+        state["params"], state["opt"], m = trainer.step(state["params"], state["opt"], batch, 0)
+        return m
+
+    return (*batch["tokens"].shape, statistics.median(_timed(go, repeats)))
+
+
+def bench_train_step_realistic(work: dict, repeats: int) -> dict:
+    """The train step on drawn response lengths, once per batch layout (module docstring)."""
+    from frontier_rl.accounting import analytic_flops
+    from frontier_rl.rl import batch as batch_lib
+
+    cfg = work["model"]
+    mesh = sharding.make_mesh()
+    groups, prompts = realistic_groups(work)
+    lens = np.array([len(prompts[g.index]) + int(n) for g in groups for n in g.lengths])
+    out = {"bench": "train_step_realistic", "sequences": len(lens), "tokens": int(lens.sum()),
+           "new_tokens_cap": work["new_tokens"],
+           "mean_response": float(np.mean([n for g in groups for n in g.lengths])),
+           "repeats": repeats, "device_kind": jax.devices()[0].device_kind}
+    model_flops = analytic_flops(cfg, "train", lens, epochs=1)
+    out["model_tflops_per_step"] = model_flops / 1e12
+    for layout in batch_lib.LAYOUTS:
+        rows, length, med = _time_train_layout(work, mesh, groups, prompts, layout, repeats)
+        out[f"{layout}_shape"] = f"{rows}x{length}"
+        out[f"{layout}_median_s"] = med
+        out[f"{layout}_tokens_per_s"] = int(lens.sum()) / med
+        out[f"{layout}_mfu"] = perf.mfu(model_flops, med)
+    for layout in ("trim", "pack"):
+        out[f"{layout}_speedup_over_pad"] = out["pad_median_s"] / out[f"{layout}_median_s"]
+    return out
 
 
 def _embedded():
@@ -244,7 +327,11 @@ def main(name: str, *, config_name: str = "default", repeats: int = 10,
         raise ValueError(f"bench {name!r} is not one of {sorted(BENCHES)}")
     if config_name not in WORK:
         raise ValueError(f"--bench_config={config_name!r} is not one of {sorted(WORK)}")
-    out = BENCHES[name](WORK[config_name], repeats)
+    work = WORK[config_name]
+    if work.get("realistic") and name != "train_step":
+        raise ValueError(f"--bench_config={config_name!r} is a train_step work")
+    bench = bench_train_step_realistic if work.get("realistic") else BENCHES[name]
+    out = bench(work, repeats)
     out.update(config=config_name, backend=jax.default_backend(), devices=jax.device_count())
     stats = jax.devices()[0].memory_stats()  # None on a CPU
     if stats and "peak_bytes_in_use" in stats:
