@@ -392,17 +392,32 @@ class Transformer(nnx.Module):
                               prevent_cse=prevent_cse)
 
     def _scan_layers(self, x, cos, sin, mask, cache, cache_index):
-        """The layer stack as one lax.scan over parameters stacked here, in the compute dtype
-        (the stacked copy is the only one; stored parameters stay per layer). The whole cache
-        is carried and each step writes its layer's slot in place, as the unrolled loop does.
+        """The layer stack as one lax.scan over parameters stacked here (stored parameters stay
+        per layer). The whole cache is carried and each step writes its layer's slot in place,
+        as the unrolled loop does.
+
+        Without `layer_gather` the stack is in the compute dtype (the only copy of the layers'
+        weights the function computes with). With it (set by `sharding.gathered_model` on a
+        mesh) the stack keeps the stored dtype and split, and the scan's body gathers one
+        layer's weights when that layer runs, inside its rematerialised function.
         """
         dt = jnp.dtype(self.cfg.dtype)
         graphdef, _ = nnx.split(self.layers[0])
         states = [nnx.split(layer)[1] for layer in self.layers]
-        stacked = jax.tree.map(lambda *ws: jnp.stack([w.astype(dt) for w in ws]), *states)
+        gather = getattr(self, "layer_gather", None)
+        layer = _layer_fn(graphdef)
+        if gather is None:
+            stacked = jax.tree.map(lambda *ws: jnp.stack([w.astype(dt) for w in ws]), *states)
+        else:
+            stacked = gather.stored(jax.tree.map(lambda *ws: jnp.stack(ws), *states))
+            ungathered = layer
+
+            def layer(state, *args):
+                return ungathered(gather(state), *args)
+
         # Inside a scan, CSE cannot merge the recomputation into the forward, so the
         # rematerialisation barrier is not needed (jax.checkpoint's documented advice).
-        run = self._remat(_layer_fn(graphdef), prevent_cse=False)
+        run = self._remat(layer, prevent_cse=False)
 
         def body(carry, xs):
             x, cache = carry

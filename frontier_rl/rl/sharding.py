@@ -18,6 +18,8 @@ is a no-op, but the rules are the ones a multi-device mesh uses, so scaling out 
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -131,22 +133,99 @@ def compute_shardings(params, mesh: Mesh):
     return jax.tree_util.tree_map_with_path(one, params)
 
 
-def gather_params(params, mesh: Mesh, dtype=None):
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3))
+def _gather(x, dtype, compute: NamedSharding, stored: NamedSharding):
+    """x cast to `dtype`, then laid out as `compute` (an all-gather over fsdp). Its gradient is
+    cast to x's dtype (float32 master weights) before it is laid out as `stored`, so the
+    reduce-scatter over fsdp sums float32 partial gradients rather than 16-bit ones."""
+    return jax.lax.with_sharding_constraint(x.astype(dtype), compute)
+
+
+def _gather_fwd(x, dtype, compute, stored):
+    # x's dtype rides along as a zero-size array (residuals must be arrays)
+    return _gather(x, dtype, compute, stored), jnp.zeros((0,), x.dtype)
+
+
+def _gather_bwd(dtype, compute, stored, like, g):
+    return (jax.lax.with_sharding_constraint(g.astype(like.dtype), stored),)
+
+
+_gather.defvjp(_gather_fwd, _gather_bwd)
+
+
+def gather_params(params, mesh: Mesh, dtype=None, *, except_layers: bool = False):
     """The parameters in the compute dtype, gathered over `fsdp` (`compute_shardings`).
 
     FSDP stores each weight split over `fsdp` and gathers it to compute. Left to itself, XLA's
     partitioner contracts the split dimension where the weight lies instead, gathering every
     row's activations onto each device (a [rows, L, intermediate] float32 partial sum per MLP
-    matmul): this makes the gather of the (smaller) weights explicit, once per call, after the
-    cast so that it moves 16-bit weights. Casting first does not change the model's result: it
-    casts each weight to the compute dtype where it uses it. A no-op when fsdp = 1 and the
-    parameters are stored in the compute dtype.
+    matmul): this makes the gather of the (smaller) weights explicit, after the cast so that it
+    moves 16-bit weights, while the gradient flowing back is reduce-scattered in the weights'
+    own (float32) dtype. Casting first does not change the model's result: it casts each weight
+    to the compute dtype where it uses it. A no-op when fsdp = 1 and the parameters are stored
+    in the compute dtype.
+
+    `except_layers`: the decoder layers' weights (paths under `layers/`) are left as stored,
+    split over `fsdp` and uncast: a scanned model gathers them one layer at a time
+    (`LayerGather`).
     """
-    if dtype is not None:
-        dtype = jnp.dtype(dtype)
-        params = jax.tree.map(
-            lambda p: p.astype(dtype) if jnp.issubdtype(p.dtype, jnp.floating) else p, params)
-    return jax.lax.with_sharding_constraint(params, compute_shardings(params, mesh))
+    dtype = None if dtype is None else jnp.dtype(dtype)
+
+    def one(path, p):
+        name = _path_str(path)
+        if except_layers and name.startswith("layers/"):
+            return p
+        spec = param_spec(name, np.shape(p), mesh)
+        compute = NamedSharding(mesh, PartitionSpec(*(None if a == "fsdp" else a for a in spec)))
+        to = dtype if dtype is not None and jnp.issubdtype(p.dtype, jnp.floating) else p.dtype
+        return _gather(p, to, compute, NamedSharding(mesh, spec))
+
+    return jax.tree_util.tree_map_with_path(one, params)
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerGather:
+    """Gathers one decoder layer's weights at a time inside a scanned layer stack (as MaxText
+    does): the stack is kept split over `fsdp` as the weights are stored, and the scan's body
+    gathers layer i's weights (in the compute dtype) when layer i runs, inside the layer's
+    rematerialised function, so the backward pass gathers them again instead of keeping every
+    layer's gathered copy. A device holds one gathered layer (two while XLA overlaps the next
+    layer's gather) instead of the whole gathered model, and each layer's gradient is
+    reduce-scattered in float32 (`_gather`) as soon as the backward pass leaves it.
+
+    Set on a merged model as `model.layer_gather` (`models.transformer`) by the device
+    functions that use one (`gathered_model`)."""
+
+    mesh: Mesh
+    dtype: object
+
+    def __call__(self, layer_state):
+        """One layer's state (paths relative to the layer) gathered for compute."""
+        return gather_params(layer_state, self.mesh, self.dtype)
+
+    def stored(self, stacked_state):
+        """The stacked [layers, ...] weights laid out as stored: split as each layer's are."""
+
+        def one(path, x):
+            spec = param_spec(_path_str(path), x.shape[1:], self.mesh)
+            return jax.lax.with_sharding_constraint(
+                x, NamedSharding(self.mesh, PartitionSpec(None, *spec)))
+
+        return jax.tree_util.tree_map_with_path(one, stacked_state)
+
+
+def gathered_model(graphdef, params, mesh: Mesh, dtype=None):
+    """The model a device function computes with: `graphdef` merged with its parameters
+    gathered for compute (`gather_params`); a scanned model (`ModelConfig.scan_layers`) gathers
+    its decoder layers one at a time instead (`LayerGather`)."""
+    from flax import nnx
+
+    model = nnx.merge(graphdef, params)
+    if not getattr(getattr(model, "cfg", None), "scan_layers", False):
+        return nnx.merge(graphdef, gather_params(params, mesh, dtype))
+    model = nnx.merge(graphdef, gather_params(params, mesh, dtype, except_layers=True))
+    model.layer_gather = LayerGather(mesh, None if dtype is None else jnp.dtype(dtype))
+    return model
 
 
 def batch_sharding(mesh: Mesh) -> NamedSharding:

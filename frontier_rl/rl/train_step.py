@@ -328,8 +328,7 @@ class Trainer:
         model = nnx.merge(self.graphdef, params)
         if cost:
             return model
-        return nnx.merge(self.graphdef,
-                         sharding.gather_params(params, self.mesh, compute_dtype(model)))
+        return sharding.gathered_model(self.graphdef, params, self.mesh, compute_dtype(model))
 
     def _loss(self, params, mb, cost: bool = False):
         logp, entropy = sequence_logps(self._model(params, cost), mb["tokens"], mb["valid"],
