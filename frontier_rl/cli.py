@@ -11,6 +11,8 @@ Commands:
   bench    selection --selector=NAME [--sizes=10000,100000,1000000] [--json]
   bench    engine --config=configs/arith_grpo.py --workdir=DIR [--repeats=N] [--json]
            (step time embedded vs through `frontier-rl serve`; identical metrics checked)
+  bench    sync --bench_config=qwen2.5-0.5b [--repeats=N] [--json] [--workdir=DIR]
+           (seconds per weight sync to `frontier-rl serve`, by phase, old path vs new)
   fit      --config=configs/scale.py:<preset> [--mesh=data=D,fsdp=F,model=M]
            [--device=h100|h200|a100|v5e|v5p|v6e] [--json]   (memory per device, no device needed)
   export   --workdir=DIR [--step=N] --out=HF_DIR   (a Hugging Face checkpoint of the policy)
@@ -104,6 +106,11 @@ def _main(argv: list[str]) -> int:
                                          "configs/arith_grpo.py) and --workdir")
                 bench_engine.main(FLAGS.config, FLAGS.workdir, repeats=FLAGS.repeats,
                                   as_json=FLAGS.json)
+            elif argv[2] == "sync":
+                from frontier_rl.bench import sync as bench_sync
+
+                bench_sync.main(FLAGS.bench_config, repeats=FLAGS.repeats, as_json=FLAGS.json,
+                                workdir=FLAGS.workdir)
             elif argv[2] == "warmstart":
                 from frontier_rl.bench import warmstart as bench_warmstart
 

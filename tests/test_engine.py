@@ -773,22 +773,24 @@ def test_memory_sync_dir_rule(tmp_path, monkeypatch):
 
 def test_memory_sync_dir_is_removed_on_close_and_refused_dir_falls_back(tmp_path, monkeypatch):
     """The first sync writes into the memory directory; a server that cannot load from it (its
-    own /dev/shm) makes the transport write to sync_dir from then on; close removes the memory
-    directory."""
+    own /dev/shm), or a write into it that fails (full), makes the transport write to sync_dir
+    from then on; close removes the memory directory."""
+    import os
+
     from frontier_rl.rollout import sglang
 
     monkeypatch.setattr(sglang, "_mem_available", lambda: 64 * 2**30)
     shm = tmp_path / "shm"
     shm.mkdir()
 
-    def export_fn(params, path):
-        import os
+    for fault in ("none", "load", "write"):
+        def export_fn(params, path):
+            if fault == "write" and path.startswith(str(shm)):
+                raise OSError(28, "No space left on device")
+            os.makedirs(path, exist_ok=True)
 
-        os.makedirs(path, exist_ok=True)
-
-    for refuse in (False, True):
         posts = []
-        srv = _sync_server(posts, [], refuse=lambda p: refuse and p.startswith(str(shm)))
+        srv = _sync_server(posts, [], refuse=lambda p: fault == "load" and p.startswith(str(shm)))
         eng = SGLangEngine(srv.url, pad_id=0, stop_ids=[3], max_new_tokens=8,
                            sync_dir=str(tmp_path / "sync"), export_fn=export_fn, timeout=30.0,
                            retries=2, backoff=0.01, memory_dir=str(shm))
@@ -798,9 +800,9 @@ def test_memory_sync_dir_is_removed_on_close_and_refused_dir_falls_back(tmp_path
         finally:
             srv.stop()
         loads = [b["model_path"] for p, b in posts if p == "/update_weights_from_disk"]
-        if refuse:
-            assert loads[0].startswith(str(shm))
-            assert loads[1:] == [str(tmp_path / "sync" / "policy")] * 2
+        if fault != "none":
+            assert loads[0].startswith(str(shm)) == (fault == "load")
+            assert loads[fault == "load":] == [str(tmp_path / "sync" / "policy")] * 2
             assert list(shm.iterdir()) == []  # given up at once
         else:
             assert len(loads) == 2 and all(p.startswith(str(shm)) for p in loads)

@@ -12,8 +12,10 @@ Two implementations, picked by `rollout.engine`:
   "jax"    `JaxEngine`: the in-process sampler (sampler.py) over the trainer's own arrays; sync
            stores a reference, so results are exactly those of calling the sampler directly.
   "sglang" `rollout.sglang.SGLangEngine`: an HTTP client of SGLang's native API (real SGLang on
-           GPUs, or `frontier-rl serve` on any JAX backend); sync exports the policy to disk and
-           asks the server to reload it, then checks a probe's log-probs.
+           GPUs, or `frontier-rl serve` on any JAX backend); sync pushes the policy through a
+           weight transport (`rollout.sglang.WeightTransport`; the one implemented exports it,
+           in memory where the host allows, and asks the server to load it), then checks a
+           probe's log-probs.
 """
 
 from __future__ import annotations

@@ -238,9 +238,10 @@ class DiskTransport:
     `/flush_cache` would only race the next request.
 
     The directory is chosen at the first push (`memory_sync_dir`: /dev/shm when the rule holds,
-    else `sync_dir`) and kept; if the server cannot load from the memory directory (a server in
-    a container with its own /dev/shm) the transport falls back to `sync_dir` for good. A memory
-    directory is removed on close (and at exit, for runs that end without closing)."""
+    else `sync_dir`) and kept; if the export into the memory directory fails (it filled up) or
+    the server cannot load from it (a server in a container with its own /dev/shm) the
+    transport falls back to `sync_dir` for good. A memory directory is removed on close (and at
+    exit, for runs that end without closing)."""
 
     def __init__(self, post: Post, export_fn: Callable[[object, str], object], sync_dir: str,
                  *, url: str = "", memory_dir: str | None = MEMORY_DIR):
@@ -276,15 +277,16 @@ class DiskTransport:
             self.dir = self._choose(params)
         path = os.path.join(self.dir, "policy")
         t0 = time.perf_counter()
-        self.export_fn(params, path)
-        t1 = time.perf_counter()
         try:
+            self.export_fn(params, path)
+            t1 = time.perf_counter()
             self._load(path)
-        except EngineError as e:
+        except (OSError, EngineError) as e:
             if self._owned is None or self.dir != self._owned:
                 raise
-            log.warning("%s; the server cannot read %s: syncing through %s from now on", e,
-                        self._owned, self.sync_dir)
+            # /dev/shm filled up under us, or the server cannot read it (its own /dev/shm).
+            log.warning("%s: syncing through %s from now on, not %s", e, self.sync_dir,
+                        self._owned)
             self._release()
             self.dir = self.sync_dir
             self.push(params, step)
