@@ -61,22 +61,22 @@ class PromptEntropy:
 
     def _impl(self, params, tokens, valid):
         self.compile_count += 1
-        if self.mesh is not None:
-            dtype = compute_dtype(nnx.merge(self.graphdef, params))
-            params = sharding.gather_params(params, self.mesh, dtype)  # once, for all rows
+        model = nnx.merge(self.graphdef, params)
+        if self.mesh is not None:  # weights gathered once, for all row groups
+            model = sharding.gathered_model(self.graphdef, params, self.mesh,
+                                            compute_dtype(model), once=True)
         rows = tokens.shape[0]
         if not self.micro_batch or rows <= self.micro_batch:
-            return self._entropy(params, tokens, valid)
+            return self._entropy(model, tokens, valid)
         k = rows // self.micro_batch
         parts = sharding.split_rows((tokens, valid), k)
         if self.mesh is not None:
             parts = jax.lax.with_sharding_constraint(
                 parts, sharding.stacked_batch_sharding(self.mesh))
-        return sharding.merge_rows(jax.lax.map(lambda x: self._entropy(params, *x), parts), k)
+        return sharding.merge_rows(jax.lax.map(lambda x: self._entropy(model, *x), parts), k)
 
-    def _entropy(self, params, tokens, valid, unroll: bool = False):
-        _, entropy = sequence_logps(nnx.merge(self.graphdef, params), tokens, valid,
-                                    chunk=self.chunk, unroll=unroll)
+    def _entropy(self, model, tokens, valid, unroll: bool = False):
+        _, entropy = sequence_logps(model, tokens, valid, chunk=self.chunk, unroll=unroll)
         # Target t is predicted from x_<t; count targets 2..L, whose context is a real token.
         mask = (valid[:, 1:] * valid[:, :-1]).astype(jnp.float32)
         return jnp.sum(entropy * mask, axis=-1) / jnp.maximum(jnp.sum(mask, axis=-1), 1.0)
@@ -119,5 +119,6 @@ class PromptEntropy:
         """XLA FLOPs of one pass at a padded shape (compiled for analysis only, never run):
         the logical computation, unsharded, in one piece."""
         x = jax.ShapeDtypeStruct((rows, plen), jnp.int32)
-        return compiled_flops(lambda p, t, v: self._entropy(p, t, v, unroll=True),
-                              abstract(params), x, x)
+        return compiled_flops(
+            lambda p, t, v: self._entropy(nnx.merge(self.graphdef, p), t, v, unroll=True),
+            abstract(params), x, x)

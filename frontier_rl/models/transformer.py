@@ -398,8 +398,9 @@ class Transformer(nnx.Module):
 
         Without `layer_gather` the stack is in the compute dtype (the only copy of the layers'
         weights the function computes with). With it (set by `sharding.gathered_model` on a
-        mesh) the stack keeps the stored dtype and split, and the scan's body gathers one
-        layer's weights when that layer runs, inside its rematerialised function.
+        mesh) the stack is the gather's: kept as stored, the scan's body gathering one layer's
+        weights when that layer runs, inside its rematerialised function (`LayerGather`), or
+        gathered once before a decode loop (`GatheredLayers`).
         """
         dt = jnp.dtype(self.cfg.dtype)
         graphdef, _ = nnx.split(self.layers[0])
@@ -409,11 +410,11 @@ class Transformer(nnx.Module):
         if gather is None:
             stacked = jax.tree.map(lambda *ws: jnp.stack([w.astype(dt) for w in ws]), *states)
         else:
-            stacked = gather.stored(jax.tree.map(lambda *ws: jnp.stack(ws), *states))
+            stacked = gather.stack(states)
             ungathered = layer
 
             def layer(state, *args):
-                return ungathered(gather(state), *args)
+                return ungathered(gather.layer(state), *args)
 
         # Inside a scan, CSE cannot merge the recomputation into the forward, so the
         # rematerialisation barrier is not needed (jax.checkpoint's documented advice).

@@ -193,38 +193,74 @@ class LayerGather:
     layer's gather) instead of the whole gathered model, and each layer's gradient is
     reduce-scattered in float32 (`_gather`) as soon as the backward pass leaves it.
 
-    Set on a merged model as `model.layer_gather` (`models.transformer`) by the device
-    functions that use one (`gathered_model`)."""
+    Set on a merged model as `model.layer_gather` (`models.transformer`) by `gathered_model`.
+    """
 
     mesh: Mesh
     dtype: object
 
-    def __call__(self, layer_state):
-        """One layer's state (paths relative to the layer) gathered for compute."""
-        return gather_params(layer_state, self.mesh, self.dtype)
-
-    def stored(self, stacked_state):
-        """The stacked [layers, ...] weights laid out as stored: split as each layer's are."""
+    def stack(self, states):
+        """The layers' states stacked [layers, ...], laid out as stored (split as each
+        layer's weights are), in the stored dtype."""
 
         def one(path, x):
             spec = param_spec(_path_str(path), x.shape[1:], self.mesh)
             return jax.lax.with_sharding_constraint(
                 x, NamedSharding(self.mesh, PartitionSpec(None, *spec)))
 
-        return jax.tree_util.tree_map_with_path(one, stacked_state)
+        stacked = jax.tree.map(lambda *ws: jnp.stack(ws), *states)
+        return jax.tree_util.tree_map_with_path(one, stacked)
+
+    def layer(self, state):
+        """One layer's state (paths relative to the layer) gathered for compute."""
+        return gather_params(state, self.mesh, self.dtype)
 
 
-def gathered_model(graphdef, params, mesh: Mesh, dtype=None):
+class GatheredLayers:
+    """The decoder layers' weights stacked and gathered once, for functions that run the model
+    many times without a backward pass (the sampler's decode loop, the entropy pass's row
+    groups): one gathered copy, made before the loop, instead of one gather per layer per
+    step. Same interface as `LayerGather`."""
+
+    def __init__(self, stacked):
+        self.stacked = stacked
+
+    def stack(self, states):
+        return self.stacked
+
+    def layer(self, state):
+        return state
+
+
+def gathered_model(graphdef, params, mesh: Mesh, dtype=None, *, once: bool = False):
     """The model a device function computes with: `graphdef` merged with its parameters
-    gathered for compute (`gather_params`); a scanned model (`ModelConfig.scan_layers`) gathers
-    its decoder layers one at a time instead (`LayerGather`)."""
+    gathered for compute (`gather_params`). A scanned model (`ModelConfig.scan_layers`) gathers
+    its decoder layers one at a time as each runs (`LayerGather`: a train step), or, with
+    `once`, all of them here into one stacked copy (`GatheredLayers`: call this before a loop
+    that runs the model many times)."""
     from flax import nnx
 
     model = nnx.merge(graphdef, params)
     if not getattr(getattr(model, "cfg", None), "scan_layers", False):
         return nnx.merge(graphdef, gather_params(params, mesh, dtype))
+    dtype = None if dtype is None else jnp.dtype(dtype)
     model = nnx.merge(graphdef, gather_params(params, mesh, dtype, except_layers=True))
-    model.layer_gather = LayerGather(mesh, None if dtype is None else jnp.dtype(dtype))
+    gather = LayerGather(mesh, dtype)
+    if once:
+        states = [nnx.split(layer)[1] for layer in model.layers]
+        stacked = gather.stack(states)
+
+        def one(path, x):
+            name = _path_str(path)
+            spec = param_spec(name, x.shape[1:], mesh)
+            compute = PartitionSpec(None, *(None if a == "fsdp" else a for a in spec))
+            to = dtype if dtype is not None and jnp.issubdtype(x.dtype, jnp.floating) else x.dtype
+            return _gather(x, to, NamedSharding(mesh, compute),
+                           NamedSharding(mesh, PartitionSpec(None, *spec)))
+
+        model.layer_gather = GatheredLayers(jax.tree_util.tree_map_with_path(one, stacked))
+    else:
+        model.layer_gather = gather
     return model
 
 
