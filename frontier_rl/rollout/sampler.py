@@ -3,9 +3,37 @@
 Prompts are left-padded to a prompt-length bucket and the batch is padded to a row bucket
 (`row_bucket`: under 10% padding above 1,024 rows; then to a multiple of the mesh's row
 shards), so the generate function compiles once per (row bucket, prompt bucket, greedy, top-p,
-top-k) and never again. Decoding runs inside one `lax.while_loop` that stops as soon as every
-row has emitted a stop token (any of `eos_ids`) or the token cap is reached, so short answers do
-not pay for the full cap.
+top-k) and never again. Decoding stops as soon as every row has emitted a stop token (any of
+`eos_ids`) or the token cap is reached, so short answers do not pay for the full cap.
+
+Decode segments: the decode attends over the filled part of the KV cache only, in buckets. It
+runs as a few `lax.while_loop`s in turn, each over a cache of static width plen + w_i slots
+(prompt bucket + the segment's bound on the decode steps so far), which it grows by padding once
+before the next. Bucket rule (`decode_segments`): the bounds w_i are the powers of two from
+`decode_bucket` (16 by default) below the token cap, then the cap itself; when that makes more
+than `max_decode_segments` (4) segments only the largest that many are kept (the first then
+starts wider). So a cap of 256 decodes in 32 + 32 + 64 + 128 steps over plen + 32, + 64, + 128,
++ 256 slots; a cap of 32 in 16 + 16 steps over plen + 16, + 32; a cap of 16 or less in one
+full-width loop as before; a cap of 4,096 in 512 + 512 + 1,024 + 2,048. Step t never attends
+over more than plen + max(w_1, 2t) slots (w_1: the first segment's bound), where it attended
+over all plen + cap before. Every loop stops as soon as every row is done (the later ones then
+run no step; their one cache pad is still made). `decode_bucket=0` decodes in one full-width
+loop. The same seed gives the same tokens, lengths and (up to float rounding of softmax sums
+over fewer masked slots) the same log-probs whatever the segments: step t draws with
+`fold_in(key, t)` either way. The price: each segment is its own copy of the decode step in the
+compiled program (compile time grows with the segments, hence the bound), and at a boundary both
+the old and the grown cache are live: the decode's peak holds the prompt + cap cache plus the
+previous segment's (at most half the decode slots more than the one full cache plus the
+prompt's, which the single loop held). `lower` compiles every segment, so `frontier-rl fit`
+sizes that real peak.
+
+Finished rows: a row that emitted its stop token keeps its slot in the batch and runs through
+the model until every row is done (its outputs are masked). The batch's padding rows (up to the
+row bucket) start done, so the loops end with the last real row (they used to run every call to
+the cap: a padding row seldom draws a stop token); their draws and the real rows' are unchanged.
+Compacting live rows would change the shapes mid-loop (a recompile per shape, or gathers of the
+whole cache) and, on a mesh, unbalance the row shards: not done; the early loop exit is the only
+saving on finished rows.
 
 Per generated token it returns the log-probability and the entropy of softmax(logits / T) at the
 sampling temperature T, before top-k / top-p truncation (T = 1 for greedy decoding). That is the
@@ -34,8 +62,10 @@ search's candidate count, not a sampling parameter.
 
 Each result also says what the device did (`SampleResult.shape`: the padded shape and the decode
 steps the loop ran) and `cost_analysis` gives XLA's FLOPs of the prefill and of one decode step,
-which is what accounting.py charges. `lower` lowers the whole generate function for abstract
-parameters, for `frontier-rl fit`.
+which is what accounting.py charges. The step is costed at the full cache width (prompt + cap):
+with decode segments the steps of the earlier segments attend over fewer slots, so the charge
+is an upper bound on the attention FLOPs (exact for the rest of the step). `lower` lowers the
+whole generate function for abstract parameters, for `frontier-rl fit`.
 """
 
 from __future__ import annotations
@@ -61,9 +91,13 @@ TOP_K = 64
 # tokens; 0 = all rows at once): bounds the prefill's activations and [rows, heads, plen, plen]
 # attention scores. An embedded run's rollouts (512 rows of <= 32 tokens) are one group.
 PREFILL_TOKENS = 32768
+# Decode segments (see the module docstring): the first segment's decode-slot bound, doubled per
+# segment up to the token cap, and the most segments one generate program holds.
+DECODE_BUCKET = 16
+MAX_DECODE_SEGMENTS = 4
 # Positions of the generate function's static arguments (max_new, greedy, use_top_p,
 # sample_top_k): jit takes no keyword arguments once it has in_shardings.
-_STATIC = (6, 7, 8, 9)
+_STATIC = (7, 8, 9, 10)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,6 +152,23 @@ def bucket(n: int, buckets: Sequence[int]) -> int:
             return b
     top = buckets[-1]
     return -(-n // top) * top
+
+
+def decode_segments(max_new: int, first: int = DECODE_BUCKET,
+                    most: int = MAX_DECODE_SEGMENTS) -> tuple[int, ...]:
+    """The decode segments' bounds on the steps run (increasing, the last = `max_new`): the
+    powers of two from `first` below `max_new`, then `max_new`, of which only the largest `most`
+    are kept. Segment i runs steps [w_(i-1), w_i) over a cache of prompt + w_i slots. `first`
+    <= 0 (or >= max_new): one segment, the full cache."""
+    if first <= 0 or first >= max_new:
+        return (max_new,)
+    bounds = []
+    w = first
+    while w < max_new:
+        bounds.append(w)
+        w *= 2
+    bounds.append(max_new)
+    return tuple(bounds[-max(1, most):])
 
 
 # The embedded sampler's rows per call: at least this many, then `row_bucket`'s steps.
@@ -223,6 +274,8 @@ class Sampler:
     `eos_id`: the stop token id, or a sequence of them (a sequence ends at the first of any);
     `self.eos_id` is the first, `self.eos_ids` all. `mesh`: the device mesh the rows and
     parameters are split over; None runs unconstrained, as a plain single-device jit.
+    `decode_bucket`, `max_decode_segments`: the decode segments (`decode_segments`; 0 = one
+    loop over the full cache).
     """
 
     def __init__(
@@ -238,6 +291,8 @@ class Sampler:
         mesh: Mesh | None = None,
         top_k: int = TOP_K,
         prefill_tokens: int = PREFILL_TOKENS,
+        decode_bucket: int = DECODE_BUCKET,
+        max_decode_segments: int = MAX_DECODE_SEGMENTS,
     ):
         ids = (eos_id,) if isinstance(eos_id, (int, np.integer)) else tuple(eos_id)
         if not ids:
@@ -254,6 +309,8 @@ class Sampler:
         self.mesh = mesh
         self.top_k = top_k
         self.prefill_tokens = prefill_tokens
+        self.decode_bucket = decode_bucket
+        self.max_decode_segments = max_decode_segments
         self.compile_count = 0  # incremented at trace time only: a test pins it flat.
         self._built_for = ()
         self._param_shardings = None
@@ -283,34 +340,56 @@ class Sampler:
         self._param_shardings = sharding.param_shardings(params, self.mesh)
         self._generate = jax.jit(
             self._generate_impl, static_argnums=_STATIC,
-            in_shardings=(self._param_shardings, rows, rows, rep, rep, rep),
+            in_shardings=(self._param_shardings, rows, rows, rep, rep, rep, rep),
             out_shardings=(rows, rows, rows, rows, rows, rep))
         self._built_for = (struct,)
 
     # -- device side -------------------------------------------------------------------------
 
-    def _generate_impl(self, params, prompt, prompt_mask, key, temperature, top_p,
+    def _generate_impl(self, params, prompt, prompt_mask, key, temperature, top_p, num_rows,
                        max_new: int, greedy: bool, use_top_p: bool, sample_top_k: int):
+        """`num_rows` (traced): the rows before it are the call's, the rest batch padding,
+        done from the start so that the loop's early exit waits for the real rows only."""
         self.compile_count += 1
         if self.mesh is not None:
             # Weights gathered over fsdp once for the whole decode loop, not at every step.
             params = sharding.gather_params(params, self.mesh, self.cfg.dtype)
         model = nnx.merge(self.graphdef, params)
-        carry = self._prefill(model, prompt, prompt_mask, max_new)
+        bounds = self.segments(max_new)
+        carry = self._prefill(model, prompt, prompt_mask, max_new, slots=bounds[0],
+                              num_rows=num_rows)
         plen = prompt.shape[1]
-
-        def cond(carry):
-            t, _, _, _, _, _, done, _, _, _ = carry
-            return (t < max_new) & ~jnp.all(done)
 
         def body(carry):
             return self._decode_step(model, carry, key, temperature, top_p, plen=plen,
                                      greedy=greedy, use_top_p=use_top_p,
                                      sample_top_k=sample_top_k)
 
-        carry = jax.lax.while_loop(cond, body, carry)
+        for i, bound in enumerate(bounds):
+            if i:
+                carry = self._grow(carry, bound - bounds[i - 1])
+
+            def cond(carry, bound=bound):
+                t, _, _, _, _, _, done, _, _, _ = carry
+                return (t < bound) & ~jnp.all(done)
+
+            carry = jax.lax.while_loop(cond, body, carry)
         steps, _, _, out_tok, out_logp, out_ent, done, lengths, _, _ = carry
         return out_tok, out_logp, out_ent, lengths, done, steps
+
+    def segments(self, max_new: int) -> tuple[int, ...]:
+        """This sampler's decode segments for a token cap (`decode_segments`)."""
+        return decode_segments(max_new, self.decode_bucket, self.max_decode_segments)
+
+    def _grow(self, carry, extra: int):
+        """The carry with `extra` more empty decode slots in the cache (and its valid mask):
+        one copy of the cache, between two segments."""
+        t, cache, logits, out_tok, out_logp, out_ent, done, lengths, key_valid, prompt_len = carry
+        cache = jax.tree.map(
+            lambda c: jnp.pad(c, ((0, 0), (0, 0), (0, extra), (0, 0), (0, 0))), cache)
+        key_valid = jnp.pad(key_valid, ((0, 0), (0, extra)))
+        return self._shard_carry((t, cache, logits, out_tok, out_logp, out_ent, done, lengths,
+                                  key_valid, prompt_len), False)
 
     def _shard_carry(self, carry, cost: bool):
         """Rows of every per-row carry on the batch axes, the cache's heads on `model`."""
@@ -343,13 +422,16 @@ class Sampler:
         # Only the last position's logits are needed: [B, V], not [B, plen, V].
         return model.logits(hidden[:, -1]), cache
 
-    def _prefill(self, model, prompt, prompt_mask, max_new: int, cost: bool = False):
+    def _prefill(self, model, prompt, prompt_mask, max_new: int, cost: bool = False,
+                 slots: int | None = None, num_rows=None):
         """Runs the prompt through the model into a fresh cache; returns the decode carry.
 
         Rows run in groups (`prefill_tokens`) so that the prompt's activations and attention
         scores exist for one group at a time; `cost`: in one piece, unsharded (the logical
         computation, for cost analysis). The decode cache holds the prompt's slots, then
-        max_new empty ones."""
+        `slots` empty ones (the first decode segment's; default max_new, the full cache); the
+        outputs hold max_new tokens. Rows from `num_rows` on (batch padding) start done."""
+        slots = max_new if slots is None else slots
         batch, plen = prompt.shape
         k = 1 if cost else self._prefill_groups(batch, plen)
         if k == 1:
@@ -368,14 +450,15 @@ class Sampler:
         # Padding the prompt's keys/values to the decode cache copies them once (a scan writing
         # each group into a preallocated cache instead cost XLA a second full cache).
         cache = jax.tree.map(
-            lambda c: jnp.pad(c, ((0, 0), (0, 0), (0, max_new), (0, 0), (0, 0))), cache)
+            lambda c: jnp.pad(c, ((0, 0), (0, 0), (0, slots), (0, 0), (0, 0))), cache)
         key_valid = jnp.concatenate(
-            [prompt_mask.astype(bool), jnp.zeros((batch, max_new), bool)], axis=1)
+            [prompt_mask.astype(bool), jnp.zeros((batch, slots), bool)], axis=1)
         prompt_len = jnp.sum(prompt_mask, axis=-1).astype(jnp.int32)
         out_tok = jnp.full((batch, max_new), self.pad_id, jnp.int32)
         out_logp = jnp.zeros((batch, max_new), jnp.float32)
         out_ent = jnp.zeros((batch, max_new), jnp.float32)
-        done = jnp.zeros((batch,), bool)
+        done = (jnp.zeros((batch,), bool) if num_rows is None
+                else jnp.arange(batch, dtype=jnp.int32) >= num_rows)
         lengths = jnp.zeros((batch,), jnp.int32)
         carry = (jnp.int32(0), cache, logits, out_tok, out_logp, out_ent, done, lengths,
                  key_valid, prompt_len)
@@ -398,8 +481,10 @@ class Sampler:
         out_logp = out_logp.at[:, t].set(jnp.where(live, tok_logp, 0.0))
         out_ent = out_ent.at[:, t].set(jnp.where(live, ent, 0.0))
         lengths = lengths + live.astype(jnp.int32)
-        for eos in self.eos_ids:
-            done = done | (tok == eos)
+        # One compare against all stop ids (an unrolled compare per id made the program grow
+        # with their number).
+        stop = jnp.asarray(self.eos_ids, jnp.int32)
+        done = done | jnp.any(tok[:, None] == stop[None, :], axis=-1)
         # Feed the token back: it sits in slot plen + t at position prompt_len + t.
         key_valid = key_valid.at[:, plen + t].set(True)
         step_mask = key_valid[:, None, :]
@@ -416,7 +501,10 @@ class Sampler:
         The generate function's while loop is counted once by XLA's cost analysis whatever its
         trip count, so the two loop-free parts are compiled on their own (once per shape, for
         analysis only, never run, unsharded: the logical computation whatever the mesh;
-        `shape.steps` is ignored) and the caller multiplies the step by the steps run.
+        `shape.steps` is ignored) and the caller multiplies the step by the steps run. The step
+        is the full-width one (cache of prompt + max_new slots), the last decode segment's: the
+        earlier segments' steps attend over fewer slots, so steps x step is an upper bound on
+        their attention FLOPs (the rest of a step does not depend on the cache width).
         """
         plen, max_new = shape.prompt_len, shape.max_new
         params = abstract(params)
@@ -448,7 +536,8 @@ class Sampler:
         prompt = jax.ShapeDtypeStruct((rows, prompt_len), jnp.int32)
         scalar = jax.ShapeDtypeStruct((), jnp.float32)
         key = jax.eval_shape(jax.random.key, 0)
-        return self._generate.lower(abstract(params), prompt, prompt, key, scalar, scalar,
+        count = jax.ShapeDtypeStruct((), jnp.int32)
+        return self._generate.lower(abstract(params), prompt, prompt, key, scalar, scalar, count,
                                     max_new, greedy, use_top_p and not greedy,
                                     sample_top_k_on(sample_top_k, greedy, self.cfg.vocab_size))
 
@@ -495,8 +584,8 @@ class Sampler:
             tok, msk = jnp.asarray(tok), jnp.asarray(msk)
         out = self._generate(
             params, tok, msk, jax.random.key(seed),
-            jnp.float32(max(temperature, 1e-6)), jnp.float32(top_p), max_new, greedy, use_top_p,
-            sample_top_k)
+            jnp.float32(max(temperature, 1e-6)), jnp.float32(top_p), jnp.int32(num_rows), max_new,
+            greedy, use_top_p, sample_top_k)
         # Every process gets every row (distributed.py: one host program on identical inputs).
         out_tok, out_logp, out_ent, lengths, done, steps = distributed.to_host(out)
         return SampleResult(
