@@ -72,3 +72,28 @@ def test_per_layer_gather_needs_less_memory_and_reduces_gradients_in_float32(mon
         assert sums and not [ln for ln in sums if "bf16[" in ln.split("=", 1)[1][:80]], name
     # one gathered 16-bit layer at a time instead of the whole model (6 layers)
     assert temp["per_layer"] < 0.6 * temp["whole"], temp
+
+
+def test_forward_passes_gather_the_layers_once_and_match_one_device():
+    """The sampler's decode loop and the entropy pass gather a scanned model's layers once
+    (sharding.GatheredLayers): the same tokens, log-probs and entropies as one device."""
+    from frontier_rl.entropy import PromptEntropy
+    from frontier_rl.rollout.sampler import Sampler
+
+    cfg, graphdef, params = _policy()
+    prompts = [[5, 6, 7], [9, 10, 11, 12, 13], [14, 15], [20, 21, 22, 23]]
+    out = {}
+    for name, mesh in (("none", None), ("fsdp", sharding.make_mesh(data=1, fsdp=8))):
+        p = params if mesh is None else jax.device_put(
+            params, sharding.param_shardings(params, mesh))
+        sampler = Sampler(graphdef, cfg, eos_id=2, pad_id=0, prompt_buckets=(8,),
+                          max_new_tokens=12, mesh=mesh)
+        res = sampler.sample(p, prompts, 2, seed=3)
+        # 16 rows in two groups of 8: the gathered copy serves both
+        ent = PromptEntropy(graphdef, pad_id=0, prompt_buckets=(8,), batch_buckets=(16,),
+                            mesh=mesh, micro_batch=8)(p, prompts)
+        out[name] = res, ent
+    (a, ea), (b, eb) = out["none"], out["fsdp"]
+    np.testing.assert_array_equal(a.tokens, b.tokens)
+    np.testing.assert_allclose(a.logps, b.logps, atol=1e-5)
+    np.testing.assert_allclose(ea, eb, atol=1e-5)

@@ -351,10 +351,13 @@ class Sampler:
         """`num_rows` (traced): the rows before it are the call's, the rest batch padding,
         done from the start so that the loop's early exit waits for the real rows only."""
         self.compile_count += 1
-        if self.mesh is not None:
-            # Weights gathered over fsdp once for the whole decode loop, not at every step.
-            params = sharding.gather_params(params, self.mesh, self.cfg.dtype)
-        model = nnx.merge(self.graphdef, params)
+        if self.mesh is None:
+            model = nnx.merge(self.graphdef, params)
+        else:
+            # Weights gathered over fsdp once for the whole decode loop, not at every step; a
+            # scanned model's layers into one stacked copy, which every step's scan reads.
+            model = sharding.gathered_model(self.graphdef, params, self.mesh, self.cfg.dtype,
+                                            once=True)
         bounds = self.segments(max_new)
         carry = self._prefill(model, prompt, prompt_mask, max_new, slots=bounds[0],
                               num_rows=num_rows)
