@@ -123,7 +123,9 @@ def model_config(config: ml_collections.ConfigDict) -> ModelConfig:
     return policy.random_config(config, tasks.build_char_tokenizer(policy.alphabet(task)))
 
 
-def _bytes(compiled) -> dict[str, int]:
+def program_bytes(compiled) -> dict[str, int]:
+    """Bytes per device of a compiled program by XLA's memory analysis (what `fit` reports):
+    arguments, outputs, aliased, temporaries and their total."""
     ma = compiled.memory_analysis()
     if ma is None:
         raise RuntimeError("this backend reports no memory analysis")
@@ -377,7 +379,7 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     programs = []
     for p in plans:
         say(f"  {p.program}: {p.rows} rows x {p.tokens} tokens ...", flush=True)
-        mem = _bytes(p.lower().compile())
+        mem = program_bytes(p.lower().compile())
         total = mem["total"] + p.resident
         programs.append({"program": p.program, "kind": p.kind, "rows": p.rows,
                          "asked": p.asked, "tokens": p.tokens, "memory": mem,

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# The accelerator checks of the scale work, as one script (under 10 minutes on one H200):
+# The accelerator checks of the scale work, as one script (about 10 minutes on one H200):
 #   launch/gpu_check.sh [OUT_DIR]
 # 1. installs frontier_rl with the GPU extra (launch/env.sh detects the GPU),
-# 2. `bench train_step` on the Qwen2.5-0.5B shape, 64 rows x 4,096 tokens, micro-batches of 8,
-#    bf16 compute, full remat: prints MFU against the device's bf16 peak (target >= 40% on H200),
-# 3. `bench sampler` on the same shape, 256 rows x (1,024 + 512) tokens,
-# Each bench also reports the device's peak bytes in use (`peak_bytes_in_use`), to set beside
-# the fit check's CPU-compiled estimate for the same shapes.
+# 2. `bench train_step --bench_config=qwen2.5-0.5b-realistic`: the Qwen2.5-0.5B shape, bf16
+#    compute, full remat, micro-batches of 8, on 128 responses of drawn lengths (mean a third of
+#    a 3,072-token cap) laid out as "pad", "trim" and "pack": each layout's step time, MFU
+#    against the device's bf16 peak, and `fit`'s figure for its program (`<layout>_fit_gib`,
+#    XLA's memory analysis of the same program) beside the measured `peak_bytes_in_use`,
+# 3. `bench sampler` on the 0.5B shape, 256 rows x (1,024 + 512) tokens: generated tokens/s,
+# 4. `bench sync` on the 0.5B shape against `frontier-rl serve` on the same GPU: seconds per
+#    weight sync by phase (device cast + host copy, write, server load, probe), old path beside
+#    new.
+# Each bench also reports the device's peak bytes in use (`peak_bytes_in_use`).
 # Figures are printed and saved as JSON lines in OUT_DIR (default runs/gpu_check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,9 +21,12 @@ mkdir -p "$OUT"
 source launch/env.sh tasks  # sets XLA_PYTHON_CLIENT_MEM_FRACTION, the share `fit` sizes against
 echo "XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-unset}"
 python -c "import jax; print('devices:', jax.devices())"
-frontier-rl bench train_step --bench_config=qwen2.5-0.5b-full --repeats=5 --json \
+frontier-rl bench train_step --bench_config=qwen2.5-0.5b-realistic --repeats=3 --json \
   | tee "$OUT/train_step.txt"
 frontier-rl bench sampler --bench_config=qwen2.5-0.5b-full --repeats=3 --json \
   | tee "$OUT/sampler.txt"
-tail -n 1 -q "$OUT"/train_step.txt "$OUT"/sampler.txt > "$OUT/figures.jsonl"
+# the server shares the GPU with the trainer: each takes part of its memory
+XLA_PYTHON_CLIENT_MEM_FRACTION=0.4 frontier-rl bench sync --bench_config=qwen2.5-0.5b \
+  --repeats=3 --json | tee "$OUT/sync.txt"
+tail -n 1 -q "$OUT"/train_step.txt "$OUT"/sampler.txt "$OUT"/sync.txt > "$OUT/figures.jsonl"
 echo "figures in $OUT/figures.jsonl"

@@ -178,7 +178,8 @@ def realistic_groups(work: dict, seed: int = 0):
 
 
 def _time_train_layout(work, mesh, groups, prompts, layout: str, repeats: int):
-    """(rows, length, median step seconds) of `groups` packed in `layout`."""
+    """(rows, length, median step seconds, compiled GiB per device or NaN) of `groups` packed
+    in `layout`."""
     from frontier_rl.rl import batch as batch_lib
 
     cfg = work["model"]
@@ -194,7 +195,16 @@ def _time_train_layout(work, mesh, groups, prompts, layout: str, repeats: int):
         state["params"], state["opt"], m = trainer.step(state["params"], state["opt"], batch, 0)
         return m
 
-    return (*batch["tokens"].shape, statistics.median(_timed(go, repeats)))
+    rows, length = batch["tokens"].shape
+    # `frontier-rl fit`'s figure for this program: XLA's memory analysis of it, compiled for
+    # this backend (on an accelerator: to set beside the measured peak)
+    gib = float("nan")
+    if work.get("preset"):
+        from frontier_rl import fit
+
+        gib = fit.program_bytes(trainer.lower_step(params, rows, length).compile())["total"]
+        gib /= 2**30
+    return rows, length, statistics.median(_timed(go, repeats)), gib
 
 
 def bench_train_step_realistic(work: dict, repeats: int) -> dict:
@@ -213,8 +223,10 @@ def bench_train_step_realistic(work: dict, repeats: int) -> dict:
     model_flops = analytic_flops(cfg, "train", lens, epochs=1)
     out["model_tflops_per_step"] = model_flops / 1e12
     for layout in batch_lib.LAYOUTS:
-        rows, length, med = _time_train_layout(work, mesh, groups, prompts, layout, repeats)
+        rows, length, med, gib = _time_train_layout(work, mesh, groups, prompts, layout,
+                                                    repeats)
         out[f"{layout}_shape"] = f"{rows}x{length}"
+        out[f"{layout}_fit_gib"] = gib
         out[f"{layout}_median_s"] = med
         out[f"{layout}_tokens_per_s"] = int(lens.sum()) / med
         out[f"{layout}_mfu"] = perf.mfu(model_flops, med)
