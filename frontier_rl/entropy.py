@@ -63,8 +63,10 @@ class PromptEntropy:
         self.compile_count += 1
         model = nnx.merge(self.graphdef, params)
         if self.mesh is not None:  # weights gathered once, for all row groups
-            model = sharding.gathered_model(self.graphdef, params, self.mesh,
-                                            compute_dtype(model), once=True)
+            # (the whole model: for a scanned 7B at fsdp=4 x model=2 this needed 3.4 GiB less
+            # per device than sharding.gathered_model's stacked copy, by `fit`)
+            model = nnx.merge(self.graphdef,
+                              sharding.gather_params(params, self.mesh, compute_dtype(model)))
         rows = tokens.shape[0]
         if not self.micro_batch or rows <= self.micro_batch:
             return self._entropy(model, tokens, valid)

@@ -105,8 +105,8 @@ CHECKPOINTS = "checkpoints"  # model.path = checkpoints/<Hugging Face name>
 
 # Rows per forward/backward (whole mesh of 8 devices): two or one response per device, sized
 # with `frontier-rl fit` (README).
-MICRO_BATCH = {"qwen2.5-math-1.5b": 16, "qwen2.5-math-7b": 8, "qwen3-0.6b": 8,
-               "qwen3-1.7b": 8, "qwen3-4b": 8, "qwen3-8b": 8,
+MICRO_BATCH = {"qwen2.5-math-1.5b": 16, "qwen2.5-math-7b": 16, "qwen3-0.6b": 8,
+               "qwen3-1.7b": 8, "qwen3-4b": 8, "qwen3-8b": 16,
                "deepseek-r1-distill-qwen-1.5b": 16, "qwen3-4b-base": 8,
                "llama3.2-3b-instruct": 8, "qwen2.5-7b-instruct": 8,
                "qwen3-4b-instruct-2507": 8}
@@ -115,15 +115,15 @@ MICRO_BATCH = {"qwen2.5-math-1.5b": 16, "qwen2.5-math-7b": 8, "qwen3-0.6b": 8,
 # GPUs, an SGLang server's paged cache is the faster path). Sized with `frontier-rl fit` for
 # 8 x A100-80GB (HIVE's protocol: HIVE App. B.1) and 8 x H200 (HeaPA's: ours, as neither its
 # paper nor its released scripts name hardware).
-# The mesh (data, fsdp, model) where it is not accelerator_memory's (1, 8, 1). Qwen2.5-Math-7B
-# on 8 x 80 GB (HIVE's A100s): at fsdp=8 its train step needed 67.7 GiB per device of the
-# 67.1 JAX gets at the launch scripts' 0.9 (the whole gathered model is the bulk, so fewer rows
-# per micro-batch barely help, and 8 row shards allow no fewer than 8); with 2-way tensor
-# parallelism the step needs 49.6 GiB and the sampler 31.4.
-MESH = {"qwen2.5-math-7b": (1, 4, 2)}
+# The mesh (data, fsdp, model) where it is not accelerator_memory's (1, 8, 1). None since the
+# train step gathers one layer at a time: Qwen2.5-Math-7B on 8 x 80 GB (HIVE's A100s) used to
+# need 2-way tensor parallelism (at fsdp=8 its step needed 67.7 GiB per device, the whole
+# gathered model being the bulk); it now runs at fsdp=8 with micro-batches of 16 in 37.2 GiB
+# and sampler calls of 256 rows in 52.3 (`frontier-rl fit`, README).
+MESH: dict[str, tuple[int, int, int]] = {}
 # Qwen2.5-Math-1.5B: HIVE's first round of 3,072 rows in one call needed 66.8 of 67.1 GiB on
 # an A100-80GB, too close to plan on, so it goes in two.
-ROWS_PER_CALL = {"qwen2.5-math-1.5b": 1536, "qwen2.5-math-7b": 64, "qwen3-0.6b": 256,
+ROWS_PER_CALL = {"qwen2.5-math-1.5b": 1536, "qwen2.5-math-7b": 256, "qwen3-0.6b": 256,
                  "qwen3-1.7b": 256, "qwen3-4b": 64, "qwen3-8b": 64,
                  "deepseek-r1-distill-qwen-1.5b": 256, "qwen3-4b-base": 64,
                  "llama3.2-3b-instruct": 64, "qwen2.5-7b-instruct": 64,

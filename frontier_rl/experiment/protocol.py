@@ -469,6 +469,10 @@ ENGINEERING = (
     "model.preset", "model.dtype", "model.param_dtype", "model.attention", "model.remat",
     "model.scan_layers", "model.logits_chunk", "model.attention_chunk",
     "rl.micro_batch_size", "rollout.rows_per_call", "rollout.entropy_batch",
+    # the train step's row layout: the same loss and gradient (tests/test_batch_layouts.py);
+    # with several minibatches, "pack" draws them over rows of several responses, where verl
+    # splits the minibatches first and packs within each (use_dynamic_bsz)
+    "rl.packing",
     "task.name", "task.format", "task.verifier", "task.require_boxed", "task.instruction",
     "task.verify_workers", "task.verify_timeout_s", "task.data_seed",
     "compare.run", "compare.seeds",

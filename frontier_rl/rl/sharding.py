@@ -217,10 +217,10 @@ class LayerGather:
 
 
 class GatheredLayers:
-    """The decoder layers' weights stacked and gathered once, for functions that run the model
-    many times without a backward pass (the sampler's decode loop, the entropy pass's row
-    groups): one gathered copy, made before the loop, instead of one gather per layer per
-    step. Same interface as `LayerGather`."""
+    """The decoder layers' weights stacked and gathered once, for a function that runs the
+    model many times without a backward pass (the sampler's decode loop): one gathered copy,
+    made before the loop, instead of one gather per layer per step. Same interface as
+    `LayerGather`."""
 
     def __init__(self, stacked):
         self.stacked = stacked
