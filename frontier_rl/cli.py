@@ -7,6 +7,7 @@ Commands:
   compare  --config=configs/compare_arith.py[:arg] --workdir=DIR   (matched-budget comparison)
   sim      --config=configs/sim_<exp>.py[:arg] [--workdir=DIR]       (the synthetic learner)
   bench    sampler | train_step | entropy | flops  [--bench_config=default] [--repeats=N] [--json]
+           (train_step --bench_config=realistic: each batch layout on drawn response lengths)
   bench    warmstart --config=configs/compare_arith.py [--seeds=0-9] [--json] [--workdir=DIR]
   bench    selection --selector=NAME [--sizes=10000,100000,1000000] [--json]
   bench    engine --config=configs/arith_grpo.py --workdir=DIR [--repeats=N] [--json]
