@@ -161,3 +161,13 @@ def test_the_realistic_train_step_bench_times_every_layout_on_the_same_responses
     assert out["tokens"] < 16 * int(out["pad_shape"].split("x")[1])
     for k in batch_lib.LAYOUTS:
         assert out[f"{k}_median_s"] > 0 and np.isfinite(out[f"{k}_tokens_per_s"])
+
+
+def test_the_early_stop_sampler_bench_times_both_decodes_on_the_same_draws():
+    from frontier_rl import bench
+
+    out = bench.bench_sampler_early(dict(bench.WORK["early"], prompts=16, new_tokens=48),
+                                    repeats=1)
+    # the same prompts and seeds: the same responses whichever way the loop runs
+    assert out["one_loop_mean_length"] == out["segments_mean_length"] < 48
+    assert out["one_loop_tokens_per_s"] > 0 and out["segments_tokens_per_s"] > 0

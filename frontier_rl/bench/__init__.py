@@ -6,6 +6,9 @@ vocab 64, float32).
 - sampler: exactly 32 new tokens (no EOS stop) for 256 prompts of 8 tokens at temperature 1.
 - train_step: one GRPO update (Adam, no KL, one minibatch) on 32 prompts x G=8 sequences of
   8 + 32 tokens.
+- sampler on rows that stop early (`--bench_config=early`, `<preset>-early`): 256 new tokens,
+  stop ids 1/85 of the vocabulary (rows end after about a third of the cap), as one
+  full-width decode loop and in the default decode segments, on the same prompts and seeds.
 - train_step at realistic lengths (`--bench_config=realistic`): the same model and update on
   32 prompts of 16-32 tokens x G=8 responses whose lengths are drawn (geometric, mean about a
   third of the 256-token cap, clipped to it), the same responses laid out in each of
@@ -57,6 +60,7 @@ WORK = {
         prompts=256, prompt_len=8, new_tokens=32, train_prompts=32, group_size=8),
 }
 _SCALE = dict(dtype="bfloat16", remat="full", scan_layers=True, attention="auto")
+WORK["early"] = dict(WORK["default"], new_tokens=256, early=True)
 WORK["realistic"] = dict(WORK["default"], prompt_len=32, min_prompt_len=16, new_tokens=256,
                          realistic=True)
 for _name in presets.PRESETS:
@@ -66,6 +70,7 @@ for _name in presets.PRESETS:
     WORK[f"{_name}-full"] = dict(model=presets.preset_config(_name, **_SCALE), per_device=False,
                                  prompts=256, prompt_len=1024, new_tokens=512, train_prompts=8,
                                  group_size=8, train_len=4096, micro_batch=8)
+    WORK[f"{_name}-early"] = dict(WORK[_name], new_tokens=256, early=True)
     WORK[f"{_name}-realistic"] = dict(model=presets.preset_config(_name, **_SCALE),
                                       train_prompts=16, group_size=8, prompt_len=256,
                                       min_prompt_len=128, new_tokens=3072, micro_batch=8,
@@ -112,6 +117,51 @@ def bench_sampler(work: dict, repeats: int) -> dict:
     return {"bench": "sampler", "generated_tokens": tokens, "median_s": med,
             "tokens_per_s": tokens / med, "min_s": min(times), "repeats": repeats,
             "compiles": sampler.compile_count}
+
+
+def bench_sampler_early(work: dict, repeats: int) -> dict:
+    """The sampler on rows that stop early: 256 new tokens, stop ids a share of the vocabulary
+    (1/85 of it, at least one id) so that a random model's rows end after about a third of the
+    cap, timed as one full-width decode loop (`decode_bucket=0`, the sampler before its decode
+    segments) and with the default segments, on the same prompts and seeds. On a CPU the
+    preset computes in float32 (bfloat16 matmuls are emulated there)."""
+    import dataclasses
+
+    from frontier_rl.rollout.sampler import DECODE_BUCKET
+
+    cfg = work["model"]
+    if jax.default_backend() == "cpu":
+        cfg = dataclasses.replace(cfg, dtype="float32")
+    mesh = sharding.make_mesh() if work.get("per_device") is not None else None
+    graphdef, params = _model(cfg, mesh)
+    n_prompts = work["prompts"] * (jax.device_count() if work.get("per_device") else 1)
+    stop_ids = tuple(range(1, 1 + max(1, round(cfg.vocab_size / 85))))
+    rng = np.random.default_rng(0)
+    prompts = rng.integers(stop_ids[-1] + 1, cfg.vocab_size,
+                           (n_prompts, work["prompt_len"])).tolist()
+    out = {"bench": "sampler_early", "rows": n_prompts, "new_tokens_cap": work["new_tokens"],
+           "stop_ids": len(stop_ids), "repeats": repeats}
+    for name, decode_bucket in (("one_loop", 0), ("segments", DECODE_BUCKET)):
+        sampler = Sampler(graphdef, cfg, eos_id=stop_ids, pad_id=0,
+                          prompt_buckets=(work["prompt_len"],), batch_buckets=(n_prompts,),
+                          max_new_tokens=work["new_tokens"], mesh=mesh,
+                          decode_bucket=decode_bucket)
+        seeds = iter(range(10**6))
+        made = []
+
+        def go(sampler=sampler, seeds=seeds, made=made):
+            res = sampler.sample(params, prompts, 1, seed=next(seeds), temperature=1.0)
+            made.append((int(res.lengths.sum()), res.shape.steps))
+
+        times = _timed(go, repeats)
+        med = statistics.median(times)
+        tokens = statistics.median(m[0] for m in made[1:])
+        out[f"{name}_median_s"] = med
+        out[f"{name}_tokens_per_s"] = tokens / med
+        out[f"{name}_mean_length"] = tokens / n_prompts
+        out[f"{name}_decode_steps"] = statistics.median(m[1] for m in made[1:])
+    out["speedup"] = out["one_loop_median_s"] / out["segments_median_s"]
+    return out
 
 
 def bench_train_step(work: dict, repeats: int) -> dict:
@@ -342,7 +392,13 @@ def main(name: str, *, config_name: str = "default", repeats: int = 10,
     work = WORK[config_name]
     if work.get("realistic") and name != "train_step":
         raise ValueError(f"--bench_config={config_name!r} is a train_step work")
-    bench = bench_train_step_realistic if work.get("realistic") else BENCHES[name]
+    if work.get("early") and name != "sampler":
+        raise ValueError(f"--bench_config={config_name!r} is a sampler work")
+    bench = BENCHES[name]
+    if work.get("realistic"):
+        bench = bench_train_step_realistic
+    elif work.get("early"):
+        bench = bench_sampler_early
     out = bench(work, repeats)
     out.update(config=config_name, backend=jax.default_backend(), devices=jax.device_count())
     stats = jax.devices()[0].memory_stats()  # None on a CPU
