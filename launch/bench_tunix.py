@@ -36,11 +36,12 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
-
 from tunix.generate import sampler as sampler_lib
 from tunix.models.qwen3 import model as qwen3
-from tunix.rl import algo_core  # noqa: F401  (registers the "grpo" policy loss)
-from tunix.rl import function_registry
+from tunix.rl import (
+    algo_core,  # noqa: F401  (registers the "grpo" policy loss)
+    function_registry,
+)
 from tunix.rl import trainer as rl_trainer
 from tunix.rl.grpo import grpo_learner
 from tunix.sft import peft_trainer

@@ -784,13 +784,14 @@ def test_memory_sync_dir_is_removed_on_close_and_refused_dir_falls_back(tmp_path
     shm.mkdir()
 
     for fault in ("none", "load", "write"):
-        def export_fn(params, path):
+        def export_fn(params, path, fault=fault):
             if fault == "write" and path.startswith(str(shm)):
                 raise OSError(28, "No space left on device")
             os.makedirs(path, exist_ok=True)
 
         posts = []
-        srv = _sync_server(posts, [], refuse=lambda p: fault == "load" and p.startswith(str(shm)))
+        srv = _sync_server(
+            posts, [], refuse=lambda p, fault=fault: fault == "load" and p.startswith(str(shm)))
         eng = SGLangEngine(srv.url, pad_id=0, stop_ids=[3], max_new_tokens=8,
                            sync_dir=str(tmp_path / "sync"), export_fn=export_fn, timeout=30.0,
                            retries=2, backoff=0.01, memory_dir=str(shm))
