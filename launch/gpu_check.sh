@@ -25,8 +25,13 @@ frontier-rl bench train_step --bench_config=qwen2.5-0.5b-realistic --repeats=3 -
   | tee "$OUT/train_step.txt"
 frontier-rl bench sampler --bench_config=qwen2.5-0.5b-full --repeats=3 --json \
   | tee "$OUT/sampler.txt"
-# the server shares the GPU with the trainer: each takes part of its memory
-XLA_PYTHON_CLIENT_MEM_FRACTION=0.4 frontier-rl bench sync --bench_config=qwen2.5-0.5b \
-  --repeats=3 --json | tee "$OUT/sync.txt"
+# the bench's server shares the GPU with its trainer: env.sh's shared share for each
+(
+  unset XLA_PYTHON_CLIENT_MEM_FRACTION
+  export FRONTIER_RL_GPU_SHARED=1
+  # shellcheck source=launch/env.sh
+  source launch/env.sh tasks
+  frontier-rl bench sync --bench_config=qwen2.5-0.5b --repeats=3 --json
+) | tee "$OUT/sync.txt"
 tail -n 1 -q "$OUT"/train_step.txt "$OUT"/sampler.txt "$OUT"/sync.txt > "$OUT/figures.jsonl"
 echo "figures in $OUT/figures.jsonl"
