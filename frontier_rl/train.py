@@ -7,6 +7,7 @@ components together.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -75,14 +76,7 @@ def _make_engine(config, workdir: str, sampler, trainer, graphdef, mcfg, tokeniz
     def export_fn(params, path):
         return export.export_params(graphdef, params, mcfg, tokenizer, path)
 
-    def probe_fn(params, prompt, response):
-        plen = len(prompt)
-        seq = np.array(prompt + response, np.int32)
-        length = -(-len(seq) // 8) * 8
-        tokens = np.full((trainer.row_multiple, length), tokenizer.pad_token_id, np.int32)
-        valid = np.zeros_like(tokens)
-        tokens[:, :len(seq)], valid[:, :len(seq)] = seq, 1
-        return trainer.logps(params, tokens, valid)[0, plen - 1:len(seq) - 1]
+    probe_fn = functools.partial(trainer.response_logps, pad_id=tokenizer.pad_token_id)
 
     return SGLangEngine(
         c.sglang.url, pad_id=tokenizer.pad_token_id, stop_ids=policy.stop_ids(mcfg, tokenizer),

@@ -25,6 +25,7 @@ multiple of 8); `probe_compiles` counts its compiles over the timed syncs.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -80,14 +81,7 @@ def _run(mode: str, url: str, params, nudge, graphdef, cfg, tokenizer, trainer, 
         return export.export_params(graphdef, p, cfg, tokenizer, path, device_cast=not before,
                                     timings=timings)
 
-    def probe_fn(p, prompt, response):  # train.py's
-        plen = len(prompt)
-        seq = np.array(prompt + response, np.int32)
-        length = -(-len(seq) // 8) * 8
-        tokens = np.full((trainer.row_multiple, length), tokenizer.pad_token_id, np.int32)
-        valid = np.zeros_like(tokens)
-        tokens[:, :len(seq)], valid[:, :len(seq)] = seq, 1
-        return trainer.logps(p, tokens, valid)[0, plen - 1:len(seq) - 1]
+    probe_fn = functools.partial(trainer.response_logps, pad_id=tokenizer.pad_token_id)
 
     max_new = MAX_NEW_TOKENS.get(jax.default_backend(), 128)
     cls = _VariableProbeEngine if before else SGLangEngine

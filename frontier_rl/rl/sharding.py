@@ -122,17 +122,6 @@ def param_shardings(params, mesh: Mesh):
     return jax.tree_util.tree_map_with_path(one, params)
 
 
-def compute_shardings(params, mesh: Mesh):
-    """Where the parameters are laid out while a device function computes with them: as
-    `param_shardings` without the `fsdp` axis (gathered over it, still split over `model`)."""
-
-    def one(path, leaf):
-        spec = param_spec(_path_str(path), np.shape(leaf), mesh)
-        return NamedSharding(mesh, PartitionSpec(*(None if a == "fsdp" else a for a in spec)))
-
-    return jax.tree_util.tree_map_with_path(one, params)
-
-
 @functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3))
 def _gather(x, dtype, compute: NamedSharding, stored: NamedSharding):
     """x cast to `dtype`, then laid out as `compute` (an all-gather over fsdp). Its gradient is
@@ -154,7 +143,8 @@ _gather.defvjp(_gather_fwd, _gather_bwd)
 
 
 def gather_params(params, mesh: Mesh, dtype=None, *, except_layers: bool = False):
-    """The parameters in the compute dtype, gathered over `fsdp` (`compute_shardings`).
+    """The parameters in the compute dtype, gathered over `fsdp` (laid out as
+    stored without the `fsdp` axis: `_layouts`).
 
     FSDP stores each weight split over `fsdp` and gathers it to compute. Left to itself, XLA's
     partitioner contracts the split dimension where the weight lies instead, gathering every
@@ -172,15 +162,28 @@ def gather_params(params, mesh: Mesh, dtype=None, *, except_layers: bool = False
     dtype = None if dtype is None else jnp.dtype(dtype)
 
     def one(path, p):
-        name = _path_str(path)
-        if except_layers and name.startswith("layers/"):
+        if except_layers and _path_str(path).startswith("layers/"):
             return p
-        spec = param_spec(name, np.shape(p), mesh)
-        compute = NamedSharding(mesh, PartitionSpec(*(None if a == "fsdp" else a for a in spec)))
-        to = dtype if dtype is not None and jnp.issubdtype(p.dtype, jnp.floating) else p.dtype
-        return _gather(p, to, compute, NamedSharding(mesh, spec))
+        return _gather_leaf(path, p, mesh, dtype)
 
     return jax.tree_util.tree_map_with_path(one, params)
+
+
+def _layouts(path, shape, mesh: Mesh, lead: int = 0) -> tuple[NamedSharding, NamedSharding]:
+    """(stored, compute) shardings of the parameter at `path` with `lead` leading axes added
+    (a stack of layers), by PARAM_RULES: compute is stored without the `fsdp` axis."""
+    spec = param_spec(_path_str(path), tuple(shape)[lead:], mesh)
+    stored = PartitionSpec(*(None,) * lead, *spec)
+    compute = PartitionSpec(*(None,) * lead, *(None if a == "fsdp" else a for a in spec))
+    return NamedSharding(mesh, stored), NamedSharding(mesh, compute)
+
+
+def _gather_leaf(path, x, mesh: Mesh, dtype, lead: int = 0):
+    """One parameter (or a stack of them, `lead` axes) cast to `dtype` if floating and
+    gathered for compute (`_gather`)."""
+    stored, compute = _layouts(path, np.shape(x), mesh, lead)
+    to = dtype if dtype is not None and jnp.issubdtype(x.dtype, jnp.floating) else x.dtype
+    return _gather(x, to, compute, stored)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,9 +207,7 @@ class LayerGather:
         layer's weights are), in the stored dtype."""
 
         def one(path, x):
-            spec = param_spec(_path_str(path), x.shape[1:], self.mesh)
-            return jax.lax.with_sharding_constraint(
-                x, NamedSharding(self.mesh, PartitionSpec(None, *spec)))
+            return jax.lax.with_sharding_constraint(x, _layouts(path, x.shape, self.mesh, 1)[0])
 
         stacked = jax.tree.map(lambda *ws: jnp.stack(ws), *states)
         return jax.tree_util.tree_map_with_path(one, stacked)
@@ -247,18 +248,9 @@ def gathered_model(graphdef, params, mesh: Mesh, dtype=None, *, once: bool = Fal
     model = nnx.merge(graphdef, gather_params(params, mesh, dtype, except_layers=True))
     gather = LayerGather(mesh, dtype)
     if once:
-        states = [nnx.split(layer)[1] for layer in model.layers]
-        stacked = gather.stack(states)
-
-        def one(path, x):
-            name = _path_str(path)
-            spec = param_spec(name, x.shape[1:], mesh)
-            compute = PartitionSpec(None, *(None if a == "fsdp" else a for a in spec))
-            to = dtype if dtype is not None and jnp.issubdtype(x.dtype, jnp.floating) else x.dtype
-            return _gather(x, to, NamedSharding(mesh, compute),
-                           NamedSharding(mesh, PartitionSpec(None, *spec)))
-
-        model.layer_gather = GatheredLayers(jax.tree_util.tree_map_with_path(one, stacked))
+        stacked = gather.stack([nnx.split(layer)[1] for layer in model.layers])
+        model.layer_gather = GatheredLayers(jax.tree_util.tree_map_with_path(
+            lambda path, x: _gather_leaf(path, x, mesh, dtype, lead=1), stacked))
     else:
         model.layer_gather = gather
     return model

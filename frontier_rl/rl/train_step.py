@@ -507,6 +507,19 @@ class Trainer:
         valid = distributed.to_global(valid, self._row_sharding)
         return np.asarray(distributed.to_host(self._logps(params, tokens, valid)))
 
+    def response_logps(self, params, prompt: list[int], response: list[int], *,
+                       pad_id: int) -> np.ndarray:
+        """Log-probabilities [len(response)] of `response` after `prompt` (an engine's weight
+        probe). The sequence runs left-aligned in rows padded to a multiple of 8 tokens, so
+        probes of similar lengths share one compiled program."""
+        plen = len(prompt)
+        seq = np.array(list(prompt) + list(response), np.int32)
+        length = -(-len(seq) // 8) * 8
+        tokens = np.full((self.row_multiple, length), pad_id, np.int32)
+        valid = np.zeros_like(tokens)
+        tokens[:, :len(seq)], valid[:, :len(seq)] = seq, 1
+        return self.logps(params, tokens, valid)[0, plen - 1:len(seq) - 1]
+
     # XLA cost analysis, for FLOPs accounting. The step's scan body is counted once by XLA
     # whatever the trip count, so one minibatch update is analysed on its own and the caller
     # multiplies by epochs x minibatches. Both are analysed as the logical computation: unsharded
