@@ -6,7 +6,11 @@ reference-policy) passes and training, counted two ways side by side.
   included. XLA counts the body of a `while_loop` / `scan` once whatever its trip count, so the
   loops are never analysed whole: the sampler's prefill and single decode step, and the trainer's
   single minibatch update, are compiled on their own (for analysis only, never run) and
-  multiplied by the decode steps actually run and by epochs x minibatches.
+  multiplied by the decode steps actually run and by epochs x minibatches. For the same reason
+  the cost programs run the policy with its layers unrolled, whatever `scan_layers` (a scanned
+  stack would count one layer), and with XLA's attention, whatever `attention` resolved to on
+  the device (cuDNN's kernel has no CPU lowering and no FLOPs in the analysis):
+  `models.transformer.cost_model`.
 
   Cost programs are small and host-side: each is compiled on the CPU backend (never on the
   accelerator, whose compiler would reject or autotune a full-size program), at 1 and at 2

@@ -21,6 +21,7 @@ from jax.sharding import Mesh
 
 from frontier_rl import distributed
 from frontier_rl.accounting import abstract, compiled_flops
+from frontier_rl.models.transformer import cost_model
 from frontier_rl.rl import sharding
 from frontier_rl.rl.train_step import compute_dtype, sequence_logps
 from frontier_rl.rollout.sampler import bucket, left_pad
@@ -122,5 +123,5 @@ class PromptEntropy:
         the logical computation, unsharded, in one piece."""
         x = jax.ShapeDtypeStruct((rows, plen), jnp.int32)
         return compiled_flops(
-            lambda p, t, v: self._entropy(nnx.merge(self.graphdef, p), t, v, unroll=True),
+            lambda p, t, v: self._entropy(cost_model(self.graphdef, p), t, v, unroll=True),
             abstract(params), x, x)

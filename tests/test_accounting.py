@@ -308,3 +308,63 @@ def test_a_process_without_the_cpu_backend_is_told_which_variable(monkeypatch):
     monkeypatch.setattr(jax, "devices", no_cpu)
     with pytest.raises(RuntimeError, match="JAX_PLATFORMS"):
         accounting.host_device()
+
+
+def _cost_programs(cfg, tokenizer):
+    """Each kind's cost program at 2 rows for a policy of `cfg` (abstract parameters)."""
+    import dataclasses
+
+    from frontier_rl.models import abstract_params
+
+    graphdef, params = abstract_params(cfg)
+    sampler, entropy, tr = _one_of_each((cfg, graphdef, params), tokenizer, rows=2,
+                                        entropy_rows=2, max_new=4)
+    sh = SampleShape(rows=2, prompt_len=16, max_new=4, steps=4, greedy=False, use_top_p=True)
+    return {
+        "generation": lambda: sampler.cost_analysis(params, dataclasses.replace(sh)),
+        "entropy": lambda: entropy.cost_analysis(params, 2, 16),
+        "old_logprob": lambda: tr.logps_cost(params, 2, 24),
+        "train": lambda: tr.update_cost(params, 2, 24),
+    }
+
+
+def test_scanned_layers_are_counted_as_often_as_they_run(tokenizer):
+    """XLA counts a scan body once: the cost programs unroll the layers, so a scanned model's
+    FLOPs equal the unscanned model's (within 2%) instead of about 1/layers of them."""
+    import dataclasses
+
+    cfg = ModelConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                      num_layers=6, num_heads=4, num_kv_heads=2, head_dim=8, remat="full")
+    plain = {k: f() for k, f in _cost_programs(cfg, tokenizer).items()}
+    scanned = {k: f() for k, f in _cost_programs(
+        dataclasses.replace(cfg, scan_layers=True), tokenizer).items()}
+    for kind in KINDS:
+        for a, b in zip(np.atleast_1d(scanned[kind]), np.atleast_1d(plain[kind]), strict=True):
+            assert a == pytest.approx(b, rel=0.02), kind
+
+
+def test_cost_programs_never_lower_a_device_kernel_on_the_cpu(tokenizer, monkeypatch):
+    """A policy whose attention resolved to cuDNN (a GPU run's graph) is costed on the CPU with
+    XLA's attention: cuDNN's kernel has no CPU lowering, and its FLOPs would not be counted."""
+    import dataclasses
+
+    lowered = []
+    real_lower = accounting._lower
+
+    def spy(fn, args):
+        out = real_lower(fn, args)
+        lowered.append(out.as_text())
+        return out
+
+    monkeypatch.setattr(accounting, "_lower", spy)
+    cfg = ModelConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                      num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8, dtype="bfloat16",
+                      attention="cudnn", attention_chunk=8)
+    costs = {k: f() for k, f in _cost_programs(cfg, tokenizer).items()}
+    xla = {k: f() for k, f in _cost_programs(
+        dataclasses.replace(cfg, attention="xla"), tokenizer).items()}
+    assert len(lowered) == 2 * 5
+    assert not any("cudnn" in text for text in lowered)
+    for kind in KINDS:
+        assert np.all(np.isfinite(costs[kind])) and np.all(np.asarray(costs[kind]) > 0)
+        assert costs[kind] == xla[kind], kind

@@ -54,15 +54,18 @@ class KVCache(NamedTuple):
     v: jax.Array  # same
 
 
-def attention_impl(cfg: ModelConfig) -> str:
-    """The backend `cfg.attention` resolves to: "xla" or "cudnn" (flash attention).
+def attention_impl(cfg: ModelConfig, platform: str | None = None) -> str:
+    """The backend `cfg.attention` resolves to on `platform` ("cpu", "gpu", "tpu"; default:
+    JAX's default backend): "xla" or "cudnn" (flash attention).
 
     "auto" takes cuDNN only on a GPU in 16-bit compute, the one case where it runs (cuDNN's
-    fused attention has no float32 kernel) and pays off.
+    fused attention has no float32 kernel) and pays off. `frontier-rl fit --target` passes the
+    target's platform, so a GPU target compiles the cuDNN programs a GPU run builds.
     """
     if cfg.attention != "auto":
         return cfg.attention
-    if jax.default_backend() == "gpu" and jnp.dtype(cfg.dtype).itemsize == 2:
+    platform = platform or jax.default_backend()
+    if platform in ("gpu", "cuda") and jnp.dtype(cfg.dtype).itemsize == 2:
         return "cudnn"
     return "xla"
 
@@ -437,6 +440,23 @@ def _layer_fn(graphdef: nnx.GraphDef):
         return nnx.merge(graphdef, state)(x, cos, sin, mask, cache, layer, cache_index)
 
     return run
+
+
+def cost_model(graphdef: nnx.GraphDef, params) -> Transformer:
+    """The policy of `graphdef` with `params`, as XLA's cost analysis must see it (for FLOPs
+    accounting only, never run): layers unrolled, because XLA counts a `lax.scan` body once
+    whatever its trip count (a scanned model would be undercounted by about its layer count),
+    and attention on XLA in one piece, because a device kernel (cuDNN's fused attention) has no
+    lowering on the CPU backend the cost programs compile for, and a custom call has no FLOPs in
+    the analysis. The stored parameters are per layer in both graphs, so `params` fit either."""
+    cfg = nnx.merge(graphdef, params).cfg
+    return nnx.merge(_cost_graphdef(cfg), params)
+
+
+@functools.lru_cache(maxsize=16)
+def _cost_graphdef(cfg: ModelConfig) -> nnx.GraphDef:
+    return _abstract_params(dataclasses.replace(cfg, scan_layers=False, attention="xla",
+                                                attention_chunk=0))[0]
 
 
 def abstract_params(cfg: ModelConfig) -> tuple[nnx.GraphDef, nnx.State]:

@@ -42,7 +42,7 @@ from jax.sharding import Mesh
 
 from frontier_rl import distributed
 from frontier_rl.accounting import abstract, compiled_flops
-from frontier_rl.models.transformer import SegmentMask
+from frontier_rl.models.transformer import SegmentMask, cost_model
 from frontier_rl.rl import batch as batch_lib
 from frontier_rl.rl import sharding
 from frontier_rl.rl.losses import LossConfig, policy_loss
@@ -325,9 +325,9 @@ class Trainer:
     def _model(self, params, cost: bool):
         """The policy for a device function: its weights gathered for compute on the mesh
         (`sharding.gather_params`), or as they are for cost analysis (`cost`: unsharded)."""
-        model = nnx.merge(self.graphdef, params)
         if cost:
-            return model
+            return cost_model(self.graphdef, params)
+        model = nnx.merge(self.graphdef, params)
         return sharding.gathered_model(self.graphdef, params, self.mesh, compute_dtype(model))
 
     def _loss(self, params, mb, cost: bool = False):

@@ -82,6 +82,7 @@ from jax.sharding import Mesh
 from frontier_rl import distributed
 from frontier_rl.accounting import abstract, compiled_flops
 from frontier_rl.models import ModelConfig, init_cache
+from frontier_rl.models.transformer import cost_model
 from frontier_rl.rl import sharding
 
 # Candidates the nucleus is looked for among before the full-vocabulary sort: a nucleus of a
@@ -514,11 +515,11 @@ class Sampler:
         prompt = jax.ShapeDtypeStruct((shape.rows, plen), jnp.int32)
 
         def prefill(params, prompt, prompt_mask):
-            return self._prefill(nnx.merge(self.graphdef, params), prompt, prompt_mask, max_new,
+            return self._prefill(cost_model(self.graphdef, params), prompt, prompt_mask, max_new,
                                  cost=True)
 
         def step(params, carry, key, temperature, top_p):
-            return self._decode_step(nnx.merge(self.graphdef, params), carry, key, temperature,
+            return self._decode_step(cost_model(self.graphdef, params), carry, key, temperature,
                                      top_p, plen=plen, greedy=shape.greedy,
                                      use_top_p=shape.use_top_p,
                                      sample_top_k=shape.sample_top_k, cost=True)
