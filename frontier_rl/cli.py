@@ -52,6 +52,9 @@ flags.DEFINE_string("seeds", "0-9", "bench warmstart: seeds, e.g. 0-9 or 0,2,5."
 flags.DEFINE_list("sizes", ["10000", "100000", "1000000"], "bench selection: pool sizes.")
 flags.DEFINE_string("mesh", "", "fit: the mesh, e.g. data=1,fsdp=8 (default: the config's).")
 flags.DEFINE_string("device", "h100", "fit: the device whose memory to compare with.")
+flags.DEFINE_string("target", "", "fit: compile with this target's own compiler, e.g. h100x8, "
+                    "h200x8, v5e-8, v5p-8 (frontier_rl/targets.py); default: CPU estimate.")
+flags.DEFINE_integer("hosts", 1, "fit --target: GPU hosts (e.g. 2 x h100x8).")
 flags.DEFINE_integer("step", None, "export: the checkpoint step (default: the newest).")
 flags.DEFINE_string("out", None, "export: the output directory.")
 flags.DEFINE_string("model", None, "eval: a Hugging Face checkpoint directory to evaluate.")
@@ -134,7 +137,10 @@ def _main(argv: list[str]) -> int:
             if FLAGS.config is None:
                 raise train.RunError("--config is required (e.g. --config=configs/scale.py:"
                                      "qwen2.5-math-1.5b)")
-            fit.main(FLAGS.config, FLAGS.mesh, FLAGS.device, FLAGS.json)
+            report = fit.main(FLAGS.config, FLAGS.mesh, FLAGS.device, FLAGS.json,
+                              target=FLAGS.target, hosts=FLAGS.hosts)
+            if FLAGS.target and not report["fits"]:
+                return 3  # launch/run_gpu.sh stops on it
         elif command == "eval":
             from frontier_rl.evaluation import suite as eval_suite
 
@@ -171,6 +177,43 @@ def _main(argv: list[str]) -> int:
     return 0
 
 
+def _flag(argv: list[str], name: str) -> str:
+    for arg in argv:
+        if arg.startswith(f"--{name}="):
+            return arg.split("=", 1)[1]
+    return ""
+
+
+def _fit_on_target(argv: list[str]) -> None:
+    """`fit --target`: the target's compiler lives in a virtualenv of its own
+    (launch/target_env.sh), never in the trainer's. When this Python lacks it and that
+    virtualenv exists, `fit` re-runs there (on this checkout's code); otherwise `fit` says so
+    and falls back to the CPU estimate. The launch scripts' overlap flags are set for the
+    target's compiler before JAX starts, so the programs compiled are the ones a run builds."""
+    from frontier_rl import targets  # imports nothing that starts JAX
+
+    # Compile-only devices: the default backend stays the CPU (a CUDA plugin asked to start
+    # would look for a driver).
+    os.environ["JAX_PLATFORMS"] = "cpu"
+
+    target = targets.parse(_flag(argv, "target"), int(_flag(argv, "hosts") or 1))
+    if not targets.compiler_installed(target.kind):
+        python = targets.target_python(target.kind)
+        venv = os.path.dirname(os.path.dirname(python)) if python else ""
+        if python and os.path.abspath(venv) != os.path.abspath(sys.prefix):
+            root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+                filter(None, [root, os.environ.get("PYTHONPATH", "")]))}
+            print(f"fit: compiling for {target.name} with the {target.kind.upper()} compiler "
+                  f"of {venv}", flush=True)
+            os.execve(python, [python, "-m", "frontier_rl.cli", *argv[1:]], env)
+    targets.set_overlap_flags(target.kind, os.environ)
+    if target.kind == "tpu":  # no TPU VM here: keep libtpu from probing for one
+        os.environ.setdefault("TPU_ACCELERATOR_TYPE", "v5litepod-8")
+        os.environ.setdefault("TPU_WORKER_HOSTNAMES", "localhost")
+    os.environ.setdefault("FRONTIER_RL_FIT_TARGET_DEVICES", str(target.devices))
+
+
 def _fake_devices_for_fit(argv: list[str]) -> None:
     """`fit` sizes a mesh of fake CPU devices: create them before JAX starts."""
     if len(argv) < 2 or argv[1] != "fit":
@@ -178,6 +221,9 @@ def _fake_devices_for_fit(argv: list[str]) -> None:
     from frontier_rl.fit import devices_needed  # imports nothing that starts JAX
 
     n = devices_needed(argv) or 8
+    if _flag(argv, "target"):
+        _fit_on_target(argv)
+        n = max(n, int(os.environ["FRONTIER_RL_FIT_TARGET_DEVICES"]))
     flags_env = os.environ.get("XLA_FLAGS", "")
     if "xla_force_host_platform_device_count" not in flags_env:
         os.environ["XLA_FLAGS"] = (f"{flags_env} "
@@ -195,3 +241,7 @@ def main() -> None:
         sys.exit(_main(argv))
 
     app.run(entry)
+
+
+if __name__ == "__main__":
+    main()

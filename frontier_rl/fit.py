@@ -35,18 +35,22 @@ sets for every launch script, else JAX's default of 75%); on a TPU, which has no
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
 import math
 import os
+import time
 import types
 
 import jax
 import jax.numpy as jnp
 import ml_collections
+import numpy as np
 
-from frontier_rl import perf
+from frontier_rl import perf, targets
+from frontier_rl.accounting import COST_ROWS
 from frontier_rl.models import ModelConfig, abstract_params, hf, presets
 
 # JAX preallocates 75% of a GPU's memory unless told otherwise (JAX's docs,
@@ -191,6 +195,9 @@ class _Plan:
     lower: object
     resident: int
     hint: str
+    # The accountant's cost program for this program's work (compiled on the host CPU at
+    # accounting.COST_ROWS rows, as a run compiles it); None where the run charges none.
+    cost: object = None
 
 
 def _aug_cap(config, sim_cap: int) -> int:
@@ -242,31 +249,49 @@ def _sampler_variants(config, sim: dict) -> dict:
 
 
 def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: str,
-          say=print, sim: dict | None = None, kinds=None) -> dict:
+          say=print, sim: dict | None = None, kinds=None, target=None) -> dict:
     """Sizes every program a run of `config` compiles on `mesh_spec` against `device` (a key of
     perf.DEVICE_BYTES), at the row counts the selector asks for on the synthetic learner
     (`sim`: a `simulate` result, else one is run). `kinds`: size only the programs of these
-    kinds ("sampler", "entropy", "logps", "train_step", "probe"; None = all). Returns the report
-    dict."""
+    kinds ("sampler", "entropy", "logps", "train_step", "probe"; None = all). `target` (a
+    targets.Target whose compiler is installed): compile with the target's own compiler on its
+    compile-only devices, attention resolved for its platform, and add each program's peak,
+    FLOPs, collectives and compile seconds, and the accountant's cost programs (compiled on the
+    host CPU, as a run compiles them); `device` is then ignored. Returns the report dict."""
     from frontier_rl.entropy import PromptEntropy
+    from frontier_rl.models.transformer import attention_impl
     from frontier_rl.rl import sharding, update
     from frontier_rl.rollout.engine import recompute_old_logp
-    from frontier_rl.rollout.sampler import PROMPT_BUCKETS, ROW_BUCKETS, Sampler, bucket
+    from frontier_rl.rollout.sampler import (
+        PROMPT_BUCKETS,
+        ROW_BUCKETS,
+        Sampler,
+        SampleShape,
+        bucket,
+    )
 
-    if device not in perf.DEVICE_BYTES:
+    if target is None and device not in perf.DEVICE_BYTES:
         raise ValueError(f"--device={device!r} is not one of {sorted(perf.DEVICE_BYTES)}")
     n = mesh_spec["data"] * mesh_spec["fsdp"] * mesh_spec["model"]
-    if jax.device_count() < n:
-        raise ValueError(f"--mesh needs {n} devices, JAX has {jax.device_count()} (run through "
-                         "`frontier-rl fit`, which creates them, or set XLA_FLAGS="
-                         f"--xla_force_host_platform_device_count={n} before JAX starts)")
+    pool = target.compile_devices() if target is not None else jax.devices()
+    if len(pool) < n:
+        where = (f"target {target.name} has {len(pool)}" if target is not None else
+                 f"JAX has {len(pool)} (run through `frontier-rl fit`, which creates them, or "
+                 f"set XLA_FLAGS=--xla_force_host_platform_device_count={n} before JAX starts)")
+        raise ValueError(f"--mesh needs {n} devices, {where}")
     mesh = sharding.make_mesh(mesh_spec["data"], mesh_spec["fsdp"], mesh_spec["model"],
-                              devices=jax.devices()[:n])
+                              devices=pool[:n])
     mcfg = model_config(config)
+    if target is not None:  # the kernels the target's run builds (cuDNN attention on a GPU)
+        mcfg = dataclasses.replace(mcfg, attention=attention_impl(mcfg, target.platform))
     graphdef, params = abstract_params(mcfg)
+    where = (f"target {target.name} ({target.devices} x {pool[0].device_kind}, its own "
+             "compiler)" if target is not None else f"device {device} (CPU compiler: an "
+             "estimate)")
     say(f"fit: {config.model.preset or config.model.path or 'model'}: "
         f"{mcfg.num_params() / 1e9:.2f}B parameters ({mcfg.param_dtype} master, {mcfg.dtype} "
-        f"compute, remat {mcfg.remat}), mesh {dict(mesh.shape)}, device {device}")
+        f"compute, remat {mcfg.remat}, attention {attention_impl(mcfg)}), mesh "
+        f"{dict(mesh.shape)}, {where}")
     if sim is None:
         say(f"  playing {config.selector.name} for {config.fit.sim_steps} steps on the synthetic "
             "learner ...", flush=True)
@@ -315,7 +340,11 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
                     params, b, plen, cap, greedy=greedy, use_top_p=top_p, sample_top_k=top_k),
                 opt + ref, f"set rollout.rows_per_call (rows per sampler call; now {rpc}) or "
                 f"reduce {field}, or raise mesh.data / mesh.model (the KV cache is split over "
-                "both)"))
+                "both)",
+                lambda cap=cap, greedy=greedy, top_p=top_p, top_k=top_k: sampler.cost_analysis(
+                    params, SampleShape(rows=COST_ROWS[-1], prompt_len=plen, max_new=cap,
+                                        steps=cap, greedy=greedy, use_top_p=top_p,
+                                        sample_top_k=top_k))))
 
     # The prompt-entropy pass.
     ent_calls = [p for k, p, _ in sim["calls"] if k == "entropy"]
@@ -327,7 +356,8 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
         plans.append(_Plan(
             "prompt entropy", "entropy", e_rows, str(e_len), ent_rows,
             lambda: entropy.lower(params, e_rows, e_len), opt + ref,
-            f"reduce rollout.entropy_batch (rows per forward; now {ro.entropy_batch})"))
+            f"reduce rollout.entropy_batch (rows per forward; now {ro.entropy_batch})",
+            lambda: entropy.cost_analysis(params, COST_ROWS[-1], e_len)))
     else:
         not_sized.append(("prompt entropy", f"{config.selector.name} never calls it"))
 
@@ -354,14 +384,16 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
         plans.append(_Plan(
             f"log-probs ({what})", "logps", rows, str(length), asked,
             lambda: trainer.lower_logps(params, rows, length), opt + ref,
-            f"{fewer} (rows per forward)"))
+            f"{fewer} (rows per forward)",
+            lambda: trainer.logps_cost(params, COST_ROWS[-1], length)))
     else:
         not_sized.append(("log-probs", "not recomputed (the sampler's serve, "
                           f"rl.recompute_old_logp={rl.recompute_old_logp}) and no KL term"))
     plans.append(_Plan(
         "train step", "train_step", rows, str(length), asked,
         lambda: trainer.lower_step(params, rows, length), ref,
-        f"{fewer}, set model.remat=full, or raise mesh.fsdp"))
+        f"{fewer}, set model.remat=full, or raise mesh.fsdp",
+        lambda: trainer.update_cost(params, COST_ROWS[-1], length)))
 
     # The weight-sync probe of an external engine: one prompt's log-probs at the trainer.
     if external:
@@ -374,42 +406,101 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     if kinds is not None:
         not_sized += [(p.program, "not asked for") for p in plans if p.kind not in kinds]
         plans = [p for p in plans if p.kind in kinds]
-    share, source = usable_share(device)
-    usable = share * perf.DEVICE_BYTES[device]
-    programs = []
-    for p in plans:
-        say(f"  {p.program}: {p.rows} rows x {p.tokens} tokens ...", flush=True)
-        mem = program_bytes(p.lower().compile())
-        total = mem["total"] + p.resident
-        programs.append({"program": p.program, "kind": p.kind, "rows": p.rows,
-                         "asked": p.asked, "tokens": p.tokens, "memory": mem,
-                         "resident": p.resident, "bytes_per_device": total,
-                         "fits": total <= usable, "change": p.hint})
+    if target is not None:
+        device_bytes = target.memory_bytes
+        share, source = (usable_share("v5p") if target.kind == "tpu" else mem_fraction())
+    else:
+        device_bytes = perf.DEVICE_BYTES[device]
+        share, source = usable_share(device)
+    usable = share * device_bytes
+    with (targets.compiling_for(target, pool) if target is not None
+          else contextlib.nullcontext()):
+        programs = _compile(plans, target, usable, say)
+        cost_programs = _cost_programs(plans, say) if target is not None else []
     calls = {}
     for kind, prompts, nn in sim["calls"]:
         rows_ = prompts * (nn if kind in ("rollout", "update") else 1)
         calls[kind] = max(calls.get(kind, 0), rows_)
     report = {"model": config.model.preset or config.model.path or "config shape",
               "params": mcfg.num_params(), "mesh": dict(mesh.shape), "device": device,
-              "device_bytes": perf.DEVICE_BYTES[device], "programs": programs,
+              "device_bytes": device_bytes, "programs": programs,
               "not_sized": not_sized, "usable_bytes": int(usable), "usable_share": share,
               "usable_source": source, "resident_optimizer_bytes_per_device": opt,
               "reference_bytes_per_device": ref,
               "simulation": {"selector": sim["selector"], "steps": sim["steps_run"],
                              "stopped": sim["stopped"], "max_rows": calls},
-              "fits": all(p["fits"] for p in programs)}
+              "compiler": (f"{target.kind} target compiler" if target is not None
+                           else "CPU compiler (an estimate)"),
+              "target": dataclasses.asdict(target) if target is not None else None,
+              "cost_programs": cost_programs,
+              "fits": all(p["fits"] for p in programs)
+              and not any(c.get("error") for c in cost_programs)}
     # The largest program of each kind, under the names earlier reports used.
     for kind in ("train_step", "sampler", "entropy"):
-        mine = [p for p in programs if p["kind"] == kind]
+        mine = [p for p in programs if p["kind"] == kind and p["memory"] is not None]
         top = max(mine, key=lambda p: p["bytes_per_device"]) if mine else None
         report[kind] = top["memory"] if top else None
         report[f"{kind}_bytes_per_device"] = top["bytes_per_device"] if top else 0
     report["advice"] = [f"{p['program']} ({p['rows']} rows x {p['tokens']} tokens) does not "
                         f"fit: {p['change']}" for p in programs if not p["fits"]]
-    if report["advice"] and device not in TPU_DEVICES:
+    report["advice"] += [f"cost program {c['program']} failed: {c['error']}"
+                         for c in cost_programs if c.get("error")]
+    tpu = target.kind == "tpu" if target is not None else device in TPU_DEVICES
+    if report["advice"] and not tpu:
         report["advice"].append(f"or give JAX more of each GPU ({source}; launch/env.sh sets it "
                                 "for every launch script, JAX_MEM_FRACTION)")
     return report
+
+
+def _compile(plans: list[_Plan], target, usable: float, say=print) -> list[dict]:
+    """Compiles each plan (for `target` when given: its compiler's error kept verbatim, its
+    measurements added) and sizes it against `usable` bytes."""
+    programs = []
+    for p in plans:
+        say(f"  {p.program}: {p.rows} rows x {p.tokens} tokens ...", flush=True)
+        entry = {"program": p.program, "kind": p.kind, "rows": p.rows, "asked": p.asked,
+                 "tokens": p.tokens, "resident": p.resident, "change": p.hint}
+        t0 = time.perf_counter()
+        try:
+            compiled = p.lower().compile()
+        except Exception as e:  # the target compiler's refusal (a TPU out of HBM), verbatim
+            if target is None:
+                raise
+            entry.update(memory=None, bytes_per_device=None, fits=False, error=str(e),
+                         compile_s=time.perf_counter() - t0)
+            programs.append(entry)
+            continue
+        entry["compile_s"] = time.perf_counter() - t0
+        mem = program_bytes(compiled)
+        total = mem["total"] + p.resident
+        if target is not None:
+            entry["target"] = targets.measure(compiled, target.kind)
+            # On a target, the compiler's own peak (live buffers at the worst point of its
+            # schedule, arguments included) is the figure compared with the budget.
+            if entry["target"]["peak"]:
+                total = entry["target"]["peak"] + p.resident
+        entry.update(memory=mem, bytes_per_device=total, fits=total <= usable)
+        programs.append(entry)
+    return programs
+
+
+def _cost_programs(plans: list[_Plan], say=print) -> list[dict]:
+    """Compiles each plan's FLOPs cost program as the run's accountant does (host CPU, layers
+    unrolled, XLA attention), timing it and keeping its error verbatim."""
+    out = []
+    for p in plans:
+        if p.cost is None:
+            continue
+        say(f"  cost program of {p.program} ...", flush=True)
+        t0 = time.perf_counter()
+        entry = {"program": p.program, "kind": p.kind, "rows": COST_ROWS[-1]}
+        try:
+            entry["flops"] = p.cost()  # generation: (prefill, one decode step)
+        except Exception as e:
+            entry["error"] = f"{type(e).__name__}: {e}"
+        entry["compile_s"] = time.perf_counter() - t0
+        out.append(entry)
+    return out
 
 
 def print_report(r: dict, say=print) -> None:
@@ -421,30 +512,72 @@ def print_report(r: dict, say=print) -> None:
         f"{mx.get('rollout', 0)} rows, entropy pass {mx.get('entropy', 0)} prompts, "
         f"augmentation {mx.get('generate', 0)} texts, train batch {mx.get('update', 0)} rows")
     budget = r["usable_bytes"] / gib
-    say(f"device {r['device']} {r['device_bytes'] / gib:.0f} GiB, usable {budget:.1f} = "
-        f"{r['usable_share']:g} x: {r['usable_source']} (the budget below, GiB)")
+    what = r["target"]["name"] if r.get("target") else r["device"]
+    say(f"{r['compiler']}: {what} {r['device_bytes'] / gib:.0f} GiB per device, usable "
+        f"{budget:.1f} = {r['usable_share']:g} x: {r['usable_source']} (the budget below, GiB)")
+    on_target = bool(r.get("target"))
     width = max([len(p["program"]) for p in r["programs"]] + [7])
-    say(f"{'program':<{width}}  {'rows asked':>10}  {'shape (rows x tokens)':<22} "
-        f"{'GiB/device':>10}  {'budget':>7}  fits")
+    head = (f"{'program':<{width}}  {'rows asked':>10}  {'shape (rows x tokens)':<22} "
+            f"{'GiB/device':>10}  {'budget':>7}  fits")
+    if on_target:
+        head += f"  {'temp GiB':>8}  {'args GiB':>8}  {'compile s':>9}  {'TFLOPs':>8}  collectives"
+    say(head)
     for p in r["programs"]:
-        say(f"{p['program']:<{width}}  {p['asked']:>10}  "
-            f"{str(p['rows']) + ' x ' + p['tokens']:<22} "
-            f"{p['bytes_per_device'] / gib:10.2f}  {budget:7.1f}  "
-            f"{'yes' if p['fits'] else 'NO'}")
-    say(f"(GiB/device includes {r['resident_optimizer_bytes_per_device'] / gib:.2f} GiB of Adam "
+        used = p["bytes_per_device"]
+        line = (f"{p['program']:<{width}}  {p['asked']:>10}  "
+                f"{str(p['rows']) + ' x ' + p['tokens']:<22} "
+                f"{(used / gib if used is not None else math.nan):10.2f}  {budget:7.1f}  "
+                f"{'yes' if p['fits'] else 'NO ':<4}")
+        if on_target and p.get("target"):
+            t = p["target"]
+            coll = ", ".join(f"{k} x{v}" for k, v in t["collectives"].items()) or "none"
+            line += (f"  {t['temporaries'] / gib:8.2f}  {t['arguments'] / gib:8.2f}  "
+                     f"{p['compile_s']:9.1f}  {t['flops'] / 1e12:8.3f}  {coll}")
+        say(line)
+        if p.get("error"):
+            say(f"  the compiler's error: {p['error']}")
+    say(f"(GiB/device{' = the compiler peak' if on_target else ''} includes "
+        f"{r['resident_optimizer_bytes_per_device'] / gib:.2f} GiB of Adam "
         f"state beside every program but the train step"
         + (f", and {r['reference_bytes_per_device'] / gib:.2f} GiB of KL reference beside all"
            if r["reference_bytes_per_device"] else "") + ")")
+    for c in r.get("cost_programs", []):
+        say(f"cost program (host CPU) of {c['program']}: {c['compile_s']:.1f} s, "
+            + (f"error: {c['error']}" if c.get("error") else
+               f"{sum(np.atleast_1d(c['flops'])) / 1e9:.3g} GFLOPs at {c['rows']} rows"))
     for name, why in r["not_sized"]:
         say(f"not sized: {name}: {why}")
     say("fits: yes" if r["fits"] else "fits: NO\n  " + "\n  ".join(r["advice"]))
 
 
-def main(config, mesh: str, device: str, as_json: bool) -> dict:
-    spec = parse_mesh(mesh) if mesh else {
-        "data": config.mesh.data if config.mesh.data > 0 else 1,
-        "fsdp": config.mesh.fsdp, "model": config.mesh.model}
-    report = check(config, spec, device)
+def target_mesh(config, target) -> dict[str, int]:
+    """The mesh a run of `config` builds on `target`'s devices (mesh.data=-1: the rest), as
+    launch/run_gpu.sh checks it."""
+    from frontier_rl.rl.sharding import mesh_shape
+
+    m = config.mesh
+    data, fsdp, model = mesh_shape(m.data, m.fsdp, m.model, target.devices)
+    return {"data": data, "fsdp": fsdp, "model": model}
+
+
+def main(config, mesh: str, device: str, as_json: bool, target: str = "",
+         hosts: int = 1) -> dict:
+    tgt = targets.parse(target, hosts) if target else None
+    if mesh:
+        spec = parse_mesh(mesh)
+    elif tgt is not None:
+        spec = target_mesh(config, tgt)
+    else:
+        spec = {"data": config.mesh.data if config.mesh.data > 0 else 1,
+                "fsdp": config.mesh.fsdp, "model": config.mesh.model}
+    if tgt is not None and not targets.compiler_installed(tgt.kind):
+        # The CLI re-runs `fit` in the target's virtualenv when there is one (cli.py); here
+        # there is none: say so, and size with the CPU compiler, labelled as an estimate.
+        print(f"fit: the {tgt.kind.upper()} compiler is not installed in this Python "
+              f"(`source launch/target_env.sh {tgt.kind}` makes its virtualenv); falling back "
+              "to the CPU compiler's estimate", flush=True)
+        device, tgt = targets.estimate_device(tgt), None
+    report = check(config, spec, device, target=tgt)
     print_report(report)
     if as_json:
         print(json.dumps(report))
