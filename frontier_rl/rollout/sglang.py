@@ -35,7 +35,14 @@ faults: connection errors, timeouts, 5xx and malformed answers (a missing field,
   attempts or `deadline` seconds, then EngineError naming the last error; a 4xx (our request
   is wrong) is an EngineError at once. After a connection error the next attempt first reloads
   the last synced weights (a restarted server comes back with the weights it was started
-  from). Counted under rollout/engine_*.
+  from) and checks them by the probe; a reload that fails is tried again before the next
+  request. Counted under rollout/engine_*.
+donation: the train step donates the parameters it is given, so the arrays of a sync are
+  deleted by the next update. The engine holds them only while that update is followed by a
+  sync that replaces them before any request (the next step syncs too: rollout.sync_every = 1);
+  else (sync_every > 1: steps pass on the synced weights) it keeps a host copy of what it
+  pushed, one device->host copy a sync, for a reload and its probe. A reload that finds the
+  arrays it holds deleted anyway is an EngineError saying so, never JAX's RuntimeError.
 
 One trainer process: the rollouts, the weight export and the probe are one process's work, so
 a run of several processes (multi-host) with this engine is refused when the engine is made
@@ -133,7 +140,9 @@ class WeightTransport(Protocol):
         update count, for the server's bookkeeping); `timings` then holds the push's phases in
         seconds.
     reload(params, step): a restarted server came back with its start weights: serve the last
-        pushed `params` again (cheaper than a push where the transport can be).
+        pushed weights again (cheaper than a push where the transport can be). `params` are
+        those weights, the trainer's arrays or the engine's host copy of them (the trainer's
+        may have been donated since; see SGLangEngine._keep).
     close(): release what the transport holds (directories, process groups).
 
     `DiskTransport` (below) is the fallback that works with any server that reaches the files.
@@ -161,6 +170,11 @@ class WeightTransport(Protocol):
 def _params_bytes(params) -> int:
     return sum(int(np.prod(np.shape(x))) * np.dtype(getattr(x, "dtype", np.float32)).itemsize
                for x in jax.tree.leaves(params))
+
+
+def _deleted(params) -> bool:
+    """Whether any of `params`' arrays was deleted (donated to a jitted call, or freed)."""
+    return any(isinstance(x, jax.Array) and x.is_deleted() for x in jax.tree.leaves(params))
 
 
 def _local(url: str) -> bool:
@@ -347,7 +361,8 @@ class SGLangEngine:
                                    limits=httpx.Limits(max_connections=concurrency + 2))
         self.counters = {k: 0.0 for k in COUNTERS}
         self.synced_step = -1
-        self._params, self._pushed, self._pushed_step = None, False, -1  # what the server serves
+        # What the server serves: the last push's weights in a form a reload can use (`_keep`).
+        self._served, self._pushed, self._pushed_step = None, False, -1
         self._stale_server = False  # a connection dropped: reload before the next generate
         self._lock = threading.RLock()
         # The transport (default: the disk path) gets the engine's POST with its retries.
@@ -458,17 +473,41 @@ class SGLangEngine:
     # -- weights ------------------------------------------------------------------------------
 
     def _reload(self) -> None:
-        """Gives the server the synced weights again and checks them by the probe."""
+        """Gives the server the synced weights again and checks them by the probe.
+
+        The weights are the last sync's (step `_pushed_step`), not the trainer's current ones:
+        after a reconnect the server must serve what the trainer says it serves (`synced_step`;
+        rollout/engine_staleness logs the step's rollouts as that policy's), so a dropped
+        connection changes nothing of the run. They come from what `_keep` kept, never from
+        arrays a train step has donated since; were those donated all the same, the reload is
+        an EngineError. A reload that fails leaves the server marked stale, so no later request
+        goes to a server whose weights were not given back."""
         with self._lock:
             if not self._stale_server:
                 return
-            self._stale_server = False
+            self._stale_server = False  # the probe's own request must not reload again
             if not self._pushed:
                 return
             self.counters["reloads"] += 1
-            log.warning("%s dropped a connection: giving it the synced weights again", self.url)
-            self.transport.reload(self._params, self._pushed_step)
-            self._probe(self._params)
+            log.warning("%s dropped a connection: giving it the weights of step %d again",
+                        self.url, self._pushed_step)
+            try:
+                if _deleted(self._served):
+                    raise EngineError(
+                        f"{self.url} dropped a connection and must be given the weights of step "
+                        f"{self._pushed_step} again, but the trainer's arrays of that step were "
+                        "donated to a train step before a sync replaced them (the engine keeps "
+                        "the trainer's arrays when the next step syncs, a host copy when it "
+                        f"does not: rollout.sync_every={self.sync_every}); the server may be "
+                        "serving other weights")
+                self.transport.reload(self._served, self._pushed_step)
+                # A drop met by the reload's own requests is what this reload repaired: no
+                # second reload from inside the probe.
+                self._stale_server = False
+                self._probe(self._served)
+            except BaseException:
+                self._stale_server = True
+                raise
 
     def _probe(self, params) -> float:
         """Mean |engine - trainer| log-prob over a sampled continuation of `probe_ids` (at most
@@ -493,11 +532,24 @@ class SGLangEngine:
                 "a different dtype)")
         return diff
 
+    def _keep(self, params, step: int):
+        """What a reload gives the server and probes: the weights of `step`, in a form that
+        outlives the train steps that donate `params` while the server is meant to serve them.
+        If the next step syncs too, its update (which donates `params`) is followed by that
+        sync before any request, so the trainer's own arrays serve until then and nothing is
+        copied. Otherwise steps pass on these weights, their updates donating `params`: a host
+        copy (one device->host copy of the parameters a sync, once per rollout.sync_every
+        steps; host memory for one copy of them)."""
+        if self.sync_due(step + 1):
+            return params
+        return jax.device_get(params)
+
     def sync(self, params, step: int) -> None:
-        """Pushes `params` through the transport, then checks the probe."""
+        """Pushes `params` through the transport, then checks the probe. The push phase
+        (sync_push_time) includes what the engine keeps for a reload (`_keep`)."""
         t0 = time.perf_counter()
         self.transport.push(params, step)
-        self._params, self._pushed, self._pushed_step = params, True, step
+        self._served, self._pushed, self._pushed_step = self._keep(params, step), True, step
         t1 = time.perf_counter()
         self._probe(params)
         t2 = time.perf_counter()
@@ -540,5 +592,6 @@ class SGLangEngine:
         self.counters.update({k: float(v) for k, v in state.items() if k in self.counters})
 
     def close(self) -> None:
+        self._served = None
         self.transport.close()
         self.client.close()
