@@ -9,6 +9,6 @@ source "$(dirname "$0")/env.sh" tasks,test
 ruff check .
 args=(-q -n 2 --dist loadfile -rs)
 if [ "${CI:-}" = true ] && [[ " $* " != *" -m "* ]]; then
-  args+=(-m "not gpu and not tpu" --durations=20)
+  args+=(-m "not gpu and not tpu and not target" --durations=20)
 fi
 exec python -m pytest "${args[@]}" "$@"

@@ -70,6 +70,12 @@ def attention_impl(cfg: ModelConfig, platform: str | None = None) -> str:
     return "xla"
 
 
+def attention_of(model) -> str:
+    """The attention kernel a built policy runs ("xla" or "cudnn"), as its layers resolved it."""
+    layers = getattr(model, "layers", None)
+    return layers[0].self_attn.implementation if layers else "xla"
+
+
 def init_cache(cfg: ModelConfig, batch: int, max_len: int, dtype=None) -> KVCache:
     """An all-zeros cache; `dtype` defaults to the model's compute dtype."""
     shape = (cfg.num_layers, batch, max_len, cfg.num_kv_heads, cfg.head_dim)

@@ -21,6 +21,13 @@ In "pack", advantages are per target token ([rows, L - 1]) and `seq_weight` hold
 response's token count) on its tokens, which is what seq-mean-token-mean aggregation needs
 (`losses.aggregate`); in the other layouts advantages are per row ([rows]).
 
+On cuDNN's fused attention, "pack" trains as "trim" (`layout_for`): jax.nn.dot_product_attention
+takes no segment ids, so several sequences per row would reach cuDNN as a dense [rows, 1, L, L]
+bias whose gradient every released JAX computes and stores (about 5 GB per layer at HeaPA's
+22.5k tokens) and full L^2 attention; one sequence per row goes to it as sequence lengths
+(causal tiles skipped, no bias). The cost is the padding "trim" keeps. ("pad" rows are
+left-padded, so on cuDNN they also take the dense mask.)
+
 Rows are padded (all-zero loss mask) to a multiple of the trainer's row multiple, after a row
 bucket: `row_buckets` for "pad" and "trim" (the rows are the responses), `packed_rows` for
 "pack". So the update compiles once per (rows, length) bucket: at most 8 lengths per prompt
@@ -39,6 +46,15 @@ from frontier_rl.rollout.sampler import bucket
 
 LAYOUTS = ("pad", "trim", "pack")
 LENGTH_STEPS = 8  # row lengths per (prompt bucket, token cap) in "trim" and "pack"
+
+
+def layout_for(layout: str, attention: str) -> str:
+    """The layout a train step runs for `rl.packing` = `layout` when the policy's attention
+    resolved to `attention` ("xla" or "cudnn"): "pack" becomes "trim" on cuDNN (see the module
+    docstring), everything else is kept."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout={layout!r} is not one of {LAYOUTS} (rl.packing)")
+    return "trim" if layout == "pack" and attention == "cudnn" else layout
 
 
 def seq_bucket(n: int, full: int) -> int:

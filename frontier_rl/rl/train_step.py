@@ -32,6 +32,7 @@ is counted in the `skipped_updates` metric; the train loop decides when that is 
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 import jax
 import jax.numpy as jnp
@@ -42,10 +43,12 @@ from jax.sharding import Mesh
 
 from frontier_rl import distributed
 from frontier_rl.accounting import abstract, compiled_flops
-from frontier_rl.models.transformer import SegmentMask, cost_model
+from frontier_rl.models.transformer import SegmentMask, attention_of, cost_model
 from frontier_rl.rl import batch as batch_lib
 from frontier_rl.rl import sharding
 from frontier_rl.rl.losses import LossConfig, policy_loss
+
+log = logging.getLogger("frontier_rl")
 
 BATCH_KEYS = ("tokens", "valid", "loss_mask", "old_logp", "advantages")
 STEP_KEYS = BATCH_KEYS + ("ref_logp", "rollout_logp")
@@ -225,7 +228,10 @@ class Trainer:
         if layout not in batch_lib.LAYOUTS:
             raise ValueError(f"layout={layout!r} is not one of {batch_lib.LAYOUTS} "
                              "(rl.packing)")
-        self.layout = layout  # the batches' layout (rl/batch.py), fixed per trainer
+        # The batches' layout (rl/batch.py), fixed per trainer: rl.packing as asked, until the
+        # parameters show the policy's attention kernel (`_build`: "pack" trains as "trim" on
+        # cuDNN, batch_lib.layout_for).
+        self.requested_layout = self.layout = layout
         self.compile_count = 0
         self._row_sharding = sharding.batch_sharding(mesh)
         self._built_for = ()  # the parameter tree structure the jitted functions are for
@@ -255,6 +261,11 @@ class Trainer:
         struct = jax.tree.structure(params)
         if self._built_for == (struct,):
             return
+        attention = attention_of(nnx.merge(self.graphdef, abstract(params)))
+        self.layout = batch_lib.layout_for(self.requested_layout, attention)
+        if self.layout != self.requested_layout:
+            log.warning("rl.packing=%r trains as %r on %s attention (one sequence per row: "
+                        "rl/batch.py)", self.requested_layout, self.layout, attention)
         mesh, rep = self.mesh, sharding.replicated(self.mesh)
         self.param_shardings = sharding.param_shardings(params, mesh)
         opt_state = jax.eval_shape(self.tx.init, abstract(params))

@@ -1,0 +1,92 @@
+"""Programs compiled by the real GPU and TPU compilers on compile-only devices (no hardware):
+`frontier-rl fit --target` compiles every program of a small run for one GPU and one TPU
+target, and the GPU compiler's train step for packed rows on cuDNN.
+
+The compilers live in virtualenvs of their own (launch/target_env.sh gpu|tpu; CI makes them),
+so these tests run them as subprocesses; they are marked `target` (deselected by default)."""
+
+import json
+import os
+import subprocess
+
+import jax
+import pytest
+from flax import nnx
+
+from frontier_rl import targets
+from frontier_rl.models import ModelConfig, Transformer
+from frontier_rl.rl import batch as batch_lib
+from frontier_rl.rl import sharding
+from frontier_rl.rl.losses import LOSSES
+from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _python(kind: str) -> str:
+    python = targets.target_python(kind)
+    if python is None:
+        pytest.skip(f"no {kind} compiler: `source launch/target_env.sh {kind}` makes it")
+    return python
+
+
+def _run(python: str, *args: str, timeout: int = 1500) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": ROOT, "JAX_PLATFORMS": "cpu"}
+    env.pop("XLA_FLAGS", None)  # the suite's 8 fake CPU devices are not the target's
+    return subprocess.run([python, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_pack_trains_one_sequence_per_row_on_cudnn():
+    """rl.packing="pack" on cuDNN attention trains as "trim" (sequence lengths, no dense
+    bias); on XLA it stays "pack"."""
+    for attention, layout in (("cudnn", "trim"), ("xla", "pack")):
+        cfg = ModelConfig(vocab_size=48, hidden_size=32, intermediate_size=64, num_layers=1,
+                          num_heads=2, num_kv_heads=1, head_dim=16, dtype="bfloat16",
+                          attention=attention)
+        graphdef, params = nnx.split(Transformer(cfg, rngs=nnx.Rngs(0)), nnx.Param)
+        tr = Trainer(graphdef, LOSSES["grpo"], make_optimizer(OptimConfig()),
+                     sharding.make_mesh(devices=jax.devices()[:1]), layout="pack")
+        assert tr.layout == "pack"  # as asked, until the parameters show the kernel
+        tr.init(params)
+        assert tr.layout == layout == batch_lib.layout_for("pack", attention)
+
+
+@pytest.mark.target
+def test_packed_rows_build_no_dense_bias_on_the_gpu_compiler():
+    """As the GPU compiler builds it, the train step of packed rows calls cuDNN's fused
+    attention with no [rows, 1, T, T] bias or mask (nor its gradient) anywhere in the
+    program."""
+    r = _run(_python("gpu"), os.path.join("tests", "target_programs.py"), "packed-cudnn")
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["attention"] == "cudnn" and out["layout"] == "trim"
+    assert any("fmha" in c and "Backward" in c for c in out["cudnn_calls"]), out
+    assert out["square_arrays"] == [], out
+
+
+def _fit(kind: str, target: str) -> dict:
+    r = _run(_python(kind), "-m", "frontier_rl.cli", "fit", "--config=configs/arith_hive.py",
+             f"--target={target}", "--json", "--config.model.dtype=bfloat16",
+             "--config.rl.kl_coef=0.01", "--config.fit.sim_steps=5")
+    assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.target
+@pytest.mark.parametrize("kind,target", [("gpu", "h100x8"), ("tpu", "v5e-8")])
+def test_fit_compiles_every_program_with_the_target_compiler(kind, target):
+    report = _fit(kind, target)
+    assert report["compiler"] == f"{kind} target compiler"
+    assert report["target"]["devices"] == 8 and report["fits"], report["advice"]
+    kinds = {p["kind"] for p in report["programs"]}
+    assert kinds == {"sampler", "entropy", "logps", "train_step"}, kinds
+    for p in report["programs"]:
+        t = p["target"]
+        assert not p.get("error") and t["peak"] > 0 and t["flops"] > 0, p
+        assert p["bytes_per_device"] == t["peak"] + p["resident"]
+    train = next(p for p in report["programs"] if p["kind"] == "train_step")
+    assert train["target"]["collectives"], "an 8-device train step reduces its gradients"
+    costs = report["cost_programs"]
+    assert {c["kind"] for c in costs} == kinds
+    assert all(not c.get("error") for c in costs), costs
