@@ -59,6 +59,21 @@ if [ -z "${XLA_CLIENT_MEM_FRACTION:-}" ]; then
     export XLA_PYTHON_CLIENT_MEM_FRACTION="${XLA_PYTHON_CLIENT_MEM_FRACTION:-${JAX_MEM_FRACTION:-0.9}}"
   fi
 fi
+# The XLA flags that overlap a sharded train step's collectives (the per-layer weight gathers,
+# the gradient reduce-scatters) with compute, one list for every launch script and for
+# `frontier-rl fit --target` (frontier_rl/targets.py OVERLAP_FLAGS): XLA_FLAGS on a GPU,
+# LIBTPU_INIT_ARGS on a TPU. A flag already set there keeps its value.
+case "$ACCEL" in
+  gpu|gpu-cuda13|tpu)
+    eval "$("$VENV/bin/python" - "${ACCEL%%-*}" <<'PY'
+import os, shlex, sys
+from frontier_rl import targets
+env = {k: os.environ.get(k, "") for k in ("XLA_FLAGS", "LIBTPU_INIT_ARGS")}
+targets.set_overlap_flags(sys.argv[1], env)
+print("\n".join(f"export {k}={shlex.quote(v)}" for k, v in env.items() if v))
+PY
+)" ;;
+esac
 export TF_CPP_MIN_LOG_LEVEL=2
 export TRANSFORMERS_VERBOSITY=error  # torch is a test-only dependency; no "PyTorch was not found"
 cd "$ROOT"

@@ -6,11 +6,14 @@
 #     (SGLANG_MEM=0.45; launch/env.sh gives JAX XLA_PYTHON_CLIENT_MEM_FRACTION=0.45). SGLang
 #     runs N / SGLANG_TP data-parallel replicas of SGLANG_TP GPUs (default 1); JAX's mesh spans
 #     all N GPUs, so the paper configs' data=1, fsdp=8 is valid on 8 GPUs. Size it with
-#     `XLA_PYTHON_CLIENT_MEM_FRACTION=0.45 frontier-rl fit --config=CONFIG --mesh=data=1,fsdp=8`.
+#     `XLA_PYTHON_CLIENT_MEM_FRACTION=0.45 frontier-rl fit --target=h100x8 --config=CONFIG`
+#     (this script runs that check itself before starting anything).
 #   split: SGLANG_GPUS (e.g. 0,1,2,3) go to SGLang (SGLANG_MEM 0.85), the others to JAX (0.9):
 #     more memory per program on fewer devices, e.g. 4 + 4 with --config.mesh.fsdp=4.
 # Before SGLang starts, the config's mesh is checked against the GPUs JAX gets: a split whose
-# rest the mesh does not fit (1 + 7 with fsdp=8) is refused, naming the fields to change.
+# rest the mesh does not fit (1 + 7 with fsdp=8) is refused, naming the fields to change; then
+# every program of the run is compiled for these GPUs (`frontier-rl fit --target`) and a run
+# whose peak exceeds JAX's share of a GPU is refused (exit 3), naming the fields to change.
 # SGLang starts from the run's warm start (or SGLANG_MODEL, e.g. the config's model.path): the
 # trainer syncs its policy into it before the first rollout. Requests carry 512 rows each
 # (rollout.sglang.max_rows; a timed-out one is redone whole), 8 in flight.
@@ -68,6 +71,34 @@ except ValueError as e:
              "the split (SGLANG_GPUS; unset, SGLang and JAX share every GPU)")
 print(f"[run_gpu] JAX on {n} GPU(s), mesh data={data} fsdp={fsdp} model={model}")
 PY
+# Every program of the run compiled for this node's GPUs by XLA:GPU (`frontier-rl fit
+# --target`, on compile-only devices: nothing is allocated) and its peak compared with JAX's
+# share of each GPU (the XLA_PYTHON_CLIENT_MEM_FRACTION env.sh set above), before SGLang takes
+# minutes to start. A run that does not fit stops here with fit's report, which names the
+# fields to change (rl.micro_batch_size, mesh.model, the fraction). FRONTIER_RL_SKIP_FIT=1
+# skips the check (e.g. a node whose GPUs the target table does not know).
+if [ "${FRONTIER_RL_SKIP_FIT:-0}" != 1 ]; then
+  GPU_NAME="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+  CHIP="$(python -c 'import sys; from frontier_rl.targets import gpu_name_to_target as t
+print(t(sys.argv[1]))' "$GPU_NAME")" || {
+    echo "run_gpu: no compile target for '$GPU_NAME' (set FRONTIER_RL_SKIP_FIT=1 to start" \
+         "without the fit check)" >&2; exit 2; }
+  echo "[run_gpu] fit --target=${CHIP}x$N_JAX at JAX's share" \
+       "${XLA_PYTHON_CLIENT_MEM_FRACTION:-${XLA_CLIENT_MEM_FRACTION:-}} of each GPU"
+  FIT_RC=0
+  frontier-rl fit --target="${CHIP}x$N_JAX" --config="$CONFIG" \
+    --config.rollout.engine=sglang --config.rollout.sglang.url="http://127.0.0.1:$PORT" \
+    --config.rollout.sglang.max_rows=512 "$@" || FIT_RC=$?
+  if [ "$FIT_RC" -eq 3 ]; then
+    echo "run_gpu: $CONFIG does not fit ${CHIP}x$N_JAX at JAX's share of each GPU" \
+         "(fit's report above names the program and the fields to change); nothing started" >&2
+    exit 3
+  elif [ "$FIT_RC" -ne 0 ]; then
+    echo "run_gpu: frontier-rl fit --target=${CHIP}x$N_JAX failed (exit $FIT_RC); nothing" \
+         "started" >&2
+    exit "$FIT_RC"
+  fi
+fi
 # The model SGLang starts from: a warm-start / export of the run, else the config's model.path.
 MODEL="${SGLANG_MODEL:-$WORKDIR/warmstart}"
 if [ ! -f "$MODEL/config.json" ]; then

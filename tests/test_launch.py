@@ -117,12 +117,23 @@ def stand_in_node(tmp_path, gpus: int):
     (root / "launch" / "sglang_server.sh").write_text(f"#!/bin/sh\n{record}\necho 2147483646\n")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
+    names = 'echo "NVIDIA H100 80GB HBM3"\n' * gpus
     (bin_dir / "nvidia-smi").write_text(
-        "#!/bin/sh\n" + "".join(f'echo "GPU {i}: H100 (UUID: GPU-{i})"\n' for i in range(gpus)))
+        '#!/bin/sh\nif [ "$1" = --query-gpu=name ]; then\n' + names + "exit 0\nfi\n"
+        + "".join(f'echo "GPU {i}: NVIDIA H100 80GB HBM3 (UUID: GPU-{i})"\n'
+                  for i in range(gpus)))
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
-    (venv / "bin" / "frontier-rl").write_text(f"#!/bin/sh\n{record}\n")
+    # `fit` answers as FAKE_FIT says: its exit status (3: does not fit) after its report, or
+    # runs the real fit when FAKE_FIT=real
+    real = os.path.join(os.path.dirname(sys.executable), "frontier-rl")
+    (venv / "bin" / "frontier-rl").write_text(
+        f"#!/bin/sh\n{record}\n"
+        f'if [ "$1" = fit ] && [ "${{FAKE_FIT:-0}}" = real ]; then exec {real} "$@"; fi\n'
+        'if [ "$1" = fit ] && [ "${FAKE_FIT:-0}" != 0 ]; then\n'
+        '  echo "fits: NO\n  train_step does not fit: reduce rl.micro_batch_size"\n'
+        '  exit "$FAKE_FIT"\nfi\n')
     for f in (root / "launch" / "sglang_server.sh", bin_dir / "nvidia-smi",
               venv / "bin" / "python", venv / "bin" / "frontier-rl"):
         f.chmod(0o755)
@@ -138,11 +149,11 @@ def stand_in_node(tmp_path, gpus: int):
     env.update(PATH=f"{bin_dir}:{os.environ['PATH']}", FRONTIER_RL_VENV=str(venv),
                FRONTIER_RL_ACCEL="cpu", SGLANG_MODEL=str(model))
 
-    def run(*args, **extra):
+    def run(*args, config=os.path.join(ROOT, "configs", "math_hive.py") + ":qwen2.5-math-1.5b",
+            **extra):
         if log.exists():
             log.unlink()
-        r = subprocess.run(["bash", str(root / "launch" / "run_gpu.sh"),
-                            os.path.join(ROOT, "configs", "math_hive.py") + ":qwen2.5-math-1.5b",
+        r = subprocess.run(["bash", str(root / "launch" / "run_gpu.sh"), config,
                             str(tmp_path / "run"), "31000", *args],
                            env={**env, **extra}, capture_output=True, text=True)
         calls = log.read_text().splitlines() if log.exists() else []
@@ -156,7 +167,11 @@ def test_run_gpu_colocates_sglang_and_jax_on_8_gpus(tmp_path):
     r, calls = run()
     assert r.returncode == 0, r.stderr
     assert "mesh data=1 fsdp=8 model=1" in r.stdout  # the paper config's mesh, on all 8
-    sglang, train = calls
+    fit, sglang, train = calls
+    # every program compiled for the node's GPUs at JAX's share, before SGLang starts
+    assert fit.startswith("frontier-rl CUDA_VISIBLE_DEVICES= SGLANG_MEM=0.45 XLA=0.45 fit "
+                          "--target=h100x8 ")
+    assert "--config.rollout.engine=sglang" in fit
     assert sglang.startswith("sglang_server.sh CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 "
                              "SGLANG_MEM=0.45 ") and sglang.endswith(" 31000 1 8")  # tp 1, dp 8
     assert train.startswith("frontier-rl CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 ")
@@ -172,7 +187,61 @@ def test_run_gpu_refuses_a_split_the_mesh_does_not_fit(tmp_path):
     assert "JAX gets 7 GPU(s) and mesh.fsdp=8" in r.stderr
     r, calls = run("--config.mesh.fsdp=4", SGLANG_GPUS="0,1,2,3")  # 4 + 4 with fsdp=4: valid
     assert r.returncode == 0, r.stderr
-    sglang, train = calls
+    fit, sglang, train = calls
+    assert "XLA=0.9 fit --target=h100x4 " in fit and "--config.mesh.fsdp=4" in fit
     assert "CUDA_VISIBLE_DEVICES=0,1,2,3 SGLANG_MEM=0.85" in sglang and sglang.endswith(" 1 4")
     assert "CUDA_VISIBLE_DEVICES=4,5,6,7 " in train and "XLA=0.9 " in train
     assert "--config.mesh.fsdp=4" in train
+
+
+def test_run_gpu_stops_before_sglang_when_the_run_does_not_fit(tmp_path):
+    run = stand_in_node(tmp_path, 8)
+    r, calls = run(FAKE_FIT="3")  # fit's verdict: does not fit
+    assert r.returncode == 3
+    assert [c.split()[0] for c in calls] == ["frontier-rl"]  # fit only: nothing started
+    assert "rl.micro_batch_size" in r.stdout  # fit's report, naming the field
+    assert "does not fit h100x8" in r.stderr
+    r, calls = run(FAKE_FIT="1")  # fit itself failed
+    assert r.returncode == 1 and len(calls) == 1
+    r, calls = run(FAKE_FIT="3", FRONTIER_RL_SKIP_FIT="1")  # the check skipped
+    assert r.returncode == 0 and len(calls) == 2
+
+
+@pytest.mark.slow
+def test_run_gpu_refuses_a_run_whose_real_fit_exceeds_jax_share(tmp_path):
+    """The real `frontier-rl fit --target` (the GPU compiler where launch/target_env.sh made
+    it, else the CPU estimate) on a small config, given a share of each GPU it cannot fit."""
+    run = stand_in_node(tmp_path, 8)
+    r, calls = run(config=os.path.join(ROOT, "configs", "arith_hive.py"), FAKE_FIT="real",
+                   XLA_PYTHON_CLIENT_MEM_FRACTION="0.00001")
+    assert r.returncode == 3, r.stdout[-3000:] + r.stderr[-3000:]
+    assert len(calls) == 1 and "fits: NO" in r.stdout
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION" in r.stdout  # the field to change
+
+
+@pytest.mark.parametrize("accel,var", [("gpu", "XLA_FLAGS"), ("gpu-cuda13", "XLA_FLAGS"),
+                                       ("tpu", "LIBTPU_INIT_ARGS")])
+def test_env_sh_exports_the_overlap_flags_fit_compiles_with(tmp_path, accel, var):
+    from frontier_rl import targets
+
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    (venv / "bin" / "python").chmod(0o755)
+    with open(os.path.join(ROOT, "setup.py"), "rb") as f:
+        crc = subprocess.run(["cksum"], stdin=f, capture_output=True, text=True,
+                             check=True).stdout.split()[0]
+    (venv / f".frontier_rl-tasks-{accel}-{crc}").touch()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XLA_", "LIBTPU"))}
+    env.update(FRONTIER_RL_VENV=str(venv), FRONTIER_RL_ACCEL=accel,
+               **{var: "--xla_gpu_enable_latency_hiding_scheduler=false --keep=1"})
+    r = subprocess.run(["bash", "-c", f'source launch/env.sh tasks >/dev/null; echo "${var}"'],
+                       cwd=ROOT, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    flags = r.stdout.split()
+    kind = accel.split("-")[0]
+    want = [f for f in targets.OVERLAP_FLAGS[kind]
+            if not f.startswith("--xla_gpu_enable_latency_hiding_scheduler=")]
+    assert set(want) <= set(flags) and "--keep=1" in flags
+    # a flag the user set keeps its value
+    assert "--xla_gpu_enable_latency_hiding_scheduler=false" in flags

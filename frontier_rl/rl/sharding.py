@@ -122,12 +122,33 @@ def param_shardings(params, mesh: Mesh):
     return jax.tree_util.tree_map_with_path(one, params)
 
 
+def _fsdp_dim(spec: PartitionSpec) -> int | None:
+    """The dimension a stored spec splits over `fsdp` (None: not split over it)."""
+    return next((i for i, a in enumerate(spec) if a == "fsdp"), None)
+
+
+def _all_gather(x, dtype, dim: int):
+    """Inside a region manual over `fsdp`: x cast to `dtype`, then all-gathered along `dim`."""
+    return jax.lax.all_gather(x.astype(dtype), "fsdp", axis=dim, tiled=True)
+
+
 @functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3))
 def _gather(x, dtype, compute: NamedSharding, stored: NamedSharding):
-    """x cast to `dtype`, then laid out as `compute` (an all-gather over fsdp). Its gradient is
-    cast to x's dtype (float32 master weights) before it is laid out as `stored`, so the
-    reduce-scatter over fsdp sums float32 partial gradients rather than 16-bit ones."""
-    return jax.lax.with_sharding_constraint(x.astype(dtype), compute)
+    """x cast to `dtype`, then laid out as `compute` (an all-gather over fsdp): the gather of a
+    function that runs the model forward only (sampling, log-probs). The gather is made in a
+    region manual over `fsdp`, after the cast, so that it moves 16-bit weights: left to XLA's
+    partitioner, it gathers the stored float32 weights and casts after. Its gradient is cast
+    to x's dtype and laid out as `stored`, but the sum of the rows' partial gradients is
+    placed by the partitioner where the model's matmul makes it, in the matmul's (compute)
+    dtype; a train step reduces its gradients in float32 by `map_rows` (`_manual_gather`)."""
+    dim = _fsdp_dim(stored.spec)
+    if dim is None or stored.mesh.shape["fsdp"] == 1:
+        return jax.lax.with_sharding_constraint(x.astype(dtype), compute)
+    manual = PartitionSpec(*(a if i == dim else None for i, a in enumerate(stored.spec)))
+    gathered = jax.shard_map(functools.partial(_all_gather, dtype=dtype, dim=dim),
+                             mesh=stored.mesh, in_specs=manual, out_specs=PartitionSpec(),
+                             axis_names={"fsdp"}, check_vma=False)(x)
+    return jax.lax.with_sharding_constraint(gathered, compute)
 
 
 def _gather_fwd(x, dtype, compute, stored):
@@ -142,7 +163,33 @@ def _gather_bwd(dtype, compute, stored, like, g):
 _gather.defvjp(_gather_fwd, _gather_bwd)
 
 
-def gather_params(params, mesh: Mesh, dtype=None, *, except_layers: bool = False):
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+def _manual_gather(x, dtype, dim: int | None):
+    """Inside `map_rows` (a region manual over the batch axes): this device's shard x of a
+    weight, cast to `dtype` and all-gathered over `fsdp` along `dim` (None: not split, only
+    cast). The gradient reaching it is this device's own rows' partial sum, which is cast to
+    x's dtype (the float32 master weights) before it is reduce-scattered over `fsdp`: the
+    devices' partial gradients are summed in float32 (their sum over `data`, and over `fsdp`
+    for a weight not split over it, is shard_map's transpose, after the cast)."""
+    return x.astype(dtype) if dim is None else _all_gather(x, dtype, dim)
+
+
+def _manual_gather_fwd(x, dtype, dim):
+    return _manual_gather(x, dtype, dim), jnp.zeros((0,), x.dtype)
+
+
+def _manual_gather_bwd(dtype, dim, like, g):
+    g = g.astype(like.dtype)
+    if dim is not None:
+        g = jax.lax.psum_scatter(g, "fsdp", scatter_dimension=dim, tiled=True)
+    return (g,)
+
+
+_manual_gather.defvjp(_manual_gather_fwd, _manual_gather_bwd)
+
+
+def gather_params(params, mesh: Mesh, dtype=None, *, except_layers: bool = False,
+                  dims: dict | None = None):
     """The parameters in the compute dtype, gathered over `fsdp` (laid out as
     stored without the `fsdp` axis: `_layouts`).
 
@@ -150,10 +197,13 @@ def gather_params(params, mesh: Mesh, dtype=None, *, except_layers: bool = False
     partitioner contracts the split dimension where the weight lies instead, gathering every
     row's activations onto each device (a [rows, L, intermediate] float32 partial sum per MLP
     matmul): this makes the gather of the (smaller) weights explicit, after the cast so that it
-    moves 16-bit weights, while the gradient flowing back is reduce-scattered in the weights'
-    own (float32) dtype. Casting first does not change the model's result: it casts each weight
-    to the compute dtype where it uses it. A no-op when fsdp = 1 and the parameters are stored
-    in the compute dtype.
+    moves 16-bit weights. Casting first does not change the model's result: it casts each
+    weight to the compute dtype where it uses it. A no-op when fsdp = 1 and the parameters are
+    stored in the compute dtype.
+
+    `dims`: inside `map_rows`, where `params` are this device's shards, the dimension each is
+    split over `fsdp` by '/'-joined path (None: not split); the gather is then
+    `_manual_gather`, whose gradient is reduced in float32. Without it, `_gather`.
 
     `except_layers`: the decoder layers' weights (paths under `layers/`) are left as stored,
     split over `fsdp` and uncast: a scanned model gathers them one layer at a time
@@ -162,11 +212,19 @@ def gather_params(params, mesh: Mesh, dtype=None, *, except_layers: bool = False
     dtype = None if dtype is None else jnp.dtype(dtype)
 
     def one(path, p):
-        if except_layers and _path_str(path).startswith("layers/"):
+        name = _path_str(path)
+        if except_layers and name.startswith("layers/"):
             return p
+        if dims is not None:
+            return _manual_gather(p, _cast_to(p, dtype), dims[name])
         return _gather_leaf(path, p, mesh, dtype)
 
     return jax.tree_util.tree_map_with_path(one, params)
+
+
+def _cast_to(x, dtype):
+    """The dtype parameter x is computed in: `dtype` if x is floating (None: x's own)."""
+    return dtype if dtype is not None and jnp.issubdtype(x.dtype, jnp.floating) else x.dtype
 
 
 def _layouts(path, shape, mesh: Mesh, lead: int = 0) -> tuple[NamedSharding, NamedSharding]:
@@ -182,8 +240,7 @@ def _gather_leaf(path, x, mesh: Mesh, dtype, lead: int = 0):
     """One parameter (or a stack of them, `lead` axes) cast to `dtype` if floating and
     gathered for compute (`_gather`)."""
     stored, compute = _layouts(path, np.shape(x), mesh, lead)
-    to = dtype if dtype is not None and jnp.issubdtype(x.dtype, jnp.floating) else x.dtype
-    return _gather(x, to, compute, stored)
+    return _gather(x, _cast_to(x, dtype), compute, stored)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,28 +250,32 @@ class LayerGather:
     gathers layer i's weights (in the compute dtype) when layer i runs, inside the layer's
     rematerialised function, so the backward pass gathers them again instead of keeping every
     layer's gathered copy. A device holds one gathered layer (two while XLA overlaps the next
-    layer's gather) instead of the whole gathered model, and each layer's gradient is
-    reduce-scattered in float32 (`_gather`) as soon as the backward pass leaves it.
+    layer's gather) instead of the whole gathered model. Inside `map_rows` (`dims`: one
+    layer's, by path relative to the layer) each layer's gradient is reduce-scattered in
+    float32 (`_manual_gather`) as soon as the backward pass leaves it.
 
     Set on a merged model as `model.layer_gather` (`models.transformer`) by `gathered_model`.
     """
 
     mesh: Mesh
     dtype: object
+    dims: dict | None = dataclasses.field(default=None, hash=False)
 
     def stack(self, states):
         """The layers' states stacked [layers, ...], laid out as stored (split as each
         layer's weights are), in the stored dtype."""
+        stacked = jax.tree.map(lambda *ws: jnp.stack(ws), *states)
+        if self.dims is not None:  # this device's shards, already as stored
+            return stacked
 
         def one(path, x):
             return jax.lax.with_sharding_constraint(x, _layouts(path, x.shape, self.mesh, 1)[0])
 
-        stacked = jax.tree.map(lambda *ws: jnp.stack(ws), *states)
         return jax.tree_util.tree_map_with_path(one, stacked)
 
     def layer(self, state):
         """One layer's state (paths relative to the layer) gathered for compute."""
-        return gather_params(state, self.mesh, self.dtype)
+        return gather_params(state, self.mesh, self.dtype, dims=self.dims)
 
 
 class GatheredLayers:
@@ -233,27 +294,66 @@ class GatheredLayers:
         return state
 
 
-def gathered_model(graphdef, params, mesh: Mesh, dtype=None, *, once: bool = False):
+def gathered_model(graphdef, params, mesh: Mesh, dtype=None, *, once: bool = False,
+                   dims: dict | None = None):
     """The model a device function computes with: `graphdef` merged with its parameters
-    gathered for compute (`gather_params`). A scanned model (`ModelConfig.scan_layers`) gathers
-    its decoder layers one at a time as each runs (`LayerGather`: a train step), or, with
-    `once`, all of them here into one stacked copy (`GatheredLayers`: call this before a loop
-    that runs the model many times)."""
+    gathered for compute (`gather_params`; `dims`: inside `map_rows`). A scanned model
+    (`ModelConfig.scan_layers`) gathers its decoder layers one at a time as each runs
+    (`LayerGather`: a train step), or, with `once`, all of them here into one stacked copy
+    (`GatheredLayers`: call this before a loop that runs the model many times)."""
     from flax import nnx
 
     model = nnx.merge(graphdef, params)
     if not getattr(getattr(model, "cfg", None), "scan_layers", False):
-        return nnx.merge(graphdef, gather_params(params, mesh, dtype))
+        return nnx.merge(graphdef, gather_params(params, mesh, dtype, dims=dims))
     dtype = None if dtype is None else jnp.dtype(dtype)
-    model = nnx.merge(graphdef, gather_params(params, mesh, dtype, except_layers=True))
-    gather = LayerGather(mesh, dtype)
+    model = nnx.merge(graphdef, gather_params(params, mesh, dtype, except_layers=True,
+                                              dims=dims))
+    if dims is not None:  # one layer's, by path relative to the layer (all are shaped alike)
+        dims = {k.split("/", 2)[2]: d for k, d in dims.items() if k.startswith("layers/0/")}
+    gather = LayerGather(mesh, dtype, dims)
     if once:
+        if dims is not None:
+            raise ValueError("gathered_model: once=True gathers outside map_rows")
         stacked = gather.stack([nnx.split(layer)[1] for layer in model.layers])
         model.layer_gather = GatheredLayers(jax.tree_util.tree_map_with_path(
             lambda path, x: _gather_leaf(path, x, mesh, dtype, lead=1), stacked))
     else:
         model.layer_gather = gather
     return model
+
+
+def map_rows(fn, graphdef, params, mesh: Mesh, dtype, *rows):
+    """fn(model, *rows) computed by each device on its own rows, with `model` the policy of
+    `graphdef` and `params` (as stored: split over `fsdp`) gathered there in `dtype` by
+    `gathered_model`. `rows` are arrays whose leading axis is the batch (split over
+    ('data', 'fsdp'), `batch_sharding`), and so are fn's outputs; fn must compute each row on
+    its own (a policy's per-token log-probs do). The region is manual over the batch axes
+    only: `model` (tensor parallelism) stays with XLA's partitioner.
+
+    A train step computes its log-probs this way so that its weight gradients are summed over
+    the devices in float32: the gradient with respect to a weight gathered here is each
+    device's partial sum over its own rows, and the gather's transpose (`_manual_gather`)
+    casts it to the stored float32 before reducing it. Left to XLA's partitioner, the sum
+    over rows would be reduced where the model's matmul makes it, in the matmul's dtype: a
+    bfloat16 model's partial gradients summed in bfloat16 (XLA:CPU promotes such a reduction
+    to float32, XLA:GPU does not).
+    """
+    fsdp = mesh.shape["fsdp"] > 1
+    # each weight's `fsdp` dimension by path, from the global shapes (the local shards inside
+    # the region no longer show it)
+    dims = {_path_str(path): _fsdp_dim(param_spec(_path_str(path), np.shape(x), mesh))
+            if fsdp else None for path, x in jax.tree_util.tree_leaves_with_path(params)}
+    specs = jax.tree_util.tree_map_with_path(lambda path, x: PartitionSpec(*(
+        "fsdp" if i == dims[_path_str(path)] else None for i in range(np.ndim(x)))), params)
+
+    def local(params, *rows):
+        return fn(gathered_model(graphdef, params, mesh, dtype, dims=dims), *rows)
+
+    row = PartitionSpec(BATCH_AXES)
+    return jax.shard_map(local, mesh=mesh, in_specs=(specs, *(row,) * len(rows)),
+                         out_specs=row, axis_names=set(BATCH_AXES), check_vma=False)(
+        params, *rows)
 
 
 def batch_sharding(mesh: Mesh) -> NamedSharding:

@@ -21,7 +21,10 @@ Memory at real sizes (vocab 151,936, 5k-token rows):
     for token-mean, responses with tokens for seq-mean-token-mean), so the accumulated gradient
     is the whole minibatch's, for either aggregation.
   * parameters stay split over `fsdp` between updates; each micro-batch gathers them in the
-    compute dtype (`sharding.gather_params`) and its gradient is reduce-scattered back.
+    compute dtype, 16-bit when the policy computes in 16 bits, and its gradient is
+    reduce-scattered back in float32 (`sharding.map_rows`: each device computes its own rows'
+    log-probs, so the partial gradients are summed after their cast to the float32 master
+    weights, not in the matmul's dtype as XLA's partitioner would place the sum).
   * `lower_step` / `lower_logps` lower both programs for abstract parameters without placing
     anything, for `frontier-rl fit`'s ahead-of-time memory check.
 
@@ -342,9 +345,16 @@ class Trainer:
         return sharding.gathered_model(self.graphdef, params, self.mesh, compute_dtype(model))
 
     def _loss(self, params, mb, cost: bool = False):
-        logp, entropy = sequence_logps(self._model(params, cost), mb["tokens"], mb["valid"],
-                                       self.temperature, self.logits_chunk, unroll=cost,
-                                       layout=self.layout)
+        def logps(model, tokens, valid):
+            return sequence_logps(model, tokens, valid, self.temperature, self.logits_chunk,
+                                  unroll=cost, layout=self.layout)
+
+        if cost:
+            logp, entropy = logps(self._model(params, cost), mb["tokens"], mb["valid"])
+        else:  # each device on its own rows: the weight gradients are summed in float32
+            dtype = compute_dtype(nnx.merge(self.graphdef, params))
+            logp, entropy = sharding.map_rows(logps, self.graphdef, params, self.mesh, dtype,
+                                              mb["tokens"], mb["valid"])
         mask = mb["loss_mask"]
         ref = mb["ref_logp"] if self.loss_cfg.kl_coef > 0 else None
         loss, metrics = policy_loss(logp, mb["old_logp"], mb["advantages"], mask, self.loss_cfg,

@@ -1,0 +1,136 @@
+"""The README's fit table: every paper config on the hardware its docstring names, each program
+compiled by the target's own compiler (`frontier-rl fit --target`) beside the CPU compiler's
+estimate (`frontier-rl fit --device`), at the memory fraction the launcher sets.
+
+  python launch/fit_table.py OUT_DIR [--only=SUBSTRING] [--no-cpu]   # runs what OUT_DIR lacks
+  python launch/fit_table.py OUT_DIR --render                        # the markdown table
+
+GPU rows run as launch/run_gpu.sh runs them (SGLang engine, JAX's colocated share 0.45 of each
+GPU); TPU rows as launch/tpu_pod.sh does (embedded sampler; libtpu's own usable share). Each
+(config, target, compiler) is one `frontier-rl fit --json` run whose report is kept in
+OUT_DIR/<name>.json (its log beside it), so an interrupted table resumes where it stopped. The
+target compilers come from launch/target_env.sh's virtualenvs (`fit` re-runs in them).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COLOCATED = "0.45"  # launch/env.sh's JAX_MEM_FRACTION_SHARED, run_gpu.sh's default layout
+SGLANG = ["--config.rollout.engine=sglang", "--config.rollout.sglang.url=http://127.0.0.1:31000",
+          "--config.rollout.sglang.max_rows=512"]
+
+HIVE = ("qwen2.5-math-1.5b", "qwen2.5-math-7b", "deepseek-r1-distill-qwen-1.5b",
+        "qwen3-4b-base", "llama3.2-3b-instruct")
+HEAPA = ("qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b", "qwen3-4b-instruct-2507",
+         "qwen2.5-7b-instruct")
+# (config, target, mesh, extra flags): the paper configs on their docstrings' hardware (the
+# configs' mesh, data=1 fsdp=8), then the 1.5B and 8B configs on TPU slices, fsdp over every
+# device of the slice (v5p-8 is 4 megacore devices).
+ROWS = ([(f"math_hive.py:{m}", "a100-80gbx8", "data=1,fsdp=8", SGLANG) for m in HIVE]
+        + [(f"math_heapa.py:{m}", "h200x8", "data=1,fsdp=8", SGLANG) for m in HEAPA]
+        + [(f"{c}.py:qwen3-8b", "h200x8", "data=1,fsdp=8", SGLANG)
+           for c in ("math_grpo", "math_dapo")]
+        + [(c, t, m, []) for c in ("math_hive.py:qwen2.5-math-1.5b", "math_heapa.py:qwen3-8b")
+           for t, m in (("v5e-8", "data=1,fsdp=8"), ("v5p-8", "data=1,fsdp=4"))])
+
+
+def name(config: str, target: str, compiler: str) -> str:
+    return f"{config.replace('.py:', '-')}@{target}.{compiler}"
+
+
+def run_one(out: str, config: str, target: str, mesh: str, extra: list[str],
+            compiler: str) -> dict:
+    """One `fit` run: compiler "target" (--target) or "cpu" (--device, the CPU estimate)."""
+    path = os.path.join(out, name(config, target, compiler) + ".json")
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    from frontier_rl import targets
+
+    t = targets.parse(target)
+    where = ([f"--target={target}"] if compiler == "target" else
+             [f"--device={targets.estimate_device(t)}"])
+    cmd = [os.path.join(os.path.dirname(sys.executable), "frontier-rl"), "fit",
+           f"--config={os.path.join(ROOT, 'configs', config)}", "--config.model.path=",
+           *where, f"--mesh={mesh}", *extra, "--json"]
+    env = dict(os.environ)
+    if t.kind == "gpu":
+        env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = COLOCATED
+    print(f"[fit_table] {name(config, target, compiler)}: {' '.join(cmd[1:])}", flush=True)
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    with open(path[:-5] + ".log", "w") as f:
+        f.write(r.stdout + r.stderr)
+    lines = [line for line in r.stdout.splitlines() if line.startswith("{")]
+    if r.returncode not in (0, 3) or not lines:
+        print(f"[fit_table]   failed (exit {r.returncode}): {r.stderr[-2000:]}", flush=True)
+        return {}
+    report = json.loads(lines[-1])
+    report["wall_s"] = time.perf_counter() - t0
+    with open(path, "w") as f:
+        json.dump(report, f)
+    print(f"[fit_table]   {report['wall_s']:.0f} s, fits: {report['fits']}", flush=True)
+    return report
+
+
+def _gib(n) -> str:
+    return "-" if n is None else f"{n / 2**30:.1f}"
+
+
+def render(out: str) -> str:
+    head = ("| config | target (budget GiB) | mesh d/f/m | program (rows x tokens) | "
+            "target peak GiB | CPU estimate GiB | fits | compile s | collectives |")
+    lines = [head, "|" + "---|" * 9]
+    for config, target, _, _ in ROWS:
+        rep = _load(out, config, target, "target")
+        if not rep:
+            lines.append(f"| {config} | {target} | not measured | | | | | | |")
+            continue
+        cpu = {p["program"]: p for p in _load(out, config, target, "cpu").get("programs", [])}
+        mesh = "/".join(str(rep["mesh"][k]) for k in ("data", "fsdp", "model"))
+        for p in rep["programs"]:
+            coll = ", ".join(f"{k} x{v}" for k, v in
+                             (p.get("target") or {}).get("collectives", {}).items())
+            lines.append(
+                f"| {config} | {target} ({rep['usable_bytes'] / 2**30:.1f}) | {mesh} | "
+                f"{p['program']} ({p['rows']} x {p['tokens']}) | {_gib(p['bytes_per_device'])} | "
+                f"{_gib(cpu.get(p['program'], {}).get('bytes_per_device'))} | "
+                f"{'yes' if p['fits'] else 'NO'} | {p.get('compile_s', 0):.0f} | {coll} |")
+    return "\n".join(lines)
+
+
+def _load(out, config, target, compiler) -> dict:
+    path = os.path.join(out, name(config, target, compiler) + ".json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out")
+    ap.add_argument("--only", default="", help="rows whose config@target contains this")
+    ap.add_argument("--no-cpu", action="store_true", help="skip the CPU estimates")
+    ap.add_argument("--render", action="store_true")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    if a.render:
+        print(render(a.out))
+        return
+    for config, target, mesh, extra in ROWS:
+        if a.only and a.only not in f"{config}@{target}":
+            continue
+        run_one(a.out, config, target, mesh, extra, "target")
+        if not a.no_cpu:
+            run_one(a.out, config, target, mesh, extra, "cpu")
+
+
+if __name__ == "__main__":
+    main()
