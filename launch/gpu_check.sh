@@ -5,8 +5,12 @@
 # 2. `bench train_step --bench_config=qwen2.5-0.5b-realistic`: the Qwen2.5-0.5B shape, bf16
 #    compute, full remat, micro-batches of 8, on 128 responses of drawn lengths (mean a third of
 #    a 3,072-token cap) laid out as "pad", "trim" and "pack": each layout's step time, MFU
-#    against the device's bf16 peak, and `fit`'s figure for its program (`<layout>_fit_gib`,
-#    XLA's memory analysis of the same program) beside the measured `peak_bytes_in_use`,
+#    against the device's bf16 peak, and two predictions for its program beside the measured
+#    `peak_bytes_in_use`: `<layout>_fit_gib` (XLA's memory analysis of the program compiled
+#    for this GPU) and `<layout>_fit_target_gib` (`frontier-rl fit --target`'s figure: the same
+#    program compiled for this GPU's compile-only twin, as fit does with no GPU present; the
+#    ratio measured / predicted calibrates fit --target). The layouts run largest first ("pad"),
+#    so the peak in use is the pad step's,
 # 3. `bench sampler` on the 0.5B shape, 256 rows x (1,024 + 512) tokens: generated tokens/s,
 # 4. `bench sync` on the 0.5B shape against `frontier-rl serve` on the same GPU: seconds per
 #    weight sync by phase (device cast + host copy, write, server load, probe), old path beside

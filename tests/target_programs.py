@@ -3,6 +3,7 @@ compiles one small policy's train step for a compile-only GPU and prints what th
 made of it, as one JSON line.
 
   python tests/target_programs.py packed-cudnn    # rl.packing="pack" on cuDNN attention
+  python tests/target_programs.py gpu-check-twin  # bench's fit --target twin of a train step
 """
 
 import dataclasses
@@ -44,5 +45,27 @@ def packed_cudnn() -> dict:
             "peak": targets.measure(compiled, "gpu")["peak"]}
 
 
+def gpu_check_twin() -> dict:
+    """launch/gpu_check.sh's prediction (bench._target_peak_gib): a train step built on this
+    machine's CPU mesh, recompiled for an H100's compile-only device."""
+    import numpy as np
+
+    from frontier_rl import bench
+    from frontier_rl.models import Transformer
+    from flax import nnx
+
+    cfg = ModelConfig(vocab_size=64, hidden_size=256, intermediate_size=512, num_layers=2,
+                      num_heads=4, num_kv_heads=2, head_dim=64, dtype="bfloat16",
+                      scan_layers=True, remat="full")
+    graphdef, params = nnx.split(Transformer(cfg, rngs=nnx.Rngs(0)), nnx.Param)
+    mesh = sharding.make_mesh()
+    tr = Trainer(graphdef, LOSSES["grpo"], make_optimizer(OptimConfig()), mesh, layout="pack")
+    gib = bench._target_peak_gib(graphdef, params, mesh, tr, ROWS, LENGTH,
+                                 target=targets.parse("h100x1"))
+    weights = sum(np.size(x) * 4 for x in __import__("jax").tree.leaves(params))
+    return {"peak_gib": gib, "weights_gib": weights / 2**30}
+
+
 if __name__ == "__main__":
-    print(json.dumps({"packed-cudnn": packed_cudnn}[sys.argv[1]]()))
+    print(json.dumps({"packed-cudnn": packed_cudnn,
+                      "gpu-check-twin": gpu_check_twin}[sys.argv[1]]()))

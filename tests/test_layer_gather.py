@@ -122,11 +122,14 @@ from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
 target = targets.parse("h100x8")
 devices = target.compile_devices()
 out = {}
-for name, scan, data, tie in (("scanned", True, 1, True), ("unscanned", False, 2, False)):
+# the scanned policy on cuDNN's attention (a custom-partitioned op inside the manual region),
+# as `model.attention=auto` resolves on a GPU
+for name, scan, data, tie, attention in (("scanned", True, 1, True, "cudnn"),
+                                         ("unscanned", False, 2, False, "xla")):
     cfg = ModelConfig(vocab_size=64, hidden_size=256, intermediate_size=512, num_layers=2,
                       num_heads=4, num_kv_heads=2, head_dim=64, qk_norm=True,
                       dtype="bfloat16", tie_word_embeddings=tie, scan_layers=scan,
-                      remat="full")
+                      remat="full", attention=attention)
     graphdef, params = abstract_params(cfg)
     mesh = sharding.make_mesh(data=data, fsdp=8 // data, devices=devices)
     tr = Trainer(graphdef, LOSSES["grpo"], make_optimizer(OptimConfig()), mesh,

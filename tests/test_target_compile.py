@@ -65,6 +65,17 @@ def test_packed_rows_build_no_dense_bias_on_the_gpu_compiler():
     assert out["square_arrays"] == [], out
 
 
+@pytest.mark.target
+def test_gpu_check_predicts_the_step_it_times_with_the_gpu_compiler():
+    """launch/gpu_check.sh sets `fit --target`'s figure beside the measured peak: the train
+    step it times, recompiled for the GPU's compile-only twin, gives a peak that holds at
+    least the float32 weights."""
+    r = _run(_python("gpu"), os.path.join("tests", "target_programs.py"), "gpu-check-twin")
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["weights_gib"] < out["peak_gib"] < 1.0, out
+
+
 def _fit(kind: str, target: str) -> dict:
     r = _run(_python(kind), "-m", "frontier_rl.cli", "fit", "--config=configs/arith_hive.py",
              f"--target={target}", "--json", "--config.model.dtype=bfloat16",

@@ -248,13 +248,40 @@ def _time_train_layout(work, mesh, groups, prompts, layout: str, repeats: int):
     rows, length = batch["tokens"].shape
     # `frontier-rl fit`'s figure for this program: XLA's memory analysis of it, compiled for
     # this backend (on an accelerator: to set beside the measured peak)
-    gib = float("nan")
+    gib = target_gib = float("nan")
     if work.get("preset"):
         from frontier_rl import fit
 
         gib = fit.program_bytes(trainer.lower_step(params, rows, length).compile())["total"]
         gib /= 2**30
-    return rows, length, statistics.median(_timed(go, repeats)), gib
+        target_gib = _target_peak_gib(graphdef, params, mesh, trainer, rows, length)
+    return rows, length, statistics.median(_timed(go, repeats)), gib, target_gib
+
+
+def _target_peak_gib(graphdef, params, mesh, trainer: Trainer, rows: int, length: int,
+                     target=None) -> float:
+    """`frontier-rl fit --target`'s prediction for this train step on the GPUs this runs on
+    (or on `target`): the same program compiled for compile-only devices of the GPU's target
+    (targets.py), its compiler's peak GiB per device, to set beside the measured
+    `peak_bytes_in_use` (launch/gpu_check.sh calibrates `fit --target` with it). NaN off a
+    GPU."""
+    from frontier_rl import targets
+    from frontier_rl.accounting import abstract
+
+    if target is None:
+        device = jax.devices()[0]
+        if device.platform != "gpu":
+            return float("nan")
+        target = targets.parse(f"{targets.gpu_name_to_target(device.device_kind)}"
+                               f"x{mesh.devices.size}")
+    devices = target.compile_devices()
+    shape = dict(mesh.shape)
+    twin = Trainer(graphdef, LOSSES["grpo"], make_optimizer(OptimConfig()),
+                   sharding.make_mesh(shape["data"], shape["fsdp"], shape["model"], devices),
+                   micro_batch_size=trainer.micro_batch_size, layout=trainer.requested_layout)
+    with targets.compiling_for(target, devices):
+        compiled = twin.lower_step(abstract(params), rows, length).compile()
+    return targets.measure(compiled, "gpu")["peak"] / 2**30
 
 
 def bench_train_step_realistic(work: dict, repeats: int) -> dict:
@@ -273,10 +300,11 @@ def bench_train_step_realistic(work: dict, repeats: int) -> dict:
     model_flops = analytic_flops(cfg, "train", lens, epochs=1)
     out["model_tflops_per_step"] = model_flops / 1e12
     for layout in batch_lib.LAYOUTS:
-        rows, length, med, gib = _time_train_layout(work, mesh, groups, prompts, layout,
-                                                    repeats)
+        rows, length, med, gib, target_gib = _time_train_layout(work, mesh, groups, prompts,
+                                                                layout, repeats)
         out[f"{layout}_shape"] = f"{rows}x{length}"
         out[f"{layout}_fit_gib"] = gib
+        out[f"{layout}_fit_target_gib"] = target_gib
         out[f"{layout}_median_s"] = med
         out[f"{layout}_tokens_per_s"] = int(lens.sum()) / med
         out[f"{layout}_mfu"] = perf.mfu(model_flops, med)

@@ -328,8 +328,12 @@ def map_rows(fn, graphdef, params, mesh: Mesh, dtype, *rows):
     `graphdef` and `params` (as stored: split over `fsdp`) gathered there in `dtype` by
     `gathered_model`. `rows` are arrays whose leading axis is the batch (split over
     ('data', 'fsdp'), `batch_sharding`), and so are fn's outputs; fn must compute each row on
-    its own (a policy's per-token log-probs do). The region is manual over the batch axes
-    only: `model` (tensor parallelism) stays with XLA's partitioner.
+    its own (a policy's per-token log-probs do). The region is manual over the whole mesh
+    (`model` = 1: each device runs the model as a single device would, which is also what
+    lets a custom-partitioned op such as cuDNN's attention compile inside it; JAX's custom
+    partitioning fails in a region manual over some axes only). With `model` > 1 (tensor
+    parallelism, left to XLA's partitioner) fn runs on the gathered model outside any manual
+    region, and its gradient sums are where the partitioner places them.
 
     A train step computes its log-probs this way so that its weight gradients are summed over
     the devices in float32: the gradient with respect to a weight gathered here is each
@@ -339,6 +343,8 @@ def map_rows(fn, graphdef, params, mesh: Mesh, dtype, *rows):
     bfloat16 model's partial gradients summed in bfloat16 (XLA:CPU promotes such a reduction
     to float32, XLA:GPU does not).
     """
+    if mesh.shape["model"] > 1:
+        return fn(gathered_model(graphdef, params, mesh, dtype), *rows)
     fsdp = mesh.shape["fsdp"] > 1
     # each weight's `fsdp` dimension by path, from the global shapes (the local shards inside
     # the region no longer show it)
@@ -352,7 +358,7 @@ def map_rows(fn, graphdef, params, mesh: Mesh, dtype, *rows):
 
     row = PartitionSpec(BATCH_AXES)
     return jax.shard_map(local, mesh=mesh, in_specs=(specs, *(row,) * len(rows)),
-                         out_specs=row, axis_names=set(BATCH_AXES), check_vma=False)(
+                         out_specs=row, check_vma=False)(
         params, *rows)
 
 
