@@ -153,6 +153,9 @@ def get_config(arg: str | None = None):
     c.compare.target = "uniform"  # reference of the paired differences and of the target
     c.compare.target_value = 0.0  # > 0: a fixed rollouts-to-target target (points on metric)
     c.compare.target_margin = 2.0  # target = compare.target's final accuracy minus this
+    # HIVE vs DS / GRESO accuracy is "equivalent" when the 90% paired interval lies in
+    # +-this many points (two one-sided tests, stats.equivalence); fixed before the runs.
+    c.compare.equivalence_margin = 1.5
     c.compare.rollout_reference = "ds"  # rollouts-to-target ratios are against this method
     c.compare.shared_start = arg == ""  # True: one warm start for every seed (the default only)
     c.compare.ablations = ml_collections.ConfigDict()  # name -> (method, ablation, question)

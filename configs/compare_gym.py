@@ -116,6 +116,9 @@ def get_config(arg: str | None = None):
     c.compare.target = "uniform"
     c.compare.target_value = 0.0  # > 0: a fixed rollouts-to-target target (points on metric)
     c.compare.target_margin = 0.0  # target = compare.target's final accuracy minus this
+    # HIVE vs DS / GRESO accuracy is "equivalent" when the 90% paired interval lies in
+    # +-this many points (two one-sided tests, stats.equivalence); fixed before the runs.
+    c.compare.equivalence_margin = 1.5
     c.compare.rollout_reference = "ds"
     c.compare.shared_start = False  # False: one warm start per seed; True: one for all seeds
     c.compare.ablations = ml_collections.ConfigDict()  # name -> (method, ablation, question)

@@ -15,7 +15,10 @@ Commands:
   bench    sync --bench_config=qwen2.5-0.5b [--repeats=N] [--json] [--workdir=DIR]
            (seconds per weight sync to `frontier-rl serve`, by phase, old path vs new)
   fit      --config=configs/scale.py:<preset> [--mesh=data=D,fsdp=F,model=M]
-           [--device=h100|h200|a100|v5e|v5p|v6e] [--json]   (memory per device, no device needed)
+           [--device=h100|h200|a100|b200|v4|v5e|v5p|v6e] [--json]
+           (memory per device, no device needed)
+           [--target=h100x8|a100-80gbx8|h200x8|b200x8|v5e-8|v5p-8|... [--hosts=N]]
+           (every program compiled by the target's own GPU / TPU compiler; exit 3: does not fit)
   export   --workdir=DIR [--step=N] --out=HF_DIR   (a Hugging Face checkpoint of the policy)
   eval     --config=configs/<exp>.py[:arg] --workdir=DIR [--step=N | --model=HF_DIR]
            (the per-benchmark table of eval.sets -> DIR/eval/<step_N|model>/eval.md, .json)

@@ -63,20 +63,29 @@ class PromptEntropy:
     def _impl(self, params, tokens, valid):
         self.compile_count += 1
         model = nnx.merge(self.graphdef, params)
-        if self.mesh is not None:  # weights gathered once, for all row groups
-            # (the whole model: for a scanned 7B at fsdp=4 x model=2 this needed 3.4 GiB less
-            # per device than sharding.gathered_model's stacked copy, by `fit`)
-            model = nnx.merge(self.graphdef,
-                              sharding.gather_params(params, self.mesh, compute_dtype(model)))
+        dtype = compute_dtype(model)
+        per_layer = self.mesh is not None and getattr(model.cfg, "scan_layers", False)
+        if self.mesh is not None and not per_layer:  # gathered once, for all row groups
+            model = nnx.merge(self.graphdef, sharding.gather_params(params, self.mesh, dtype))
+
+        def forward(tokens, valid):
+            # A scanned model gathers each layer as it runs (sharding.LayerGather), per row
+            # group: a device never holds the whole gathered model (Qwen2.5-Math-7B at fsdp=8:
+            # 15.2 GiB of bfloat16 weights beside the row group's activations, which put the
+            # pass over JAX's share of an 80 GB GPU beside SGLang, by `fit --target`).
+            m = (sharding.gathered_model(self.graphdef, params, self.mesh, dtype)
+                 if per_layer else model)
+            return self._entropy(m, tokens, valid)
+
         rows = tokens.shape[0]
         if not self.micro_batch or rows <= self.micro_batch:
-            return self._entropy(model, tokens, valid)
+            return forward(tokens, valid)
         k = rows // self.micro_batch
         parts = sharding.split_rows((tokens, valid), k)
         if self.mesh is not None:
             parts = jax.lax.with_sharding_constraint(
                 parts, sharding.stacked_batch_sharding(self.mesh))
-        return sharding.merge_rows(jax.lax.map(lambda x: self._entropy(model, *x), parts), k)
+        return sharding.merge_rows(jax.lax.map(lambda x: forward(*x), parts), k)
 
     def _entropy(self, model, tokens, valid, unroll: bool = False):
         _, entropy = sequence_logps(model, tokens, valid, chunk=self.chunk, unroll=unroll)

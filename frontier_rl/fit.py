@@ -58,7 +58,7 @@ from frontier_rl.models import ModelConfig, abstract_params, hf, presets
 # client as its memory_fraction).
 JAX_DEFAULT_MEM_FRACTION = 0.75
 TPU_USABLE = 0.9  # share of a TPU's HBM a program may plan for (runtime reservations, headroom)
-TPU_DEVICES = ("v5e", "v5p", "v6e")
+TPU_DEVICES = ("v4", "v5e", "v5p", "v6e")
 
 
 def mem_fraction(env=None) -> tuple[float, str]:
@@ -422,7 +422,8 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
         rows_ = prompts * (nn if kind in ("rollout", "update") else 1)
         calls[kind] = max(calls.get(kind, 0), rows_)
     report = {"model": config.model.preset or config.model.path or "config shape",
-              "params": mcfg.num_params(), "mesh": dict(mesh.shape), "device": device,
+              "params": mcfg.num_params(), "mesh": dict(mesh.shape),
+              "device": target.name if target is not None else device,
               "device_bytes": device_bytes, "programs": programs,
               "not_sized": not_sized, "usable_bytes": int(usable), "usable_share": share,
               "usable_source": source, "resident_optimizer_bytes_per_device": opt,

@@ -28,6 +28,7 @@ import jax
 # (substring of jax's device_kind, lower-cased; peak FLOP/s). First match wins, so the more
 # specific names come first.
 PEAK_FLOPS: tuple[tuple[str, float], ...] = (
+    ("b200", 2250e12),  # NVIDIA's HGX B200 datasheet: dense BF16 per GPU
     ("h100 pcie", 756e12),
     ("h200", 989e12),
     ("h100", 989e12),
@@ -47,6 +48,8 @@ DEVICE_BYTES: dict[str, int] = {
     "h100": 80 * 10**9,
     "h200": 141 * 10**9,
     "a100": 80 * 10**9,
+    "b200": 180 * 10**9,  # DGX B200: 1,440 GB over 8 GPUs
+    "v4": 32 * 2**30,
     "v5e": 16 * 2**30,
     "v5p": 95 * 2**30,
     "v6e": 32 * 2**30,

@@ -163,8 +163,9 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         writer.write(0, {**run_state.last_eval, **_start_metrics(task, pol.warmstart),
                          "evalset/correct_counts": list(evaluator.counts),
                          "evalset/prompt_buckets": [p.bucket for p in task.eval],
+                         "evalset/empty_buckets": list(evaluator.empty),
                          "perf/eval_time": time.perf_counter() - t0, "rollout/total": 0})
-        say(_eval_line(0, run_state.last_eval, task.buckets, config.eval.k))
+        say(_eval_line(0, run_state.last_eval, task.buckets, config.eval.k, evaluator.empty))
 
     # ======================================================================= loop
     num_steps, budget = config.rl.num_steps, config.rl.rollout_budget
@@ -226,7 +227,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
             run_state.ckpt.wait()
             raise diverged
         bar.update(step, ctx.counters["rollouts"], record["rollout/reward_mean"],
-                   run_state.last_eval, task.buckets, config.eval.k)
+                   run_state.last_eval, task.buckets, config.eval.k, evaluator.empty)
 
         # --- checkpoint, export
         preempted = preemption.requested()  # agreed by every process
@@ -243,7 +244,8 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     profile.close()
     bar.close()
     if step > start_step:
-        say(_eval_line(step, run_state.last_eval, task.buckets, config.eval.k))
+        say(_eval_line(step, run_state.last_eval, task.buckets, config.eval.k,
+                       evaluator.empty))
     run_state.ckpt.close()  # waits for the last (async) save to be complete on disk
     writer.close()
     if primary and not preempted:
@@ -268,6 +270,15 @@ def _make_task(config, say):
         log.warning("task %s: skipped %d rows without an answer", task.name, skipped)
     say(f"task {task.name}: {len(task.train)} train prompts, {len(task.eval)} eval prompts, "
         f"buckets {task.buckets}")
+    for split, consequence in (
+            ("train", "RL never draws from it"),
+            ("eval", f"its accuracy is shown as {eval_suite.NO_PROMPTS!r}, recorded as no "
+                     "metric (never 0) and left out of every average; a gym task's eval split "
+                     "drops the items also in train, which can empty a bucket of few distinct "
+                     "items")):
+        for b in task.empty_buckets(split):
+            log.warning("task %s: bucket %s has no %s prompts: %s", task.name, b, split,
+                        consequence)
     return task
 
 
@@ -487,8 +498,10 @@ def _export(config, workdir: str, graphdef, params, mcfg, tokenizer, step: int, 
         say(f"exported the policy at step {step} to {out}")
 
 
-def _eval_line(step: int, ev: dict, buckets, k: int) -> str:
-    parts = [f"{b} {ev.get(f'eval/avg@{k}/{b}', float('nan')):.1f}" for b in buckets]
+def _eval_line(step: int, ev: dict, buckets, k: int, empty) -> str:
+    """The evaluation's Avg@k per bucket; a bucket in `empty` (no eval prompts) as "no
+    prompts", never a number."""
+    parts = [f"{b} {eval_suite.bucket_accuracy(ev, b, k, empty)}" for b in buckets]
     return f"eval step {step}: avg@{k} " + " | ".join(parts)
 
 
@@ -534,10 +547,10 @@ class _progress:
             else:
                 self._bar = tqdm(total=total, initial=start, desc="rl", dynamic_ncols=True)
 
-    def update(self, step, rollouts, reward, last_eval, buckets, k):
+    def update(self, step, rollouts, reward, last_eval, buckets, k, empty):
         if self._bar is None:
             return
-        ev = "/".join(f"{last_eval.get(f'eval/avg@{k}/{b}', float('nan')):.0f}" for b in buckets)
+        ev = "/".join(eval_suite.bucket_accuracy(last_eval, b, k, empty, 0) for b in buckets)
         if self._budget:
             self._bar.set_postfix_str(f"step {step} reward {reward:+.2f} avg@{k} {ev}")
             self._bar.update(min(rollouts, self._budget) - self._bar.n)

@@ -49,10 +49,10 @@ def gpu_check_twin() -> dict:
     """launch/gpu_check.sh's prediction (bench._target_peak_gib): a train step built on this
     machine's CPU mesh, recompiled for an H100's compile-only device."""
     import numpy as np
+    from flax import nnx
 
     from frontier_rl import bench
     from frontier_rl.models import Transformer
-    from flax import nnx
 
     cfg = ModelConfig(vocab_size=64, hidden_size=256, intermediate_size=512, num_layers=2,
                       num_heads=4, num_kv_heads=2, head_dim=64, dtype="bfloat16",

@@ -197,3 +197,54 @@ def test_a_sampler_is_evaluated_at_the_parameters_given(tiny_policy, tokenizer):
     scored = [by_first_char(None, t, f) for t, f in zip(decode_responses(tokenizer, greedy),
                                                         greedy.finished, strict=True)]
     assert metrics["eval/greedy/all"] == pytest.approx(100 * np.mean(np.array(scored) == 1))
+
+
+def test_an_empty_bucket_is_no_prompts_never_zero(tokenizer, monkeypatch, caplog):
+    """A task whose bucket "c" has no eval prompt (a gym task's eval split drops the items also
+    in train, which can empty a bucket of few distinct items) and whose bucket "a" has no train
+    prompt: the start warns of both, the evaluation records no metric for "c" (not 0.0), the
+    averages pool "a" and "b" only, and "c" is printed as "no prompts" in the eval line and the
+    progress bar."""
+    import logging
+
+    import ml_collections
+
+    from frontier_rl import train
+    from frontier_rl.evaluation import suite
+    from frontier_rl.tasks import base
+
+    task = base.Task(name="gym:toy", train=[Prompt("t0", "6+6=", "12", "b"),
+                                            Prompt("t1", "7+7=", "14", "c")],
+                     eval=PROMPTS, buckets=["a", "b", "c"], verifier=verify)
+    assert task.empty_buckets("eval") == ["c"] and task.empty_buckets("train") == ["a"]
+    monkeypatch.setattr(train.tasks, "make_task", lambda name, fields, seed: task)
+    config = ml_collections.ConfigDict({"task": {"name": "gym:toy"}, "seed": 0})
+    with caplog.at_level(logging.WARNING, logger="frontier_rl"):
+        assert train._make_task(config, lambda *a, **k: None) is task
+    warned = [r.getMessage() for r in caplog.records]
+    assert any(w.startswith("task gym:toy: bucket c has no eval prompts: its accuracy is shown "
+                            "as 'no prompts'") for w in warned), warned
+    assert any(w.startswith("task gym:toy: bucket a has no train prompts") for w in warned)
+
+    eng = _engine(tokenizer)
+    eng.ensure = lambda params, step: None
+    # eval.sets makes the suite's unweighted mean over buckets, which must skip "c" too
+    cfg = ml_collections.ConfigDict(dict(k=K, temperature=0.7, top_p=0.7, top_k=-1,
+                                         greedy=True, max_new_tokens=0, every=1,
+                                         every_rollouts=0, sets={"a": "a.jsonl"}))
+    evaluator = suite.Evaluator(eng, tokenizer, task, cfg, seed=0)
+    assert evaluator.empty == ["c"]
+    metrics = evaluator.run(None, 0)
+    assert not any(key.endswith("/c") for key in metrics)  # no metric at all, so never 0.0
+    assert metrics["eval/avg@3/all"] == pytest.approx(EXPECTED["eval/avg@3/all"])
+    assert metrics["eval/avg@3/bench_mean"] == pytest.approx(
+        (EXPECTED["eval/avg@3/a"] + EXPECTED["eval/avg@3/b"]) / 2)
+    line = train._eval_line(0, metrics, task.buckets, K, evaluator.empty)
+    assert line == "eval step 0: avg@3 a 44.4 | b 50.0 | c no prompts"
+    # a resumed run before its first evaluation: nothing measured yet, "c" still has no prompts
+    assert train._eval_line(5, {}, task.buckets, K, evaluator.empty) == \
+        "eval step 5: avg@3 a nan | b nan | c no prompts"
+    bar = train._progress(True, 0, 10)
+    bar.update(1, 15, 0.5, metrics, task.buckets, K, evaluator.empty)
+    assert "avg@3 44/50/no prompts" in bar._bar.postfix
+    bar.close()

@@ -75,6 +75,8 @@ def evaluate(
     """`eval/avg@k/<bucket>`, `eval/pass@k/<bucket>`, `eval/invalid@k/<bucket>`,
     `eval/response_len/<bucket>`, `eval/greedy/<bucket>` and the same for `all`.
 
+    A bucket is one that some prompt is in: a bucket without prompts gets no metric (its
+    accuracy is undefined, never 0.0) and `all` pools the prompts there are.
     `top_k` is the sampling top-k of the k samples (-1 = off), not their count.
     With per_prompt, also the number of correct samples (of k) of each prompt, int [P]: what a
     comparison resamples for its intervals (stats.py)."""

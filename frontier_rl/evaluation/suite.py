@@ -93,6 +93,21 @@ def evaluate(sampler, params, tokenizer, task: base.Task, eval_cfg, *, seed: int
     return metrics, counts
 
 
+# How a bucket without eval prompts is shown. Its accuracy is undefined, not 0: `evaluate`
+# records no metric for it (absent from metrics.jsonl), so it is in no average either (`all`
+# pools the prompts there are, `bench_mean` the benchmarks that have prompts).
+NO_PROMPTS = "no prompts"
+
+
+def bucket_accuracy(metrics: Mapping[str, float], bucket: str, k: int, empty,
+                    digits: int = 1) -> str:
+    """A bucket's Avg@k as printed: NO_PROMPTS for a bucket in `empty` (the eval set has no
+    prompt in it), else its value ("nan" before the first evaluation of a resumed run)."""
+    if bucket in empty:
+        return NO_PROMPTS
+    return f"{metrics.get(f'eval/avg@{k}/{bucket}', float('nan')):.{digits}f}"
+
+
 class Evaluator:
     """A run's held-out evaluation: when it is due and what it measures.
 
@@ -100,12 +115,14 @@ class Evaluator:
     evaluation measures the current policy, never a stale one), evaluates `task.eval` under
     `eval_cfg` and keeps the per-prompt correct counts in `counts` (what a comparison's
     intervals are computed from). `due` is true every `eval.every` steps, each time the
-    cumulative rollouts cross a multiple of `eval.every_rollouts`, and at the last step."""
+    cumulative rollouts cross a multiple of `eval.every_rollouts`, and at the last step.
+    `empty`: the task's buckets with no eval prompt, which get no metric (NO_PROMPTS)."""
 
     def __init__(self, engine, tokenizer, task: base.Task, eval_cfg, *, seed: int):
         self.engine, self.tokenizer, self.task, self.cfg = engine, tokenizer, task, eval_cfg
         self.seed = seed
         self.counts: list[int] = []
+        self.empty = task.empty_buckets("eval")
 
     def run(self, params, step: int) -> dict[str, float]:
         from frontier_rl.errors import RunError

@@ -28,9 +28,10 @@ and the main table is printed. The compared accuracy is `compare.metric`, an eva
 the config before the runs (the frontier bucket; "all" for every eval prompt). The
 rollouts-to-target target is pre-registered too: `compare.target_value` points, or, when that
 is 0, per seed the final accuracy of `compare.target` minus `compare.target_margin` points.
-`compare.ablations`
-names (method, ablation) pairs whose paired difference the report gives as the effect of a
-mechanism, and `compare.settings_notes` the methods run at non-default settings, with why.
+So is the margin of the equivalence test of HIVE's accuracy against DS's and GRESO's,
+`compare.equivalence_margin` points (stats.equivalence). `compare.ablations` names (method,
+ablation) pairs whose paired difference the report gives as the effect of a mechanism, and
+`compare.settings_notes` the methods run at non-default settings, with why.
 
 `results.json["mechanisms"][method][counter]` holds the counter's total over seeds and its
 value per seed; `required_mechanisms` says which must be non-zero, and every (method, seed,
@@ -59,9 +60,12 @@ from frontier_rl.selection.mechanisms import required_mechanisms
 DONE = "compare_done.json"
 BUDGETS = ("rollouts", "steps")
 # Fields a `compare` section may leave out (configs written before them), with their defaults.
+# equivalence_margin: accuracy points within which the equivalence test (stats.equivalence)
+# may call two methods equal; 1.5 is below the smallest gain the papers report for a method
+# (HeaPA: +1.8 points), so "equivalent" rules out an effect of the size they claim.
 DEFAULTS = {"budget": "rollouts", "steps": 0, "target_value": 0.0, "target_margin": 0.0,
-            "shared_start": False, "ablations": {}, "settings_notes": {}, "match_rollouts": {},
-            "best_of": {}}
+            "equivalence_margin": 1.5, "shared_start": False, "ablations": {},
+            "settings_notes": {}, "match_rollouts": {}, "best_of": {}}
 
 
 @dataclasses.dataclass
@@ -147,6 +151,11 @@ def validate(config: ml_collections.ConfigDict) -> None:
         if not (_number(_get(c, field)) and _get(c, field) >= 0):
             raise config_lib.ConfigError(
                 f"compare.{field}={_get(c, field)!r} is not allowed: accuracy points >= 0")
+    delta = _get(c, "equivalence_margin")
+    if not (_number(delta) and np.isfinite(delta) and delta > 0):
+        raise config_lib.ConfigError(
+            f"compare.equivalence_margin={delta!r} is not allowed: accuracy points > 0, the "
+            "±margin within which the equivalence test calls two methods' accuracy equal")
     if not isinstance(_get(c, "shared_start"), bool):
         raise config_lib.ConfigError(
             f"compare.shared_start={_get(c, 'shared_start')!r} is not allowed: True or False")
@@ -492,6 +501,7 @@ def collect(config: ml_collections.ConfigDict, specs: list[RunSpec]) -> dict:
         "target_method": c.target, "rollout_reference": c.rollout_reference,
         "target_value": float(_get(c, "target_value")),
         "target_margin": float(_get(c, "target_margin")),
+        "equivalence_margin": float(_get(c, "equivalence_margin")),
         "methods": _csv(c.run), "seeds": seeds,
         "shared_start": _get(c, "shared_start"), "starts": starts,
         "ablations": {n: {f: a[f] for f in ("method", "ablation", "question")}

@@ -20,10 +20,15 @@ Rollouts-to-target is read off each run's accuracy curve on the primary bucket, 
 interpolated between evaluation points (stats.to_target), against a pre-registered target
 (`compare.target_value`, or per seed the reference's final accuracy minus
 `compare.target_margin`). Ratios to a reference method (reference / method, > 1 = the method
-needs less) get a t-interval on the per-seed log ratios. A run that never reaches the target is
-censored at its final rollouts (PFLOPs): its value is a lower bound, so the ratio is a bound in
-a known direction, and a verdict that the bound could fake is withheld (stats.verdict `bound`);
-a seed where neither run reaches the target is left out and counted.
+needs less) get a t-interval on the per-seed log ratios. Rollouts-to-target is only defined
+for a run that reaches the target: a run that never does is shown at its final rollouts
+(PFLOPs), a lower bound, which makes the ratio a bound (≤ or ≥), and the ratio gets no verdict,
+the report naming each arm and seed that fell short (stats.ratio_verdict).
+
+HIVE's claim is equal accuracy with fewer rollouts; its accuracy half is tested for equivalence,
+not difference: two one-sided tests at the margin `compare.equivalence_margin` (points), fixed
+in the config before the run (stats.equivalence): "equivalent within ±δ" when the 90% paired
+t-interval lies inside (−δ, δ).
 
 A best-of group (compare.best_of, two_run.py: HIVE's two-run protocol) is one row holding the
 arm with the higher mean over seeds of its final primary metric, chosen once over all seeds
@@ -151,15 +156,37 @@ def accuracy(rs: list[dict], bucket: str = "all") -> stats.Interval | None:
     return None if m is None else stats.interval(m)
 
 
-def paired(a: list[dict], b: list[dict], bucket: str = "all", point_a: int = -1,
-           point_b: int = -1) -> stats.Interval | None:
-    """Accuracy of a minus b (at eval points point_a, point_b) on their common seeds and the
-    same eval prompts: the t-interval over the per-seed differences."""
+def _paired_matrices(a: list[dict], b: list[dict], bucket: str, point_a: int, point_b: int
+                     ) -> tuple[np.ndarray, np.ndarray] | None:
+    """[seeds, prompts] accuracy of a and b (at eval points point_a, point_b) on their common
+    seeds, rows in seed order, and the same eval prompts; None if any is missing."""
     seeds = sorted({r["seed"] for r in a} & {r["seed"] for r in b})
     ma, mb = _matrix(a, seeds, point_a, bucket), _matrix(b, seeds, point_b, bucket)
     if ma is None or mb is None or ma.shape != mb.shape:
         return None
-    return stats.paired(ma, mb)
+    return ma, mb
+
+
+def paired(a: list[dict], b: list[dict], bucket: str = "all", point_a: int = -1,
+           point_b: int = -1) -> stats.Interval | None:
+    """Accuracy of a minus b (at eval points point_a, point_b) on their common seeds and the
+    same eval prompts: the t-interval over the per-seed differences."""
+    m = _paired_matrices(a, b, bucket, point_a, point_b)
+    return None if m is None else stats.paired(*m)
+
+
+def equivalence(a: list[dict], b: list[dict], bucket: str, delta: float
+                ) -> tuple[str, tuple[float, float]] | None:
+    """Final accuracy of a minus b on their common seeds: the two one-sided tests' verdict at
+    the margin ±delta points (stats.equivalence; "too few seeds for a verdict" below
+    stats.MIN_SEEDS, as every verdict of the report) and the 90% interval it is read from
+    (NaN bounds with one seed); None without per-prompt eval counts on common seeds."""
+    m = _paired_matrices(a, b, bucket, -1, -1)
+    if m is None:
+        return None
+    d = stats.seed_means(m[0]) - stats.seed_means(m[1])
+    ci90 = stats.equivalence_interval(d) if d.size >= 2 else (float("nan"), float("nan"))
+    return (stats.equivalence(d, delta) if d.size >= stats.MIN_SEEDS else stats.TOO_FEW), ci90
 
 
 def _diff_cells(d: stats.Interval | None) -> list[str]:
@@ -418,7 +445,8 @@ def _log_ratios(pairs) -> tuple[stats.Interval | None, str, int]:
     X, a lower bound on its X-to-target), which makes that seed's ratio an upper bound (method
     censored) or a lower bound (reference censored); a seed where both were censored, or one
     reached the target at x = 0, is left out. Returns (interval or None, bound, seeds left
-    out), `bound` as stats.verdict takes it."""
+    out), `bound` the way the shown ratio is a bound: "upper", "lower", "both" or "" (none).
+    A censored ratio is shown, never tested (stats.ratio_verdict)."""
     logs, upper, lower, dropped = [], False, False, 0
     for a, a_cap, b, b_cap in pairs:
         if a is None and b is None:
@@ -442,13 +470,24 @@ def _to_target_pairs(ref: list[dict], rs: list[dict], key: str, x: str) -> list[
              r["curve"][x][-1]) for r in rs if r["seed"] in by_seed]
 
 
-def _ratio_cells(iv: stats.Interval | None, bound: str, dropped: int) -> list[str]:
-    """[ratio [CI] (bound), verdict] cells."""
+def _reached(ref_name: str, ref: list[dict], name: str, rs: list[dict], key: str) -> dict:
+    """{seed: {ref_name: X-to-target, name: X-to-target}} (None = not reached) on the common
+    seeds that have a target (stats.ratio_verdict); a seed without one (its target's reference
+    did not run there) is left out of the ratio and counted, not an arm's shortfall."""
+    by_seed = {r["seed"]: r for r in ref}
+    return {r["seed"]: {ref_name: by_seed[r["seed"]][key], name: r[key]} for r in rs
+            if r["seed"] in by_seed and r.get("target") is not None}
+
+
+def _ratio_cells(iv: stats.Interval | None, bound: str, dropped: int, reached: dict
+                 ) -> list[str]:
+    """[ratio [CI] (bound), verdict] cells; `reached` as stats.ratio_verdict takes it."""
     left = f" ({dropped} seed(s) left out)" if dropped else ""
+    verdict = stats.ratio_verdict(iv, reached)
     if iv is None:
-        return ["—" + left, "no seed with a ratio"]
+        return ["—" + left, verdict]
     sign = {"upper": "≤ ", "lower": "≥ ", "both": "bounds both ways: "}.get(bound, "")
-    return [f"{sign}{iv.fmt(2)}{left}", stats.verdict(iv, bound)]
+    return [f"{sign}{iv.fmt(2)}{left}", verdict]
 
 
 def _per_seed_x(rs: list[dict], key: str, x: str) -> str:
@@ -486,7 +525,8 @@ def efficiency_table(results: dict) -> str:
             elif not by.get(other):
                 cells += ["—", f"{other} not run"]
             else:
-                cells += _ratio_cells(*_log_ratios(_to_target_pairs(by[other], rs, key, x)))
+                cells += _ratio_cells(*_log_ratios(_to_target_pairs(by[other], rs, key, x)),
+                                      _reached(other, by[other], m, rs, key))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -576,7 +616,7 @@ def claims(results: dict) -> list[dict]:
     # 1. HIVE reaches DS's accuracy with fewer rollouts (HIVE Table 1): per seed, the target is
     # DS's final accuracy on the primary bucket; ratio DS / HIVE rollouts-to-target.
     if have("hive", "ds"):
-        cells, pairs = [], []
+        cells, pairs, reached = [], [], {}
         hive = {r["seed"]: r for r in by["hive"]}
         for r_ds in by["ds"]:
             r_h, t = hive.get(r_ds["seed"]), r_ds["final"]
@@ -585,20 +625,51 @@ def claims(results: dict) -> list[dict]:
             x_ds = to_target(r_ds["curve"], t, "rollouts")
             x_h = to_target(r_h["curve"], t, "rollouts")
             pairs.append((x_ds, r_ds["curve"]["rollouts"][-1], x_h, r_h["curve"]["rollouts"][-1]))
+            reached[r_ds["seed"]] = {"ds": x_ds, "hive": x_h}
             cells.append(f"s{r_ds['seed']}: DS final {t:.1f} at {x_ds:,.0f}; HIVE "
                          + (f"{x_h:,.0f}" if x_h is not None else
                             f"not reached (> {r_h['curve']['rollouts'][-1]:,.0f})"))
-        ratio, held = _ratio_cells(*_log_ratios(pairs))
+        ratio, held = _ratio_cells(*_log_ratios(pairs), reached)
         a, b, _, note = compare("hive", "ds")
         add("HIVE reaches DS's accuracy with fewer rollouts", "HIVE Table 1", "hive, ds",
             "; ".join(cells) + f"; ratio DS / HIVE rollouts-to-target {ratio}; accuracy at the "
             f"budget: hive {a:.1f}, ds {b:.1f}", held,
             "t-interval on the per-seed log ratios; a seed where HIVE never reaches DS's final "
-            "accuracy is censored at HIVE's final rollouts (its ratio is an upper bound, so "
-            "'better' is not concluded); " + note)
+            "accuracy is shown at HIVE's final rollouts (its ratio an upper bound) and the "
+            "ratio gets no verdict; " + note)
     else:
         add("HIVE reaches DS's accuracy with fewer rollouts", "HIVE Table 1", "hive, ds",
             "not run", "n/a", "add hive and ds to compare.run")
+    # 1b. ... at equal accuracy: HIVE's final accuracy is equivalent to DS's and GRESO's, by two
+    # one-sided tests at the margin fixed before the run (a "not distinguishable" would not say
+    # it; a margin chosen after the results are seen would not test it).
+    delta = results.get("equivalence_margin")
+    for other in ("ds", "greso"):
+        claim = f"HIVE's accuracy is equivalent to {other.upper()}'s"
+        if not have("hive", other):
+            add(claim, "HIVE Table 1", f"hive, {other}", "not run", "n/a",
+                f"add hive and {other} to compare.run")
+            continue
+        a, b = mean("hive", "final"), mean(other, "final")
+        if delta is None:
+            add(claim, "HIVE Table 1", f"hive, {other}", f"final {metric}: hive {a:.1f}, "
+                f"{other} {b:.1f}", "n/a", "no equivalence margin was set before the run "
+                "(compare.equivalence_margin; these results predate it)")
+            continue
+        eq = equivalence(by["hive"], by[other], metric, delta)
+        if eq is None:
+            add(claim, "HIVE Table 1", f"hive, {other}", f"final {metric}: hive {a:.1f}, "
+                f"{other} {b:.1f}", "n/a", "no per-prompt eval counts on common seeds")
+            continue
+        v, (lo, hi) = eq
+        d = paired(by["hive"], by[other], metric)
+        ci90 = f"[{lo:+.1f}, {hi:+.1f}]" if d.n > 1 else "[—]"
+        add(claim, "HIVE Table 1", f"hive, {other}",
+            f"final {metric}: hive {a:.1f}, {other} {b:.1f}; hive - {other} = "
+            f"{d.fmt(signed=True)} points (95% CI), 90% CI {ci90}", v,
+            f"two one-sided tests at ±{delta:g} points (compare.equivalence_margin, set before "
+            f"the run): equivalent when the 90% interval lies inside (−{delta:g}, +{delta:g}); "
+            "better / worse when the 95% interval excludes 0 and equivalence is not shown")
     # 2. HIVE's zero-variance ratios are lower than DS's and GRESO's (HIVE Fig. 5).
     others = [m for m in ("ds", "greso") if by.get(m)]
     if by.get("hive") and others:
@@ -666,7 +737,8 @@ def claims(results: dict) -> list[dict]:
 
 def claims_table(results: dict) -> str:
     """One row per claim; the verdict is in the claim's direction ("better" = the claimed
-    effect is there with 95% confidence, "worse" = the opposite is)."""
+    effect is there with 95% confidence, "worse" = the opposite is); an equivalence claim's is
+    "equivalent within ±δ" when it holds (stats.equivalence)."""
     lines = ["| claim | source | measured | seeds | verdict here |", "|---|---|---|---|---|"]
     for c in claims(results):
         note = f" ({c['note']})" if c["note"] else ""
@@ -842,10 +914,12 @@ def _target_text(results: dict) -> str:
             "rollouts)\" and enters the ratio at its final rollouts (PFLOPs), a lower bound on "
             "its true cost, so the seed's ratio reference / method is an upper bound (≤, the "
             "method censored) or a lower bound (≥, the reference censored). The interval is the "
-            "t-interval of the per-seed log ratios (shown as ratios), and a verdict the bound "
-            "could fake is withheld: no \"better\" with a censored method, no \"worse\" with a "
-            "censored reference. A seed where neither run reaches the target, or one reaches "
-            "it at the start, is left out and counted.")
+            "t-interval of the per-seed log ratios (shown as ratios). Rollouts-to-target is only "
+            "defined for a run that reaches the target, so a ratio gets a verdict only when "
+            "both arms reach it in every seed; otherwise its verdict is \"no verdict\", naming "
+            "each arm and seed that fell short, and the censored ratio is shown as a bound. A "
+            "seed where neither run reaches the target, or one reaches it at the start, is left "
+            "out of the interval and counted.")
 
 
 def write(results: dict, workdir: str) -> dict:
@@ -870,7 +944,12 @@ def write(results: dict, workdir: str) -> dict:
         "interval is shown from 2 seeds on). MDD = the true difference these seeds would detect "
         "with 80% power at two-sided 5%, (t(0.975, S−1) + t(0.80, S−1)) · sd(d) / √S from the "
         "measured sd of the d_s; undefined with 1 seed. A \"not distinguishable\" with an MDD "
-        "above the effect of interest means the experiment could not have seen it.",
+        "above the effect of interest means the experiment could not have seen it."
+        + ("" if "equivalence_margin" not in results else
+           " Nor is it equivalence: a claim of equal accuracy is tested by two one-sided tests "
+           f"at ±{results['equivalence_margin']:g} points (compare.equivalence_margin, set "
+           "before the run), \"equivalent\" when the 90% paired t-interval lies inside the "
+           "margin."),
         "",
         "## Settings chosen so mechanisms fire",
         "",

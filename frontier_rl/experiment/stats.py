@@ -27,10 +27,20 @@ with 80% power, given the measured sd of the d_s,
 undefined with one seed (no sd). A "not distinguishable" next to an MDD of 10 points says the
 experiment could not have seen a 5-point effect, not that there is none.
 
+"Not distinguishable" is not "equivalent". A claim of equal accuracy (HIVE: DS's accuracy with
+fewer rollouts) is tested by two one-sided tests (TOST) at a margin delta fixed in the config
+before the run (`compare.equivalence_margin`): the difference is "equivalent within +-delta" when
+both H0: mean <= -delta and H0: mean >= +delta are rejected at 5% each, which is the same as the
+(1 - 2 * 0.05) = 90% t-interval lying inside (-delta, delta) (`equivalence`). At a true
+difference of exactly delta the test says "equivalent" in at most 5% of experiments, at any
+number of seeds >= 2.
+
 Ratios (rollouts-to-target of one method over another's) are compared on the log scale: the
 t-interval of the per-seed log ratios, reported as the geometric mean ratio with the interval's
 bounds exponentiated. Rollouts-to-target itself is read off an accuracy curve by linear
-interpolation between evaluation points (`to_target`).
+interpolation between evaluation points (`to_target`). It is only defined for a run that
+reaches the target: a ratio with any arm short of the target in any seed gets no verdict, and
+says which arm in which seed (`ratio_verdict`).
 """
 
 from __future__ import annotations
@@ -46,6 +56,11 @@ POWER = 0.80  # power at which the minimum detectable difference is stated
 MIN_SEEDS = 3  # fewer seeds give an interval but no verdict
 TOO_FEW = "too few seeds for a verdict"
 NOT_DISTINGUISHABLE = "not distinguishable at this budget"
+EQUIVALENCE_ALPHA = 1 - LEVEL  # each one-sided test of `equivalence` is at 5%
+EQUIVALENT = "equivalent within"  # + " ±<delta>"
+NOT_EQUIVALENT = "not shown equivalent"
+NO_VERDICT = "no verdict: "  # + which arm did not reach the target in which seed
+NO_RATIO = "no seed with a ratio"
 
 
 @functools.cache
@@ -149,23 +164,74 @@ def log_ratio(ratios) -> Interval:
     return seed_interval(np.log(r), log=True)
 
 
-def verdict(diff: Interval, bound: str = "") -> str:
+def verdict(diff: Interval) -> str:
     """'better' / 'worse' (the interval excludes 0, at least MIN_SEEDS seeds), else 'not
-    distinguishable at this budget', or 'too few seeds for a verdict'.
-
-    `bound` says some per-seed values are censored bounds of the truth: "upper" (the true
-    values may be lower, so 'better' is not concluded), "lower" ('worse' is not) or "both"."""
-    if bound not in ("", "upper", "lower", "both"):
-        raise ValueError(f"bound must be '', 'upper', 'lower' or 'both', got {bound!r}")
+    distinguishable at this budget', or 'too few seeds for a verdict'."""
     if diff.n < MIN_SEEDS:
         return TOO_FEW
-    if diff.lo > 0 and bound in ("", "lower"):
+    if diff.lo > 0:
         return "better"
-    if diff.hi < 0 and bound in ("", "upper"):
+    if diff.hi < 0:
         return "worse"
-    if diff.excludes_zero():
-        return NOT_DISTINGUISHABLE + " (censored seeds)"
     return NOT_DISTINGUISHABLE
+
+
+def equivalence_interval(diffs) -> tuple[float, float]:
+    """The (1 - 2 * EQUIVALENCE_ALPHA) = 90% t-interval of the mean of per-seed differences:
+    the one whose inclusion in (-delta, delta) is the two one-sided tests' rejection of both
+    H0: mean <= -delta and H0: mean >= delta at EQUIVALENCE_ALPHA each."""
+    d = np.asarray(diffs, float)
+    if d.ndim != 1 or d.size < 2 or not np.all(np.isfinite(d)):
+        raise ValueError(f"diffs must be finite per-seed differences from at least 2 seeds (an "
+                         f"equivalence test needs their spread), got {d!r}")
+    n, mean = d.size, float(d.mean())
+    half = t_quantile(1 - EQUIVALENCE_ALPHA, n - 1) * float(d.std(ddof=1)) / math.sqrt(n)
+    return mean - half, mean + half
+
+
+def equivalence(diffs, delta: float) -> str:
+    """The verdict on per-seed differences d_s (method minus comparator, in the units of
+    `delta`) against the margin delta > 0 fixed before the run:
+
+    - "equivalent within ±delta": the 90% interval (`equivalence_interval`) lies inside
+      (-delta, delta), i.e. both one-sided tests reject at 5%;
+    - else "better" / "worse": the usual LEVEL interval excludes 0 on that side;
+    - else "not shown equivalent".
+
+    Equivalence takes precedence: a difference shown both non-zero and inside the margin is
+    "equivalent", because the margin was fixed to say which differences do not matter, and the
+    claim tested (equal accuracy) holds. "better" / "worse" thus means a difference that is
+    real and not shown to be within the margin. The MIN_SEEDS rule of `verdict` is the
+    caller's: the test itself holds its 5% error rate from 2 seeds on."""
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not (
+            math.isfinite(delta) and delta > 0):
+        raise ValueError(f"delta must be a finite equivalence margin > 0, got {delta!r}")
+    lo, hi = equivalence_interval(diffs)
+    if -delta < lo and hi < delta:
+        return f"{EQUIVALENT} ±{delta:g}"
+    iv = seed_interval(diffs)
+    if iv.lo > 0:
+        return "better"
+    if iv.hi < 0:
+        return "worse"
+    return NOT_EQUIVALENT
+
+
+def ratio_verdict(ratio: Interval | None, x_to_target: dict) -> str:
+    """The verdict on a ratio of rollouts- or PFLOPs-to-target (`verdict` of its log
+    interval; NO_RATIO when no seed gave one), given every seed's X-to-target per arm
+    ({seed: {arm: X, or None when the arm did not reach the target}}): "no verdict: <arm> did
+    not reach the target in seed <s>" for each such arm and seed, in seed order, when any arm
+    fell short in any seed. A run that
+    never reaches the target has no X-to-target, only a lower bound (its final X), so that
+    seed's ratio is a bound whose size depends on where the run was stopped, not on the
+    method: it can be shown as a bound but not tested."""
+    missing = [(arm, seed) for seed in sorted(x_to_target)
+               for arm, x in x_to_target[seed].items() if x is None]
+    if missing:
+        return NO_VERDICT + "; ".join(f"{arm} did not reach the target in seed {seed}"
+                                      for arm, seed in missing)
+    return NO_RATIO if ratio is None else verdict(ratio)
 
 
 def to_target(curve: dict, target: float, x: str) -> float | None:

@@ -113,6 +113,16 @@ class Task:
                              "teach (response_template is None)")
         return self.response_template.format(answer=answer)
 
+    def empty_buckets(self, split: str) -> list[str]:
+        """The buckets with no prompt in `split` ("train" or "eval"), in bucket order. A gym
+        task's buckets come from both splits and its eval split drops every item also in
+        train, so a bucket of few distinct items (the shortest sums) can be left with no eval
+        prompts; its accuracy is then undefined, not 0 (evaluation/suite.py NO_PROMPTS)."""
+        if split not in ("train", "eval"):
+            raise ValueError(f"split must be 'train' or 'eval', got {split!r}")
+        have = {p.bucket for p in getattr(self, split)}
+        return [b for b in self.buckets if b not in have]
+
     @property
     def easy_buckets(self) -> list[str]:
         """The easier half of the buckets (at least one): the default warm-start slice, which
