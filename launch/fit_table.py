@@ -2,8 +2,8 @@
 compiled by the target's own compiler (`frontier-rl fit --target`) beside the CPU compiler's
 estimate (`frontier-rl fit --device`), at the memory fraction the launcher sets.
 
-  python launch/fit_table.py OUT_DIR [--only=SUBSTRING] [--no-cpu]   # runs what OUT_DIR lacks
-  python launch/fit_table.py OUT_DIR --render                        # the markdown table
+  python launch/fit_table.py OUT_DIR [--only=TEXT] [--compilers=target,cpu]  # what OUT_DIR lacks
+  python launch/fit_table.py OUT_DIR --render                           # the markdown table
 
 GPU rows run as launch/run_gpu.sh runs them (SGLang engine, JAX's colocated share 0.45 of each
 GPU); TPU rows as launch/tpu_pod.sh does (embedded sampler; libtpu's own usable share). Each
@@ -83,26 +83,48 @@ def _gib(n) -> str:
     return "-" if n is None else f"{n / 2**30:.1f}"
 
 
+KINDS = (("entropy", "prompt entropy"), ("logps", "log-probs"), ("train_step", "train step"),
+         ("probe", "weight-sync probe"), ("sampler", "sampler (largest)"))
+
+
 def render(out: str) -> str:
-    head = ("| config | target (budget GiB) | mesh d/f/m | program (rows x tokens) | "
-            "target peak GiB | CPU estimate GiB | fits | compile s | collectives |")
-    lines = [head, "|" + "---|" * 9]
+    """One line per (config, target): each program's peak GiB per device by the target's
+    compiler, the CPU compiler's estimate of it in brackets (largest program of each kind)."""
+    head = ("| config | target (budget GiB) | mesh d/f/m | "
+            + " | ".join(title for _, title in KINDS)
+            + " | fits | train step compile s | train step collectives |")
+    lines = [head, "|" + "---|" * (len(KINDS) + 6)]
     for config, target, _, _ in ROWS:
         rep = _load(out, config, target, "target")
         if not rep:
-            lines.append(f"| {config} | {target} | not measured | | | | | | |")
+            lines.append(f"| {config} | {target} | not measured |" + " |" * (len(KINDS) + 3))
             continue
-        cpu = {p["program"]: p for p in _load(out, config, target, "cpu").get("programs", [])}
+        cpu = _load(out, config, target, "cpu")
         mesh = "/".join(str(rep["mesh"][k]) for k in ("data", "fsdp", "model"))
-        for p in rep["programs"]:
-            coll = ", ".join(f"{k} x{v}" for k, v in
-                             (p.get("target") or {}).get("collectives", {}).items())
-            lines.append(
-                f"| {config} | {target} ({rep['usable_bytes'] / 2**30:.1f}) | {mesh} | "
-                f"{p['program']} ({p['rows']} x {p['tokens']}) | {_gib(p['bytes_per_device'])} | "
-                f"{_gib(cpu.get(p['program'], {}).get('bytes_per_device'))} | "
-                f"{'yes' if p['fits'] else 'NO'} | {p.get('compile_s', 0):.0f} | {coll} |")
+        cells = []
+        for kind, _ in KINDS:
+            got = _largest(rep, kind)
+            if got is None:
+                cells.append("-")
+                continue
+            est = _largest(cpu, kind) if cpu else None
+            value = ("fails: " + got["error"].split("\n")[0][:60] if got.get("error")
+                     else _gib(got["bytes_per_device"]))
+            cells.append(f"{value} ({_gib(est['bytes_per_device']) if est else 'n/m'})"
+                         f"{'' if got['fits'] else ' NO'}")
+        train = _largest(rep, "train_step") or {}
+        coll = ", ".join(f"{k} x{v}" for k, v in
+                         (train.get("target") or {}).get("collectives", {}).items())
+        lines.append(f"| {config} | {target} ({rep['usable_bytes'] / 2**30:.1f}) | {mesh} | "
+                     + " | ".join(cells)
+                     + f" | {'yes' if rep['fits'] else 'NO'} | {train.get('compile_s', 0):.0f} | "
+                     f"{coll} |")
     return "\n".join(lines)
+
+
+def _largest(report: dict, kind: str) -> dict | None:
+    mine = [p for p in report.get("programs", []) if p["kind"] == kind]
+    return max(mine, key=lambda p: p["bytes_per_device"] or float("inf")) if mine else None
 
 
 def _load(out, config, target, compiler) -> dict:
@@ -117,7 +139,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out")
     ap.add_argument("--only", default="", help="rows whose config@target contains this")
-    ap.add_argument("--no-cpu", action="store_true", help="skip the CPU estimates")
+    ap.add_argument("--compilers", default="target,cpu",
+                    help="which runs: target (fit --target), cpu (fit --device), or both")
     ap.add_argument("--render", action="store_true")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -127,9 +150,8 @@ def main() -> None:
     for config, target, mesh, extra in ROWS:
         if a.only and a.only not in f"{config}@{target}":
             continue
-        run_one(a.out, config, target, mesh, extra, "target")
-        if not a.no_cpu:
-            run_one(a.out, config, target, mesh, extra, "cpu")
+        for compiler in a.compilers.split(","):
+            run_one(a.out, config, target, mesh, extra, compiler)
 
 
 if __name__ == "__main__":
