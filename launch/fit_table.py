@@ -37,7 +37,11 @@ ROWS = ([(f"math_hive.py:{m}", "a100-80gbx8", "data=1,fsdp=8", SGLANG) for m in 
         + [(f"{c}.py:qwen3-8b", "h200x8", "data=1,fsdp=8", SGLANG)
            for c in ("math_grpo", "math_dapo")]
         + [(c, t, m, []) for c in ("math_hive.py:qwen2.5-math-1.5b", "math_heapa.py:qwen3-8b")
-           for t, m in (("v5e-8", "data=1,fsdp=8"), ("v5p-8", "data=1,fsdp=4"))])
+           for t, m in (("v5e-8", "data=1,fsdp=8"), ("v5p-8", "data=1,fsdp=4"))]
+        # an 8B policy's float32 weights and Adam state alone fill a v5e-8's 8 x 16 GiB: the
+        # v5e slice for it is 32 chips (micro-batches of one row per chip)
+        + [("math_heapa.py:qwen3-8b", "v5e-32", "data=1,fsdp=32",
+            ["--config.rl.micro_batch_size=32"])])
 
 
 def name(config: str, target: str, compiler: str) -> str:
