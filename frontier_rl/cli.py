@@ -214,6 +214,9 @@ def _fit_on_target(argv: list[str]) -> None:
     if target.kind == "tpu":  # no TPU VM here: keep libtpu from probing for one
         os.environ.setdefault("TPU_ACCELERATOR_TYPE", "v5litepod-8")
         os.environ.setdefault("TPU_WORKER_HOSTNAMES", "localhost")
+        # libtpu takes a machine-wide lockfile (/tmp/libtpu_lockfile) for the chips it would
+        # drive; compile-only devices drive none, so several TPU fits may run at once
+        os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
     os.environ.setdefault("FRONTIER_RL_FIT_TARGET_DEVICES", str(target.devices))
 
 

@@ -47,4 +47,5 @@ export JAX_PLATFORMS=cpu
 if [ "$KIND" = tpu ]; then
   export TPU_ACCELERATOR_TYPE="${TPU_ACCELERATOR_TYPE:-v5litepod-8}"
   export TPU_WORKER_HOSTNAMES="${TPU_WORKER_HOSTNAMES:-localhost}"
+  export ALLOW_MULTIPLE_LIBTPU_LOAD="${ALLOW_MULTIPLE_LIBTPU_LOAD:-1}"  # compile-only: no chip to lock
 fi
