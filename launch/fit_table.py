@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -112,8 +113,7 @@ def render(out: str) -> str:
                 cells.append("-")
                 continue
             est = _largest(cpu, kind) if cpu else None
-            value = ("fails: " + got["error"].split("\n")[0][:60] if got.get("error")
-                     else _gib(got["bytes_per_device"]))
+            value = _failure(got["error"]) if got.get("error") else _gib(got["bytes_per_device"])
             cells.append(f"{value} ({_gib(est['bytes_per_device']) if est else 'n/m'})"
                          f"{'' if got['fits'] else ' NO'}")
         train = _largest(rep, "train_step") or {}
@@ -124,6 +124,14 @@ def render(out: str) -> str:
                      + f" | {'yes' if rep['fits'] else 'NO'} | {train.get('compile_s', 0):.0f} | "
                      f"{coll} |")
     return "\n".join(lines)
+
+
+def _failure(error: str) -> str:
+    """A compiler's refusal in a few words (libtpu's out-of-HBM names both sizes)."""
+    m = re.search(r"temporaries \(([\d.]+)G\) exceeds available HBM \(([\d.]+)G\)", error)
+    if m:
+        return f"over HBM: {m.group(1)}G temporaries of {m.group(2)}G"
+    return "fails: " + error.split("\n")[0][:60]
 
 
 def _largest(report: dict, kind: str) -> dict | None:
