@@ -165,7 +165,7 @@ _gather.defvjp(_gather_fwd, _gather_bwd)
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2))
 def _manual_gather(x, dtype, dim: int | None):
-    """Inside `map_rows` (a region manual over the batch axes): this device's shard x of a
+    """Inside `map_rows` (a region manual over the mesh): this device's shard x of a
     weight, cast to `dtype` and all-gathered over `fsdp` along `dim` (None: not split, only
     cast). The gradient reaching it is this device's own rows' partial sum, which is cast to
     x's dtype (the float32 master weights) before it is reduce-scattered over `fsdp`: the
@@ -358,8 +358,7 @@ def map_rows(fn, graphdef, params, mesh: Mesh, dtype, *rows):
 
     row = PartitionSpec(BATCH_AXES)
     return jax.shard_map(local, mesh=mesh, in_specs=(specs, *(row,) * len(rows)),
-                         out_specs=row, check_vma=False)(
-        params, *rows)
+                         out_specs=row, check_vma=False)(params, *rows)
 
 
 def batch_sharding(mesh: Mesh) -> NamedSharding:
