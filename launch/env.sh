@@ -11,7 +11,7 @@ EXTRAS="${1:-tasks}"
 ACCEL="${FRONTIER_RL_ACCEL:-}"
 if [ -z "$ACCEL" ]; then
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-    DRIVER="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1 | cut -d. -f1)"
+    DRIVER="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | sed -n 1p | cut -d. -f1)"
     if [ "${DRIVER:-0}" -ge 580 ]; then ACCEL=gpu-cuda13; else ACCEL=gpu; fi
   elif compgen -G "/dev/accel*" >/dev/null || compgen -G "/dev/vfio/[0-9]*" >/dev/null; then
     ACCEL=tpu

@@ -78,7 +78,7 @@ PY
 # fields to change (rl.micro_batch_size, mesh.model, the fraction). FRONTIER_RL_SKIP_FIT=1
 # skips the check (e.g. a node whose GPUs the target table does not know).
 if [ "${FRONTIER_RL_SKIP_FIT:-0}" != 1 ]; then
-  GPU_NAME="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+  GPU_NAME="$(nvidia-smi --query-gpu=name --format=csv,noheader | sed -n 1p)"
   CHIP="$(python -c 'import sys; from frontier_rl.targets import gpu_name_to_target as t
 print(t(sys.argv[1]))' "$GPU_NAME")" || {
     echo "run_gpu: no compile target for '$GPU_NAME' (set FRONTIER_RL_SKIP_FIT=1 to start" \

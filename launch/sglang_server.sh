@@ -69,7 +69,7 @@ if [ -z "$CUDA" ]; then
 fi
 if [ -z "$CUDA" ]; then
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-    DRIVER="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1 | cut -d. -f1)"
+    DRIVER="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | sed -n 1p | cut -d. -f1)"
     if [ "${DRIVER:-0}" -ge 580 ]; then CUDA=13; else CUDA=12; fi
   else
     echo "sglang_server: no NVIDIA driver found (nvidia-smi); SGLang needs an NVIDIA GPU" \

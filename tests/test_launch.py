@@ -50,6 +50,18 @@ def test_launch_script_passes_shellcheck(script):
     assert r.returncode == 0, r.stdout
 
 
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_no_pipeline_stage_exits_before_its_writer(script):
+    """Under `set -o pipefail`, `cmd | head -1` fails with 141 (SIGPIPE) whenever `cmd` writes
+    after head has exited: on an 8-GPU node `nvidia-smi ... | head -1` did, at random. Take
+    the first line with a stage that reads all its input (`sed -n 1p`)."""
+    text = open(os.path.join(LAUNCH, script)).read()
+    bad = [line.strip() for line in text.splitlines()
+           if re.search(r"\|\s*(head|grep\s+-m|grep\s+-q|sed\s+-n\s*'?\d+\s*\{?\s*p\s*;\s*q)",
+                        line) and not line.lstrip().startswith("#")]
+    assert not bad, f"{script}: a pipeline stage that can exit early under pipefail: {bad}"
+
+
 def sourced_env(tmp_path, **env):
     """The environment after `source launch/env.sh tasks` (CPU, a stand-in virtualenv whose
     install stamp is present, so env.sh installs nothing)."""
