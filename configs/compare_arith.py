@@ -19,6 +19,15 @@ Args:
            heapa_childagg, ps_aug, heapa_hive; seeds 0,1,2, each with its own warm start;
            38,400 rollouts each (75 uniform steps)
   full     every registered method; seeds 0,1,2 with their own warm starts; 38,400 rollouts
+  controls what the testbed can detect: uniform, the positive control `oracle` (trains on the
+           candidates whose measured current pass rate is nearest 0.5, never 0 or 1) and the
+           negative control `oracle_negative` (only those measured at 0 or 1); seeds 0,1,2 with
+           their own warm starts, 38,400 rollouts; the report opens with the selection
+           headroom (oracle - uniform) and harm (oracle_negative - uniform), paired per seed
+  hive_steps HIVE's claim in its paper's design (HIVE Table 1): DS, GRESO and HIVE for the
+           same 50 steps from each seed's warm start (seeds 0,1,2); the rollouts each spent,
+           DS / HIVE with a paired log-ratio interval, and HIVE's accuracy against DS's by two
+           one-sided tests at compare.equivalence_margin (1.5 points, fixed here)
   smoke    two methods, one seed, on the smoke-sized task, in seconds (used by tests)
 
 Each method is a delta merged over the base config (configs/arith_grpo.py's GRPO run); the base
@@ -73,7 +82,11 @@ import ml_collections
 
 from frontier_rl import config_lib, selection
 
-ARGS = ("", "claims", "full", "smoke")
+ARGS = ("", "claims", "full", "controls", "hive_steps", "smoke")
+# The controls measure 2 B candidates per step with 8 samples each (1,024 samples beside the
+# step's 512 charged rollouts): 8 samples tell a prompt at 0 or 1 from one at 0.2 (17% of such
+# prompts still read 0) at twice the sampling of a step.
+ORACLE = {"candidates": 2, "k": 8}
 
 
 def _methods() -> ml_collections.ConfigDict:
@@ -102,6 +115,11 @@ def _methods() -> ml_collections.ConfigDict:
                                             "heapa": {"sampling": "uniform", **fair}}},
         "ps": {"selector": {"name": "ps"}},
         "ps_aug": {"selector": {"name": "ps", "ps": {"augment": True, **fair}}},
+        # controls, not methods (selection/oracle.py): each candidate's current pass rate,
+        # measured with k samples outside the budget; nearest 0.5 / only 0 or 1
+        "oracle": {"selector": {"name": "oracle", "oracle": dict(ORACLE)}},
+        "oracle_negative": {"selector": {"name": "oracle",
+                                         "oracle": {**ORACLE, "mode": "extremes"}}},
     }
     if "heapa_hive" in selection.names():
         m["heapa_hive"] = {"selector": {"name": "heapa_hive", "heapa_hive": dict(fair)}}
@@ -190,8 +208,19 @@ def get_config(arg: str | None = None):
         c.compare.run = ",".join(names)
         c.compare.seeds = "0,1,2"
     elif arg == "full":
-        c.compare.run = ",".join(c.compare.methods.keys())
+        c.compare.run = ",".join(m for m in c.compare.methods.keys()
+                                 if not m.startswith("oracle"))
         c.compare.seeds = "0,1,2"
+    elif arg == "controls":
+        c.compare.run = "uniform,oracle,oracle_negative"
+        c.compare.seeds = "0,1,2"
+    elif arg == "hive_steps":  # HIVE Table 1's design: the same steps, rollouts reported
+        c.compare.run = "ds,greso,hive"
+        c.compare.seeds = "0,1,2"
+        c.compare.budget = "steps"
+        c.compare.steps = 50
+        c.compare.evals = 5
+        c.compare.target = "ds"
     elif arg == "smoke":
         config_lib.shrink_for_smoke(c)
         c.compare.run = "uniform,hive"

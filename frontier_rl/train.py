@@ -384,6 +384,8 @@ def _rollout_metrics(ctx, groups, used: int) -> dict[str, float]:
         "rollout/effective_total": ctx.counters["effective_rollouts"],
         # responses whose answer check timed out or crashed (scored wrong), cumulative
         "rollout/verify_timeouts": ctx.counters["verify_timeouts"],
+        # samples a control arm measured pass rates with (selection/oracle.py): never charged
+        "rollout/control_samples": ctx.counters.get("control_samples", 0),
         "rollout/tokens": ctx.counters["response_tokens"],
         "perf/rollout_pflops": ctx.counters["rollout_flops"] / 1e15,
         "perf/entropy_pflops": ctx.counters["entropy_flops"] / 1e15,

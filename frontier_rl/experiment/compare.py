@@ -52,7 +52,7 @@ import time
 import ml_collections
 import numpy as np
 
-from frontier_rl import config_lib
+from frontier_rl import config_lib, selection
 from frontier_rl.experiment import report, two_run
 from frontier_rl.experiment.stats import to_target
 from frontier_rl.selection.mechanisms import required_mechanisms
@@ -367,20 +367,24 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
     """One run's curves and totals, read back from its metrics.jsonl."""
     recs = _records(spec.dir)
     steps = [r for r in recs if r["step"] > 0]
-    curve = {"step": [], "rollouts": [], "pflops": [], "pflops_formula": [], "metric": [],
-             "buckets": {}, "correct_counts": []}
+    curve = {"step": [], "rollouts": [], "pflops": [], "pflops_formula": [], "updates": [],
+             "metric": [], "buckets": {}, "correct_counts": []}
     last_r = last_p = last_pf = 0.0
+    per_step = spec.config.rl.epochs * spec.config.rl.minibatches
+    skipped = 0
     for r in recs:
         if "rollout/total" in r:
             last_r = r["rollout/total"]
             if r["step"] > 0:
                 last_p, last_pf = _pflops(r)
+                skipped += int(r.get("train/skipped_updates", 0))
         key = f"eval/avg@{k}/{metric}"
         if key in r:
             curve["step"].append(r["step"])
             curve["rollouts"].append(float(last_r))
             curve["pflops"].append(last_p)
             curve["pflops_formula"].append(last_pf)
+            curve["updates"].append(r["step"] * per_step - skipped)  # optimizer updates
             curve["metric"].append(float(r[key]))
             for b in (x.split("/")[-1] for x in r if x.startswith(f"eval/avg@{k}/")):
                 curve["buckets"].setdefault(b, []).append(float(r[f"eval/avg@{k}/{b}"]))
@@ -491,7 +495,10 @@ def collect(config: ml_collections.ConfigDict, specs: list[RunSpec]) -> dict:
     seeds = [int(s) for s in _csv(c.seeds)]
     starts = {str(s): next((r["start"] for r in runs if r["seed"] == s and r["start"]), {})
               for s in seeds}
-    return {
+    results = {
+        # control arm -> "positive" / "negative" (selection/oracle.py): never a method
+        "controls": {s.method: _control_kind(s.config) for s in specs
+                     if selection.is_control(s.config.selector.name)},
         "mechanisms": mechanisms,  # method -> counter -> {"total", "per_seed": {seed: value}}
         "mechanisms_required": {r["method"]: r["mechanisms_required"] for r in runs},
         "mechanisms_missing": missing,  # [method, seed, counter] left at zero in that run
@@ -517,3 +524,15 @@ def collect(config: ml_collections.ConfigDict, specs: list[RunSpec]) -> dict:
         "group_size": specs[0].config.rl.group_size, "batch_size": specs[0].config.rl.batch_size,
         "runs": runs,
     }
+    # headroom (positive control - reference) and harm (negative - reference), paired per seed
+    results["control_effects"] = report.control_effects(results)
+    # seeds for 80% power to see each paper's reported effect at the spread measured here
+    results["power"] = report.power_rows(results)
+    return results
+
+
+def _control_kind(cfg: ml_collections.ConfigDict) -> str:
+    """A control arm's kind from its selector's mode: "positive" (frontier) or "negative"."""
+    name = cfg.selector.name
+    mode = cfg.selector[name].get("mode", "frontier") if name in cfg.selector else "frontier"
+    return "positive" if mode == "frontier" else "negative"

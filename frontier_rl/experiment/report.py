@@ -203,13 +203,17 @@ def _acc_cell(rs: list[dict], bucket: str) -> str:
     return _fmt([r["final_buckets"].get(bucket) for r in rs])  # no per-prompt counts
 
 
-def main_table(results: dict) -> str:
+def main_table(results: dict, controls: bool = False) -> str:
     """Per method: budget spent (steps, optimizer updates, rollouts, PFLOPs), accuracy on the
     primary bucket with its interval, the paired difference to the reference with verdict and
-    MDD, the same on "all" when the primary is a bucket, and the rolled-out groups' shares."""
+    MDD, the same on "all" when the primary is a bucket, and the rolled-out groups' shares.
+    The control arms (`results["controls"]`) are never rows here; controls=True gives their
+    table instead (the reference first, then the controls)."""
     k, metric = results["k"], _primary(results)
-    by = _by_method(results)
     ref = results["target_method"]
+    ctl = _controls(results)
+    by = {m: rs for m, rs in _by_method(results).items()
+          if (m in ctl or m == ref if controls else m not in ctl)}
     pooled = [] if metric == "all" else ["all"]
     head = (f"| method | seeds | steps | updates | rollouts | PFLOPs | Avg@{k} {metric} "
             f"[95% CI] | vs {ref} [95% CI] | verdict | MDD (80% power) | "
@@ -237,6 +241,105 @@ def main_table(results: dict) -> str:
     if results.get("best_of"):
         lines += ["", "† " + SELECTION_NOTE]
     return "\n".join(lines)
+
+
+def _controls(results: dict) -> dict[str, str]:
+    """Control arm -> "positive" / "negative" (selection/oracle.py); empty without controls."""
+    return dict(results.get("controls") or {})
+
+
+EFFECT_OF = {"positive": "headroom", "negative": "harm"}
+
+
+def control_effects(results: dict) -> dict[str, dict]:
+    """The testbed's selection **headroom** (positive control minus the reference) and **harm**
+    (negative control minus the reference) on the primary bucket, paired per seed: mean, 95%
+    interval, sd of the per-seed differences, MDD, verdict and the seeds a paired design needs
+    for 80% power at the measured effect and spread. Keyed "headroom" / "harm" (with the
+    control's name when a kind has several arms)."""
+    by = _by_method(results, groups=False)
+    ref, metric = results["target_method"], _primary(results)
+    out: dict[str, dict] = {}
+    kinds = list(_controls(results).values())
+    for m, kind in _controls(results).items():
+        name = EFFECT_OF[kind] if kinds.count(kind) == 1 else f"{EFFECT_OF[kind]} ({m})"
+        entry = {"control": m, "kind": kind, "reference": ref, "bucket": metric}
+        d = paired(by.get(m, []), by.get(ref, []), metric) if by.get(m) and by.get(ref) else None
+        if d is None:
+            entry["verdict"] = "not measured (control or reference missing)"
+        else:
+            entry.update(mean=d.mean, lo=d.lo, hi=d.hi, n=d.n, sd=d.sd, mdd=d.mdd(),
+                         verdict=stats.verdict(d),
+                         seeds_for_80_power=(stats.seeds_for_power(d.mean, d.sd)
+                                             if d.n >= 2 else None))
+        out[name] = entry
+    return out
+
+
+def _effect_text(e: dict) -> str:
+    if "mean" not in e:
+        return e["verdict"]
+    return stats.Interval(e["mean"], e["lo"], e["hi"], e["n"], e["sd"]).fmt(signed=True)
+
+
+def controls_table(results: dict) -> str:
+    """Headroom and harm, one row each."""
+    lines = ["| effect | control − reference | paired difference [95% CI] | verdict | "
+             "MDD (80% power) | seeds for 80% power at this effect |", "|---|---|---|---|---|---|"]
+    for name, e in control_effects(results).items():
+        mdd = "—" if e.get("mdd") is None else f"{e['mdd']:.1f}"
+        need = e.get("seeds_for_80_power")
+        need = "—" if "mean" not in e else (
+            f"> {stats.MAX_SEEDS}" if need is None else str(need))
+        lines.append(f"| {name} | {e['control']} − {e['reference']} | {_effect_text(e)} | "
+                     f"{e['verdict']} | {mdd} | {need} |")
+    return "\n".join(lines)
+
+
+def controls_text(results: dict) -> str:
+    """What the other verdicts can mean given the headroom and harm, in words."""
+    eff = control_effects(results)
+    metric = _primary(results)
+    head = next((e for e in eff.values() if e["kind"] == "positive"), None)
+    harm = next((e for e in eff.values() if e["kind"] == "negative"), None)
+    out = []
+    if head is None or "mean" not in head:
+        out.append("No positive control was run, so nothing here shows that prompt selection "
+                   "could have moved the primary metric at this budget: a \"not "
+                   "distinguishable\" below is uninformative by itself (run the `:controls` "
+                   "preset on the same budget, pool and seeds).")
+    elif head["verdict"] == "better":
+        out.append(
+            f"Knowing each prompt's current pass rate buys {_effect_text(head)} points on "
+            f"`{metric}` at this budget: the testbed responds to selection, and the headroom is "
+            "the most a selection method could have gained here. A method \"not "
+            "distinguishable\" from the reference is informative up to its MDD: it rules out "
+            "effects above the MDD, not below; an MDD near or above the headroom means the "
+            "design could not have told the method from the ceiling.")
+    else:
+        need = head.get("seeds_for_80_power")
+        need_txt = (f"about {need} seeds would detect it with 80% power" if need else
+                    f"no seed count up to {stats.MAX_SEEDS} would detect it")
+        out.append(
+            f"The selection headroom ({_effect_text(head)} points on `{metric}`) is not "
+            "distinguishable from 0: even an oracle that knows each prompt's current pass rate "
+            "could not be shown to beat the reference at this budget, pool and seed count, so "
+            "**every null verdict in this report is uninformative** (it would have been null "
+            "whatever the method did). At the measured per-seed spread "
+            f"(sd {head['sd']:.2f}) and headroom, {need_txt}; a larger budget (more updates "
+            "for selection to compound) or a pool with more prompts at the policy's frontier "
+            "widens the headroom itself.")
+    if harm is not None and "mean" in harm:
+        if harm["verdict"] == "worse":
+            out.append(f"Training only on prompts measured at pass rate 0 or 1 costs "
+                       f"{_effect_text(harm)} points: the instrument sees harm, so a method "
+                       "that wasted its rollouts on zero-variance prompts would show as worse.")
+        else:
+            out.append(f"The harm of training only on prompts measured at 0 or 1 "
+                       f"({_effect_text(harm)} points) is not distinguishable from 0 at this "
+                       "budget: the policy moves little in this many steps whatever it trains "
+                       "on, so the budget, not the method, bounds what can be seen.")
+    return " ".join(out)
 
 
 BIAS_NOTE = ("Taking the better of several noisy runs favours the group (a selection effect, "
@@ -640,6 +743,28 @@ def claims(results: dict) -> list[dict]:
     else:
         add("HIVE reaches DS's accuracy with fewer rollouts", "HIVE Table 1", "hive, ds",
             "not run", "n/a", "add hive and ds to compare.run")
+    # 1a. The papers' own design (HIVE Table 1: DS, GRESO, HIVE for the same steps): at matched
+    # steps, the rollouts each spent; DS / HIVE (and GRESO / HIVE) as a ratio, t-interval on
+    # the per-seed log ratios.
+    for other in ("ds", "greso"):
+        claim = f"HIVE spends fewer rollouts than {other.upper()} at matched steps"
+        if results.get("budget_kind") != "steps":
+            add(claim, "HIVE Table 1", f"hive, {other}", "not measured: this comparison "
+                "matched rollouts", "n/a", "the papers' design matches steps: run with "
+                "compare.budget=steps (configs/compare_arith.py:hive_steps)")
+            continue
+        if not have("hive", other):
+            add(claim, "HIVE Table 1", f"hive, {other}", "not run", "n/a",
+                f"add hive and {other} to compare.run")
+            continue
+        iv, per_seed = rollout_ratio(by[other], by["hive"])
+        if iv is None:
+            add(claim, "HIVE Table 1", f"hive, {other}", "no common seeds", "n/a")
+            continue
+        add(claim, "HIVE Table 1", f"hive, {other}",
+            f"{per_seed}; {other} / hive = {iv.fmt(2)} (95% CI, geometric mean over seeds)",
+            stats.verdict(iv), "paired per seed at the same steps; t-interval on the per-seed "
+            "log ratios; the paper reports 2.45x fewer rollouts than DS at 1.5B")
     # 1b. ... at equal accuracy: HIVE's final accuracy is equivalent to DS's and GRESO's, by two
     # one-sided tests at the margin fixed before the run (a "not distinguishable" would not say
     # it; a margin chosen after the results are seen would not test it).
@@ -735,6 +860,77 @@ def claims(results: dict) -> list[dict]:
     return out
 
 
+def rollout_ratio(ref: list[dict], rs: list[dict]) -> tuple[stats.Interval | None, str]:
+    """Rollouts spent by `ref` over those spent by `rs`, paired per seed (the t-interval of the
+    per-seed log ratios, stats.log_ratio), and the per-seed figures as text."""
+    by_seed = {r["seed"]: r for r in ref}
+    pairs = [(r["seed"], by_seed[r["seed"]]["rollouts"], r["rollouts"]) for r in rs
+             if r["seed"] in by_seed and r["rollouts"] > 0 and by_seed[r["seed"]]["rollouts"] > 0]
+    if not pairs:
+        return None, ""
+    text = "; ".join(f"s{s}: {a:,} vs {b:,} at {by_seed[s]['steps']} steps" for s, a, b in pairs)
+    return stats.log_ratio([a / b for _, a, b in pairs]), text
+
+
+# The effects the papers report, for the power analysis: (claim, source, arms (method,
+# comparator), what is compared, the effect(s)). Points on the primary metric; "ratio" is a
+# factor on rollouts (comparator / method).
+PAPER_EFFECTS = (
+    ("HeaPA beats uniform GRPO", "HeaPA Tables 1-2 (Qwen3 0.6B-8B)", ("heapa", "uniform"),
+     "points", (1.8, 7.2)),
+    ("HIVE needs fewer rollouts than DS", "HIVE Table 1 (1.5B)", ("hive", "ds"), "ratio",
+     (2.45,)),
+)
+
+
+def power_rows(results: dict) -> list[dict]:
+    """Per paper claim: the seeds a paired design needs for 80% power to detect the effect the
+    paper reports (stats.seeds_for_power), at the per-seed spread measured here (accuracy
+    differences in points; for the rollout ratio, the per-seed log ratios: at matched steps the
+    rollouts spent, else rollouts-to-target)."""
+    by = _by_method(results)
+    metric = _primary(results)
+    steps = results.get("budget_kind") == "steps"
+    out = []
+    for claim, source, (a, b), unit, effects in PAPER_EFFECTS:
+        row = {"claim": claim, "source": source, "arms": [a, b], "unit": unit,
+               "paper_effects": list(effects), "sd": None, "n": 0, "seeds_needed": {}}
+        if by.get(a) and by.get(b):
+            if unit == "points":
+                d = paired(by[a], by[b], metric)
+            elif steps:
+                d = rollout_ratio(by[b], by[a])[0]
+            else:
+                d = _log_ratios(_to_target_pairs(by[b], by[a], "rollouts_to_target",
+                                                 "rollouts"))[0]
+            if d is not None and d.n >= 2 and math.isfinite(d.sd):
+                row["sd"], row["n"] = d.sd, d.n
+                row["seeds_needed"] = {
+                    str(e): stats.seeds_for_power(math.log(e) if unit == "ratio" else e, d.sd)
+                    for e in effects}
+        out.append(row)
+    return out
+
+
+def power_table(results: dict) -> str:
+    """power_rows as a table."""
+    lines = ["| claim | paper's effect | arms | per-seed sd here | seeds for 80% power |",
+             "|---|---|---|---|---|"]
+    for r in power_rows(results):
+        fx = ", ".join((f"{e:g}x" if r["unit"] == "ratio" else f"+{e:g} points")
+                       for e in r["paper_effects"])
+        if r["sd"] is None:
+            sd, need = "not measured (arms not run on ≥ 2 common seeds)", "—"
+        else:
+            sd = (f"{r['sd']:.3f} (log ratio, {r['n']} seeds)" if r["unit"] == "ratio"
+                  else f"{r['sd']:.2f} points ({r['n']} seeds)")
+            need = ", ".join(f"{e}: " + (str(v) if v is not None else f"> {stats.MAX_SEEDS}")
+                             for e, v in r["seeds_needed"].items())
+        lines.append(f"| {r['claim']} ({r['source']}) | {fx} | {' vs '.join(r['arms'])} | "
+                     f"{sd} | {need} |")
+    return "\n".join(lines)
+
+
 def claims_table(results: dict) -> str:
     """One row per claim; the verdict is in the claim's direction ("better" = the claimed
     effect is there with 95% confidence, "worse" = the opposite is); an equivalence claim's is
@@ -779,19 +975,31 @@ def plots(results: dict, out_dir: str) -> list[str]:
 
     for x, label, name in (("rollouts", "cumulative rollouts", "accuracy_vs_rollouts.png"),
                            ("pflops", "cumulative PFLOPs (cost analysis)",
-                            "accuracy_vs_pflops.png")):
+                            "accuracy_vs_pflops.png"),
+                           ("updates", "optimizer updates", "accuracy_vs_updates.png")):
+        if not all(r["curve"].get(x) for rs in by.values() for r in rs):
+            continue  # results written before the curve had this axis
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
         for m, rs in by.items():
-            for i, r in enumerate(rs):
-                ax.plot(r["curve"][x], r["curve"]["metric"], color=colors[m], alpha=0.9,
-                        marker="o", ms=3, label=m if i == 0 else None)
+            for r in rs:  # each seed, thin
+                ax.plot(r["curve"][x], r["curve"]["metric"], color=colors[m], alpha=0.35,
+                        lw=0.8)
+            band = mean_band([(r["curve"][x], r["curve"]["metric"]) for r in rs])
+            if band is not None:
+                gx, mean, lo, hi = band
+                ax.plot(gx, mean, color=colors[m], lw=2,
+                        label=f"{m} (mean of {len(rs)} seeds)")
+                if len(rs) > 1:
+                    ax.fill_between(gx, lo, hi, color=colors[m], alpha=0.18, lw=0)
         t = [r["target"] for r in results["runs"] if r.get("target") is not None]
         if t:
             ax.axhline(float(np.mean(t)), color="gray", ls="--", lw=1,
                        label="target (mean over seeds)")
         ax.set_xlabel(label)
         ax.set_ylabel(f"held-out Avg@{k} ({metric})")
-        ax.legend(fontsize=8)
+        ax.set_title("thin: each seed; thick: mean; band: 95% t-interval over seeds",
+                     fontsize=8)
+        ax.legend(fontsize=7)
         save(fig, name)
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
@@ -840,6 +1048,28 @@ def plots(results: dict, out_dir: str) -> list[str]:
         ax.legend(fontsize=8)
         save(fig, "augmented_vs_seed_reward.png")
     return written
+
+
+def mean_band(curves: list[tuple], points: int = 50):
+    """Curves [(x, y)] of the seeds of one arm on a common x grid: (grid, mean, lo, hi), the
+    mean over seeds with its 95% t-interval at each grid point (lo = hi = mean with one seed).
+    The grid spans the x every seed reached (0 to the smallest final x), each seed linearly
+    interpolated between its evaluations; None when the curves share no span."""
+    curves = [(np.asarray(x, float), np.asarray(y, float)) for x, y in curves if len(x)]
+    if not curves:
+        return None
+    lo_x = max(float(x[0]) for x, _ in curves)
+    hi_x = min(float(x[-1]) for x, _ in curves)
+    if hi_x <= lo_x:
+        return None
+    grid = np.linspace(lo_x, hi_x, points)
+    ys = np.stack([np.interp(grid, x, y) for x, y in curves])
+    mean = ys.mean(axis=0)
+    if ys.shape[0] < 2:
+        return grid, mean, mean, mean
+    half = stats.t_quantile(1 - (1 - stats.LEVEL) / 2, ys.shape[0] - 1) * ys.std(
+        axis=0, ddof=1) / math.sqrt(ys.shape[0])
+    return grid, mean, mean - half, mean + half
 
 
 def _smooth(y, w: int = 10) -> np.ndarray:
@@ -931,6 +1161,19 @@ def write(results: dict, workdir: str) -> dict:
         "",
         _budget_text(results) + f"; seeds {results['seeds']}.",
         "",
+        "## What this testbed can detect (controls)",
+        "",
+        "Control arms are not methods: the positive control (`oracle`) trains on the candidates "
+        "whose **current** pass rate, measured each step with samples charged to no budget, is "
+        "nearest 0.5 (never 0 or 1); the negative control (`oracle_negative`) only on those "
+        "measured at 0 or 1. Headroom = positive − reference and harm = negative − reference, "
+        f"on `{metric}`, paired per seed (95% t-intervals). Neither ever appears in the main "
+        "table or the claims.",
+        "",
+        *([controls_table(results), "", main_table(results, controls=True), ""]
+          if _controls(results) else []),
+        controls_text(results),
+        "",
         f"Primary metric: held-out Avg@{k} on `{metric}` (at the eval temperature/top-p), the "
         "bucket pre-registered in the config (compare.metric)"
         + ("." if metric == "all" else "; `all` (every eval prompt) is secondary."),
@@ -1016,6 +1259,14 @@ def write(results: dict, workdir: str) -> dict:
         "## The papers' claims, measured here",
         "",
         claims_table(results),
+        "",
+        "## Power: seeds needed to see the papers' effects here",
+        "",
+        "For each claim, the number of seeds a paired design needs to detect the effect the "
+        "paper reports with 80% power (two-sided 5%), at the per-seed spread measured in this "
+        "comparison: (t(0.975, S−1) + t(0.80, S−1)) · sd / √S ≤ effect, solved for S.",
+        "",
+        power_table(results),
         "",
     ]
     text = "\n".join(lines)

@@ -119,6 +119,28 @@ class Interval:
         return f"{math.exp(d):.{digits}f}x" if self.log else f"{d:.{digits}f}"
 
 
+MAX_SEEDS = 1000  # seeds_for_power gives up beyond this
+
+
+def seeds_for_power(effect: float, sd: float, power: float = POWER) -> int | None:
+    """The fewest seeds S >= 2 whose paired design detects a true difference `effect` with
+    `power` at two-sided 1 - LEVEL, at per-seed sd `sd` of the differences: the smallest S with
+    (t_{1-(1-LEVEL)/2, S-1} + t_{power, S-1}) * sd / sqrt(S) <= |effect| (the MDD formula
+    solved for S). None when no S up to MAX_SEEDS does (or effect is 0 / not finite)."""
+    effect, sd = abs(float(effect)), float(sd)
+    if not (math.isfinite(effect) and math.isfinite(sd)) or sd < 0:
+        raise ValueError(f"seeds_for_power needs a finite effect and sd >= 0, got {effect}, {sd}")
+    if effect == 0:
+        return None
+    if sd == 0:
+        return 2
+    for n in range(2, MAX_SEEDS + 1):
+        q = t_quantile(1 - (1 - LEVEL) / 2, n - 1) + t_quantile(power, n - 1)
+        if q * sd / math.sqrt(n) <= effect:
+            return n
+    return None
+
+
 def seed_interval(values, *, log: bool = False) -> Interval:
     """Mean of per-seed values with its t-interval (S - 1 degrees of freedom)."""
     v = np.asarray(values, float)

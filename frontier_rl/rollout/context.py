@@ -21,7 +21,7 @@ from frontier_rl.selection.base import REWARD_CORRECT, REWARD_INVALID, REWARD_WR
 
 COUNTERS = ("rollouts", "response_tokens", "prompt_tokens", "entropy_prompts", "entropy_tokens",
             "generated_texts", "rollout_flops", "entropy_flops", "effective_rollouts",
-            "verify_timeouts")
+            "verify_timeouts", "control_samples")
 
 
 class PolicyContext:
@@ -120,10 +120,8 @@ class PolicyContext:
             self._ids[index] = ids
         return ids
 
-    def rollout(self, indices: Sequence[int], n: int) -> list[Group]:
-        indices = [int(i) for i in indices]
-        if not indices:
-            return []
+    def _sample(self, indices: list[int], n: int):
+        """n scored samples of each prompt: (ids, result, texts, outcomes [rows*n] int8)."""
         ids = [self.encode(i) for i in indices]
         t0 = time.perf_counter()
         res = engine_lib.generate(self.engine, self.params, ids, n, engine_lib.Sampling(
@@ -145,9 +143,16 @@ class PolicyContext:
             outcomes = np.asarray(outcomes, np.int8)
         outcomes, timeouts = distributed.broadcast_object((outcomes, int(timeouts)))
         self.counters["verify_timeouts"] += timeouts
-        rewards = self.shape_rewards(outcomes.astype(np.float32), res.lengths)
         self.timers["generate"] += t1 - t0
         self.timers["verify"] += time.perf_counter() - t1
+        return ids, res, texts, outcomes
+
+    def rollout(self, indices: Sequence[int], n: int) -> list[Group]:
+        indices = [int(i) for i in indices]
+        if not indices:
+            return []
+        ids, res, texts, outcomes = self._sample(indices, n)
+        rewards = self.shape_rewards(outcomes.astype(np.float32), res.lengths)
         self.counters["rollouts"] += len(texts)
         self.counters["response_tokens"] += int(res.lengths.sum())
         self.counters["prompt_tokens"] += n * sum(len(x) for x in ids)
@@ -166,6 +171,17 @@ class PolicyContext:
                 tokens=res.tokens[s], logps=res.logps[s], texts=texts[s]))
         self.rolled.add(outcomes.reshape(len(indices), n))
         return groups
+
+    def pass_rates(self, indices: Sequence[int], k: int) -> np.ndarray:
+        """Each prompt's current pass rate from k samples, for control arms: sampled and
+        verified as rollouts are, but counted in `control_samples`, never in `rollouts` or the
+        FLOPs budget (the measurement is the control's privilege, reported apart)."""
+        indices = [int(i) for i in indices]
+        if not indices:
+            return np.zeros(0, np.float64)
+        _, _, texts, outcomes = self._sample(indices, k)
+        self.counters["control_samples"] += len(texts)
+        return (outcomes.reshape(len(indices), k) == REWARD_CORRECT).mean(axis=1)
 
     def prompt_entropy(self, indices: Sequence[int]) -> np.ndarray:
         if self._entropy_fn is None:

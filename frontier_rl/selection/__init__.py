@@ -6,6 +6,7 @@ from frontier_rl.selection import (
     heapa,  # noqa: F401  (registers "heapa" and "ps")
     heapa_hive,  # noqa: F401  (registers "heapa_hive")
     hive,  # noqa: F401  (registers "hive")
+    oracle,  # noqa: F401  (registers the control "oracle")
     pcl,  # noqa: F401  (registers "pcl")
     prefilter,  # noqa: F401  (registers "prefilter")
     reinforce_ada,  # noqa: F401  (registers "reinforce_ada")
@@ -16,10 +17,12 @@ from frontier_rl.selection.base import (
     Selector,
     StepContext,
     defaults,
+    is_control,
     make,
     names,
     register,
     validate,
 )
 
-__all__ = ["Group", "Selector", "StepContext", "defaults", "make", "names", "register", "validate"]
+__all__ = ["Group", "Selector", "StepContext", "defaults", "is_control", "make", "names",
+           "register", "validate"]

@@ -90,6 +90,12 @@ class StepContext(Protocol):
 
     def prompt_entropy(self, indices: Sequence[int]) -> np.ndarray: ...
 
+    def pass_rates(self, indices: Sequence[int], k: int) -> np.ndarray:
+        """Each prompt's current pass rate, for control arms only (selection/oracle.py): k
+        samples each, or the exact probability where the context knows it. Never charged to
+        the rollout budget; counted apart in `counters["control_samples"]`."""
+        ...
+
     def generate(self, texts: Sequence[str], *, max_new_tokens: int, temperature: float,
                  stop: Sequence[str] = ()) -> list[str]: ...
 
@@ -132,25 +138,28 @@ class Entry:
     factory: SelectorFactory
     defaults: dict  # config.selector.<name>.<field> defaults (paper symbols in the comments)
     validate: Callable[[Any], None] | None  # raises ValueError naming selector.<name>.<field>
+    control: bool = False  # a control arm (reads measured pass rates), never a method
 
 
 _REGISTRY: dict[str, Entry] = {}
 
 
 def register(name: str, *, defaults: dict | None = None,
-             validate: Callable[[Any], None] | None = None
+             validate: Callable[[Any], None] | None = None, control: bool = False
              ) -> Callable[[SelectorFactory], SelectorFactory]:
     """Class decorator: makes a selector available as `config.selector.name = name`.
 
     `defaults` become the config section `config.selector.<name>` (so every field can be
     overridden from the command line); `validate(section)` checks it before anything compiles.
-    The factory is called as `factory(section, num_prompts=..., seed=...)`.
+    The factory is called as `factory(section, num_prompts=..., seed=...)`. `control=True`
+    marks a control arm (it reads `ctx.pass_rates`): reports show it in the controls table,
+    never among the methods whose claims are tested.
     """
 
     def wrap(factory: SelectorFactory) -> SelectorFactory:
         if name in _REGISTRY:
             raise ValueError(f"selector {name!r} is registered twice")
-        _REGISTRY[name] = Entry(factory, dict(defaults or {}), validate)
+        _REGISTRY[name] = Entry(factory, dict(defaults or {}), validate, control)
         return factory
 
     return wrap
@@ -158,6 +167,11 @@ def register(name: str, *, defaults: dict | None = None,
 
 def names() -> list[str]:
     return sorted(_REGISTRY)
+
+
+def is_control(name: str) -> bool:
+    """Whether the selector registered as `name` is a control arm (selection/oracle.py)."""
+    return name in _REGISTRY and _REGISTRY[name].control
 
 
 def defaults(name: str) -> dict:

@@ -25,7 +25,8 @@ import numpy as np
 
 from frontier_rl.selection.base import REWARD_CORRECT, REWARD_INVALID, REWARD_WRONG, Group
 
-COUNTERS = ("rollouts", "response_tokens", "prompt_tokens", "entropy_prompts", "generated_texts")
+COUNTERS = ("rollouts", "response_tokens", "prompt_tokens", "entropy_prompts", "generated_texts",
+            "control_samples")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,6 +172,14 @@ class ScriptedContext:
         self.counters["response_tokens"] += int(idx.size) * n * 4
         self.time_in_s += time.perf_counter() - t0
         return groups
+
+    def pass_rates(self, indices: Sequence[int], k: int = 0) -> np.ndarray:
+        """The scripted pass rate of each prompt, exact (control arms; never charged)."""
+        idx = np.asarray([int(i) for i in indices], np.int64)
+        if self.record_calls:
+            self.calls.append(("pass_rates", idx.tolist(), k))
+        self.counters["control_samples"] += int(idx.size)
+        return np.asarray(self.p[idx], np.float64)
 
     def prompt_entropy(self, indices: Sequence[int]) -> np.ndarray:
         t0 = time.perf_counter()

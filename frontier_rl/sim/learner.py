@@ -82,7 +82,7 @@ from frontier_rl.selection.heapa.augment import arith_difficulty, is_arith_promp
 from frontier_rl.tasks import arith
 
 COUNTERS = ("rollouts", "response_tokens", "prompt_tokens", "entropy_prompts", "entropy_tokens",
-            "generated_texts")
+            "generated_texts", "control_samples")
 
 MODEL_DEFAULTS = dict(
     # Difficulty mixture of the training pool and the held-out set (one entry per band).
@@ -452,6 +452,15 @@ class SimContext:
         st["hard"] += int((outcomes == REWARD_WRONG).all(axis=1).sum())
         self.time_in_s += time.perf_counter() - t0
         return groups
+
+    def pass_rates(self, indices: Sequence[int], k: int = 0) -> np.ndarray:
+        """The exact current pass rate p_i of each prompt (control arms; k is not needed here):
+        free, never charged, counted in `control_samples` as one per prompt."""
+        idx = np.asarray(indices, np.int64).reshape(-1)
+        if idx.size and (idx.min() < 0 or idx.max() >= self.size):
+            raise IndexError(f"prompt index out of range [0, {self.size})")
+        self.counters["control_samples"] += int(idx.size)
+        return self.success(idx)
 
     def prompt_entropy(self, indices: Sequence[int]) -> np.ndarray:
         t0 = time.perf_counter()

@@ -1,0 +1,481 @@
+"""Controls and HIVE vs DS on the synthetic learner, paired per seed at matched steps.
+
+    frontier-rl sim --config=configs/sim_controls.py --workdir=runs/sim_controls
+
+On the synthetic learner every prompt's current pass rate is known exactly
+(`SimContext.pass_rates`), so the control arms of selection/oracle.py cost nothing: they measure
+each candidate's pass rate for free and spend rollouts only on the groups they train on. A
+study (`config.controls`) runs every arm of `controls.run` for `controls.seeds` seeds
+(config.seed, config.seed + 1, ...), each for exactly `sim.steps` steps, and compares them
+**paired per seed**: a seed fixes the training pool, the held-out set and the learner's start,
+so arm A and arm B on seed s differ only by the selector. The unit of replication is the seed;
+every interval is the Student t-interval over the per-seed values (experiment/stats.py).
+
+Accuracy is the exact held-out mean over bands at the last step, in points (100 x the rate);
+rollouts are the responses charged to the budget (a control's pass-rate measurements are counted
+apart as `control_samples`, never charged). Measured:
+
+- per arm: final accuracy, mean over seeds with its 95% t-interval; rollouts; effective share
+  (responses in trained groups with non-zero variance / rollouts);
+- **headroom** = positive control - reference (oracle - uniform) and **harm** = negative control
+  - reference (oracle_negative - uniform): the paired per-seed accuracy differences, mean with
+  95% t-interval, `stats.verdict`, the minimum detectable difference at 80% power and the seeds a
+  paired design needs for 80% power at the measured effect and spread;
+- **method vs comparator at matched steps** (HIVE vs DS): the rollouts each spent over the same
+  `sim.steps` steps, the ratio comparator / method as the geometric mean of per-seed ratios with
+  the t-interval of their logs (`stats.log_ratio`), and method - comparator final accuracy with
+  the equivalence verdict of two one-sided tests at `controls.equivalence_margin` points
+  (`stats.equivalence`), a margin fixed in the config before the run.
+
+Every comparison needs both arms to have run all `sim.steps` steps in every seed (a selector may
+stop early, e.g. DS at its cap on generation rounds); otherwise it has no verdict and says which
+arm stopped where. Verdicts need `stats.MIN_SEEDS` seeds; fewer give intervals only (from 2).
+
+`config.controls` (default_controls_config):
+  arms     {arm name: overrides of `config.selector` as a nested dict}; an arm may only change
+           the selector, so the seeds pair (everything else is shared by all arms)
+  run      the arms to run, comma-separated, in the report's order
+  seeds    seeds per arm
+  workers  parallel runs (processes); 0 = one per CPU core
+  reference, positive, negative   arm names: headroom = positive - reference, harm = negative -
+           reference ("" skips one)
+  method, comparator   the matched-steps comparison ("" skips it)
+  equivalence_margin   points of accuracy; method - comparator within it is "equivalent"
+
+Writes `sim_controls.json` (the figures above, per-seed values and every run's curves) and
+`sim_controls.md` into the workdir and prints a summary.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+
+import ml_collections
+import numpy as np
+
+from frontier_rl import config_lib
+from frontier_rl.experiment import stats
+from frontier_rl.sim import run
+
+ROLES = ("reference", "positive", "negative", "method", "comparator")
+HEADROOM, HARM = "headroom", "harm"
+
+
+def default_controls_config() -> ml_collections.ConfigDict:
+    """`config.controls`: the five arms of the study, uniform as the reference."""
+    return ml_collections.ConfigDict(dict(
+        arms=dict(
+            uniform={"name": "uniform"},
+            # controls, not methods: each candidate's exact current pass rate, free of charge
+            oracle={"name": "oracle", "oracle": {"mode": "frontier"}},
+            # an exact rate is never 0 or 1: "extremes" keeps p(1 - p) <= 0.01
+            oracle_negative={"name": "oracle",
+                             "oracle": {"mode": "extremes", "extreme_pq": 0.01}},
+            hive={"name": "hive"},
+            ds={"name": "ds"},
+        ),
+        run="uniform,oracle,oracle_negative,hive,ds",
+        seeds=5,
+        workers=0,
+        reference="uniform",
+        positive="oracle",
+        negative="oracle_negative",
+        method="hive",
+        comparator="ds",
+        equivalence_margin=1.5,  # points of held-out accuracy, fixed before the run
+    ))
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _flatten(node, prefix: str) -> dict:
+    """{dotted path: leaf} of a nested dict / ConfigDict."""
+    out = {}
+    for k, v in node.items():
+        path = f"{prefix}.{k}"
+        if hasattr(v, "items"):
+            out.update(_flatten(v, path))
+        else:
+            out[path] = v
+    return out
+
+
+def arm_names(config) -> list[str]:
+    return [a.strip() for a in str(config.controls.run).split(",") if a.strip()]
+
+
+def setting(config, arm: str) -> dict:
+    """The arm's overrides as {dotted config path: value}, every path under `selector.`."""
+    return _flatten(config.controls.arms[arm], "selector")
+
+
+def validate(config) -> ml_collections.ConfigDict:
+    """`run.validate_sim` and the `controls` section; raises ValueError naming the field.
+    Every arm is applied to the config and validated, so a bad arm fails before any run."""
+    run.validate_sim(config)
+    if "controls" not in config:
+        raise ValueError("the config has no `controls` section (see sim/controls.py)")
+    c = config.controls
+    known = set(default_controls_config().keys())
+    unknown = sorted(set(c.keys()) - known)
+    if unknown:
+        raise ValueError(f"controls.{unknown[0]} is not a controls field; known: {sorted(known)}")
+    arms = arm_names(config)
+    if not arms:
+        raise ValueError(f"controls.run={c.run!r} names no arm")
+    for arm in arms:
+        if arm not in c.arms:
+            raise ValueError(f"controls.run names arm {arm!r}, which is not in controls.arms "
+                             f"({sorted(c.arms.keys())})")
+    if len(set(arms)) != len(arms):
+        raise ValueError(f"controls.run={c.run!r} names an arm twice")
+    for f, lo in (("seeds", 1), ("workers", 0)):
+        v = c[f]
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise ValueError(f"controls.{f}={v!r} is not allowed: an integer >= {lo}")
+    m = c.equivalence_margin
+    if isinstance(m, bool) or not isinstance(m, (int, float)) or not (math.isfinite(m) and m > 0):
+        raise ValueError(f"controls.equivalence_margin={m!r} is not allowed: a number > 0 "
+                         "(points)")
+    for role in ROLES:
+        if c[role] and c[role] not in arms:
+            raise ValueError(f"controls.{role}={c[role]!r} is not one of the arms run "
+                             f"(controls.run={c.run!r}); '' skips it")
+    for arm in arms:
+        s = setting(config, arm)
+        if "selector.name" not in s:
+            raise ValueError(f"controls.arms.{arm} sets no `name` (the selector it runs)")
+        for path in s:
+            run._lookup(config, path, f"controls.arms.{arm}", what="arm")
+        run.apply(config, s, config.seed)
+    return config
+
+
+# ----------------------------------------------------------------------------- running
+
+
+def run_controls(config, *, say: Callable[[str], None] = print) -> dict:
+    """Every arm x seed, all for `sim.steps` steps; returns the study (module doc) with the raw
+    runs under "runs" (each tagged with its "arm")."""
+    validate(config)
+    arms = arm_names(config)
+    seeds = [config.seed + k for k in range(config.controls.seeds)]
+    jobs, tags = [], []
+    for arm in arms:
+        for seed in seeds:
+            jobs.append((config.to_dict(), setting(config, arm), seed))
+            tags.append(arm)
+    workers = config.controls.workers or os.cpu_count() or 1
+    workers = max(1, min(workers, len(jobs)))
+    s = config.sim
+    say(f"controls: {len(arms)} arms x {len(seeds)} seeds = {len(jobs)} runs of "
+        f"{s.num_prompts:,} prompts x {s.steps} steps (B={config.rl.batch_size}, "
+        f"G={config.rl.group_size}) on {workers} worker(s)")
+    t0 = time.perf_counter()
+    count = [0]
+
+    def done(i, res):
+        count[0] += 1
+        say(f"  [{count[0]}/{len(jobs)}] {tags[i]} seed {res['seed']}: "
+            f"{res['steps_run']} steps, acc {100 * res['final']['acc_mean']:.1f}, "
+            f"{res['final']['rollouts']:,} rollouts, {res['wall_s']:.1f} s")
+
+    results = run._run_jobs(jobs, workers, done)
+    for tag, res in zip(tags, results, strict=True):
+        res["arm"] = tag
+    study = summarise(config, results)
+    study["wall_s"] = time.perf_counter() - t0
+    study["runs"] = results
+    return study
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def _iv(iv: stats.Interval) -> dict:
+    """An interval as JSON numbers (None where undefined, e.g. with one seed)."""
+
+    def num(x):
+        return None if x is None or not math.isfinite(x) else float(x)
+
+    return {"mean": num(iv.mean), "lo": num(iv.lo), "hi": num(iv.hi), "n": iv.n,
+            "sd": num(iv.sd), "mdd": num(iv.mdd())}
+
+
+def _short(runs: dict, arm: str, steps: int) -> list[str]:
+    """Why arm's runs are not at `steps` steps, per seed ([] when every seed ran them all)."""
+    return [f"{arm} stopped at step {r['steps_run']} in seed {seed}"
+            + (f" ({r['stopped']})" if r["stopped"] else "")
+            for seed, r in sorted(runs.items()) if r["steps_run"] != steps]
+
+
+def _power(effect: float | None, sd: float | None) -> int | None:
+    if effect is None or sd is None or effect == 0:
+        return None
+    return stats.seeds_for_power(effect, sd)
+
+
+def summarise(config, results: list[dict]) -> dict:
+    """The study's figures from its runs (module doc); JSON-ready."""
+    c = config.controls
+    steps = config.sim.steps
+    seeds = sorted({r["seed"] for r in results})
+    by: dict[str, dict[int, dict]] = {}
+    for r in results:
+        by.setdefault(r["arm"], {})[r["seed"]] = r
+
+    def acc(arm):  # points, in seed order
+        return np.array([100 * by[arm][s]["final"]["acc_mean"] for s in seeds])
+
+    arms = {}
+    for arm in arm_names(config):
+        runs = by[arm]
+        arms[arm] = {
+            "setting": setting(config, arm),
+            "accuracy": _iv(stats.seed_interval(acc(arm))),
+            "per_seed": {str(s): {
+                "accuracy": 100 * runs[s]["final"]["acc_mean"],
+                "initial_accuracy": 100 * runs[s]["initial_acc"]["mean"],
+                "rollouts": runs[s]["final"]["rollouts"],
+                "effective_ratio": runs[s]["final"]["effective_ratio"],
+                "control_samples": runs[s]["counters"].get("control_samples", 0),
+                "steps_run": runs[s]["steps_run"], "stopped": runs[s]["stopped"],
+                "wall_s": runs[s]["wall_s"]} for s in seeds},
+            "short": _short(runs, arm, steps),
+        }
+    out = {"num_prompts": config.sim.num_prompts, "steps": steps,
+           "batch_size": config.rl.batch_size, "group_size": config.rl.group_size,
+           "seeds": seeds, "equivalence_margin": float(c.equivalence_margin),
+           "roles": {role: c[role] for role in ROLES}, "arms": arms}
+
+    for name, role in ((HEADROOM, "positive"), (HARM, "negative")):
+        arm, ref = c[role], c.reference
+        if not arm or not ref:
+            continue
+        entry = {"control": arm, "reference": ref, "units": "points"}
+        short = arms[arm]["short"] + arms[ref]["short"]
+        d = acc(arm) - acc(ref)
+        iv = stats.seed_interval(d)
+        entry.update(per_seed=[float(x) for x in d], **_iv(iv))
+        if short:
+            entry["verdict"] = stats.NO_VERDICT + "; ".join(short)
+            entry["seeds_for_80_power"] = None
+        else:
+            entry["verdict"] = stats.verdict(iv)
+            entry["seeds_for_80_power"] = _power(iv.mean, iv.sd) if iv.n >= 2 else None
+        out[name] = entry
+
+    if c.method and c.comparator:
+        m, k = c.method, c.comparator
+        short = arms[m]["short"] + arms[k]["short"]
+        rm = np.array([by[m][s]["final"]["rollouts"] for s in seeds], float)
+        rk = np.array([by[k][s]["final"]["rollouts"] for s in seeds], float)
+        ratio = stats.log_ratio(rk / rm)
+        d = acc(m) - acc(k)
+        diff = stats.seed_interval(d)
+        ci90 = stats.equivalence_interval(d) if d.size >= 2 else (None, None)
+        entry = {
+            "method": m, "comparator": k,
+            "matched_steps": {str(s): [by[m][s]["steps_run"], by[k][s]["steps_run"]]
+                              for s in seeds},
+            "rollouts": {m: rm.tolist(), k: rk.tolist()},
+            "rollouts_mean": {m: float(rm.mean()), k: float(rk.mean())},
+            "ratio": {"of": f"{k}/{m}", "per_seed": (rk / rm).tolist(),
+                      "log": _iv(ratio), "geomean": math.exp(ratio.mean),
+                      "lo": math.exp(ratio.lo) if ratio.n > 1 else None,
+                      "hi": math.exp(ratio.hi) if ratio.n > 1 else None},
+            "accuracy_difference": {"of": f"{m} - {k}", "units": "points",
+                                    "per_seed": d.tolist(), **_iv(diff),
+                                    "ci90": list(ci90)},
+        }
+        if short:
+            why = stats.NO_VERDICT + "; ".join(short)
+            entry["ratio"]["verdict"] = entry["accuracy_difference"]["verdict"] = why
+            entry["ratio"]["seeds_for_80_power"] = None
+        else:
+            entry["ratio"]["verdict"] = stats.verdict(ratio)
+            entry["ratio"]["seeds_for_80_power"] = (_power(ratio.mean, ratio.sd)
+                                                    if ratio.n >= 2 else None)
+            entry["accuracy_difference"]["verdict"] = (
+                stats.equivalence(d, float(c.equivalence_margin))
+                if d.size >= stats.MIN_SEEDS else stats.TOO_FEW)
+        out[f"{m}_vs_{k}"] = entry
+        out["matched"] = f"{m}_vs_{k}"
+    return out
+
+
+# ----------------------------------------------------------------------------- the report
+
+
+def _fmt(e: dict, digits: int = 1, signed: bool = False) -> str:
+    """`mean [lo, hi]` of an `_iv` dict; `mean [—]` without an interval."""
+    sign = "+" if signed else ""
+    body = f"{e['mean']:{sign}.{digits}f}"
+    if e["lo"] is None:
+        return body + " [—]"
+    return body + f" [{e['lo']:{sign}.{digits}f}, {e['hi']:{sign}.{digits}f}]"
+
+
+def _need(e: dict, n: int) -> str:
+    """Seeds for 80% power as text: "—" without an interval (n < 2) or a verdict."""
+    if n < 2 or e["verdict"].startswith(stats.NO_VERDICT):
+        return "—"
+    need = e["seeds_for_80_power"]
+    return f"> {stats.MAX_SEEDS}" if need is None else str(need)
+
+
+def _ratio_reading(verdict: str, m: str, k: str) -> str:
+    return {"better": f"{k} spends more rollouts than {m}",
+            "worse": f"{k} spends fewer rollouts than {m}"}.get(verdict, verdict)
+
+
+def report(study: dict) -> str:
+    """The study as markdown: arms, headroom and harm, the matched-steps comparison, a
+    reading."""
+    seeds = study["seeds"]
+    lines = [
+        "# Controls on the synthetic learner", "",
+        f"{study['num_prompts']:,} prompts x {study['steps']} steps, B = {study['batch_size']}, "
+        f"G = {study['group_size']}, seeds {seeds[0]}-{seeds[-1]} ({len(seeds)}), "
+        f"{len(study['runs'])} runs in {study['wall_s']:.0f} s. Accuracy: the exact held-out "
+        "mean over bands at the last step, in points. Every arm runs the same number of steps; "
+        "differences are paired per seed (a seed fixes the pool, the held-out set and the "
+        "learner's start) and intervals are 95% Student t over seeds. The controls read each "
+        "candidate's exact current pass rate for free: those measurements are counted as "
+        "`pass rates read`, never as rollouts.", "",
+        "| arm | selector | steps run | final accuracy [95% CI] | rollouts (mean) | "
+        "effective share | pass rates read (mean) |", "|---|---|---|---|---|---|---|"]
+    for arm, a in study["arms"].items():
+        ps = a["per_seed"].values()
+        sel = ", ".join(f"{k.removeprefix('selector.')}={v}" for k, v in a["setting"].items())
+        steps = sorted({p["steps_run"] for p in ps})
+        lines.append(
+            f"| {arm} | {sel} | {'/'.join(map(str, steps))} | {_fmt(a['accuracy'])} | "
+            f"{np.mean([p['rollouts'] for p in ps]):,.0f} | "
+            f"{np.mean([p['effective_ratio'] for p in ps]):.2f} | "
+            f"{np.mean([p['control_samples'] for p in ps]):,.0f} |")
+    lines += ["", "Per seed (accuracy, points):", "",
+              "| seed | initial | " + " | ".join(study["arms"]) + " |",
+              "|---|---|" + "---|" * len(study["arms"])]
+    first = next(iter(study["arms"].values()))["per_seed"]
+    for s in seeds:
+        cells = [f"{a['per_seed'][str(s)]['accuracy']:.1f}" for a in study["arms"].values()]
+        lines.append(f"| {s} | {first[str(s)]['initial_accuracy']:.1f} | "
+                     + " | ".join(cells) + " |")
+    effects = [(n, study[n]) for n in (HEADROOM, HARM) if n in study]
+    if effects:
+        lines += ["", "## Headroom and harm", "",
+                  "| effect | control − reference | paired difference, points [95% CI] | "
+                  "verdict | MDD (80% power) | seeds for 80% power at this effect |",
+                  "|---|---|---|---|---|---|"]
+        for name, e in effects:
+            mdd = "—" if e["mdd"] is None else f"{e['mdd']:.1f}"
+            lines.append(f"| {name} | {e['control']} − {e['reference']} | "
+                         f"{_fmt(e, signed=True)} | {e['verdict']} | {mdd} | {_need(e, e['n'])} |")
+    if "matched" in study:
+        e = study[study["matched"]]
+        m, k, r, d = e["method"], e["comparator"], e["ratio"], e["accuracy_difference"]
+        span = ("—" if r["lo"] is None else f"[{r['lo']:.2f}, {r['hi']:.2f}]")
+        ci90 = ("—" if d["ci90"][0] is None else
+                f"[{d['ci90'][0]:+.1f}, {d['ci90'][1]:+.1f}]")
+        lines += [
+            "", f"## {m} vs {k} at matched steps", "",
+            f"Both arms run {study['steps']} steps in every seed; rollouts are those charged "
+            f"over them. The ratio {k}/{m} is the geometric mean of the per-seed ratios with "
+            "the t-interval of their logs. The accuracy difference is tested for equivalence "
+            f"by two one-sided tests at ±{study['equivalence_margin']:g} points "
+            "(controls.equivalence_margin, set before the run): equivalent when its 90% "
+            "interval lies inside the margin.", "",
+            "| | value | verdict |", "|---|---|---|",
+            f"| rollouts {m} (mean) | {e['rollouts_mean'][m]:,.0f} | |",
+            f"| rollouts {k} (mean) | {e['rollouts_mean'][k]:,.0f} | |",
+            f"| rollouts {k}/{m} [95% CI] | {r['geomean']:.2f}x {span} | "
+            f"{_ratio_reading(r['verdict'], m, k)} (seeds for 80% power: {_need(r, r['log']['n'])}) |",
+            f"| accuracy {m} − {k}, points [95% CI] | {_fmt(d, signed=True)} (90%: {ci90}) | "
+            f"{d['verdict']} |"]
+    lines += ["", "## Reading", "", *reading(study)]
+    return "\n".join(lines) + "\n"
+
+
+def reading(study: dict) -> list[str]:
+    """What the figures say, in words, one paragraph per comparison."""
+    out = []
+    head, harm = study.get(HEADROOM), study.get(HARM)
+    if head is not None:
+        if head["verdict"] == "better":
+            out.append(f"Selection has headroom here: training on the candidates nearest "
+                       f"p = 0.5 gains {_fmt(head, signed=True)} points over "
+                       f"{head['reference']} at the same steps, so a method's effect smaller "
+                       "than this is within reach of the testbed.")
+        else:
+            out.append(f"Headroom {_fmt(head, signed=True)} points: {head['verdict']}. Without "
+                       "a headroom the testbed cannot show a selection method's effect.")
+    if harm is not None:
+        if harm["verdict"] == "worse":
+            out.append(f"The testbed sees harm: training only on prompts at p ~ 0 or 1 loses "
+                       f"{_fmt(harm, signed=True)} points against {harm['reference']}.")
+        else:
+            out.append(f"Harm {_fmt(harm, signed=True)} points: {harm['verdict']}.")
+    if "matched" in study:
+        e = study[study["matched"]]
+        m, k, r, d = e["method"], e["comparator"], e["ratio"], e["accuracy_difference"]
+        out.append(f"At {study['steps']} steps, {k} spent {r['geomean']:.2f}x the rollouts of "
+                   f"{m} ({_ratio_reading(r['verdict'], m, k)}); accuracy {m} − {k} "
+                   f"{_fmt(d, signed=True)} points: {d['verdict']}.")
+        if head is not None and study["arms"][m]["accuracy"]["mean"] > \
+                study["arms"][head["control"]]["accuracy"]["mean"]:
+            out.append(f"{m} ends above the positive control {head['control']} on the mean: "
+                       "the control picks the B prompts nearest p = 0.5 each step, it is not a "
+                       "bound on every schedule of training prompts.")
+    return [p for para in out for p in (para, "")][:-1] if out else ["No comparison was set."]
+
+
+# ----------------------------------------------------------------------------- entry point
+
+
+def summary_lines(study: dict) -> list[str]:
+    out = [f"{arm}: accuracy {_fmt(a['accuracy'])} points"
+           for arm, a in study["arms"].items()]
+    for name in (HEADROOM, HARM):
+        if name in study:
+            e = study[name]
+            out.append(f"{name} ({e['control']} - {e['reference']}): {_fmt(e, signed=True)} "
+                       f"points, {e['verdict']}, seeds for 80% power {_need(e, e['n'])}")
+    if "matched" in study:
+        e = study[study["matched"]]
+        m, k, r, d = e["method"], e["comparator"], e["ratio"], e["accuracy_difference"]
+        span = "" if r["lo"] is None else f" [{r['lo']:.2f}, {r['hi']:.2f}]"
+        out.append(f"rollouts {k}/{m} at {study['steps']} steps: {r['geomean']:.2f}x{span}, "
+                   f"{_ratio_reading(r['verdict'], m, k)}")
+        out.append(f"accuracy {m} - {k}: {_fmt(d, signed=True)} points, {d['verdict']}")
+    return out
+
+
+def main(config, workdir: str | None = None) -> dict:
+    """Runs the study and writes sim_controls.json and sim_controls.md into `workdir`
+    (default runs/sim_controls); prints the summary with the wall time."""
+    validate(config)
+    workdir = workdir or os.path.join("runs", "sim_controls")
+    os.makedirs(workdir, exist_ok=True)
+    study = run_controls(config)
+    with open(os.path.join(workdir, "sim_controls.json"), "w") as f:
+        json.dump(study, f)
+    with open(os.path.join(workdir, "sim_controls.md"), "w") as f:
+        f.write(report(study))
+    for line in summary_lines(study):
+        print(line)
+    print(f"controls: {len(study['runs'])} runs in {study['wall_s']:.1f} s; wrote "
+          f"{os.path.join(workdir, 'sim_controls.md')}")
+    return study
+
+
+def get_base() -> ml_collections.ConfigDict:
+    """`run.base_config()` with the `controls` section (configs/sim_controls.py starts here)."""
+    c = run.base_config()
+    c.controls = default_controls_config()
+    return validate(config_lib.validate(c))
