@@ -7,8 +7,10 @@ warm start, over three seeds, verdicts on the frontier bucket num_terms=5.
   frontier-rl compare --config=configs/compare_gym.py --workdir=runs/compare_gym \
       --config.compare.run=uniform,ds,greso,hive,heap_only --config.compare.seeds=0,1,2
 
-Args (comma-separated): a dataset from PRESETS (default basic_arithmetic), and `smoke` (the
-same code paths in seconds, used by tests/test_compare_gym.py). Another reasoning-gym dataset
+Args (comma-separated): a dataset from PRESETS (default basic_arithmetic), `controls` (uniform
+and the two control arms, `oracle` and `oracle_negative`, see configs/compare_arith.py: the
+report opens with the testbed's selection headroom and harm), and `smoke` (the same code paths
+in seconds, used by tests/test_compare_gym.py). Another reasoning-gym dataset
 needs a preset: its difficulty knobs (create_dataset kwargs), the metadata field that names its
 buckets and the buckets the warm start teaches. HeaPA's augmentation parses and solves arith
 prompts only, so the HeaPA family runs here as its heaps alone (`heap_only`, `ps`).
@@ -72,6 +74,10 @@ PRESETS = {
 }
 
 
+# 2 B candidates per step, 8 samples each, measured outside the budget (compare_arith.ORACLE)
+ORACLE = {"candidates": 2, "k": 8}
+
+
 def _methods() -> ml_collections.ConfigDict:
     # HeaPA's augmentation parses and solves arith prompts only; its heaps alone run anywhere.
     return ml_collections.ConfigDict({
@@ -81,16 +87,20 @@ def _methods() -> ml_collections.ConfigDict:
         "hive": {"selector": {"name": "hive"}},
         "heap_only": {"selector": {"name": "heapa", "heapa": {"augment": False}}},
         "ps": {"selector": {"name": "ps"}},
+        # controls, not methods (selection/oracle.py; as configs/compare_arith.py's)
+        "oracle": {"selector": {"name": "oracle", "oracle": dict(ORACLE)}},
+        "oracle_negative": {"selector": {"name": "oracle",
+                                         "oracle": {**ORACLE, "mode": "extremes"}}},
     })
 
 
 def get_config(arg: str | None = None):
     args = [a for a in (arg or "").split(",") if a]
-    smoke = "smoke" in args
-    names = [a for a in args if a != "smoke"] or ["basic_arithmetic"]
+    smoke, controls = "smoke" in args, "controls" in args
+    names = [a for a in args if a not in ("smoke", "controls")] or ["basic_arithmetic"]
     if len(names) > 1 or names[0] not in PRESETS:
         raise ValueError(f"configs/compare_gym.py: unknown arg {arg!r} (use one dataset of "
-                         f"{sorted(PRESETS)} and/or 'smoke')")
+                         f"{sorted(PRESETS)}, and/or 'controls', 'smoke')")
     dataset = names[0]
     p = PRESETS[dataset]
     c = config_lib.default_config()
@@ -124,6 +134,8 @@ def get_config(arg: str | None = None):
     c.compare.ablations = ml_collections.ConfigDict()  # name -> (method, ablation, question)
     c.compare.settings_notes = ml_collections.ConfigDict()  # method -> why non-default settings
 
+    if controls:  # what this testbed can detect: headroom and harm (the report opens with them)
+        c.compare.run = "uniform,oracle,oracle_negative"
     if smoke:
         c.task.train_size = 200
         c.task.eval_size = 24

@@ -99,7 +99,12 @@ def _main(argv: list[str]) -> int:
 
             if FLAGS.config is None:
                 raise train.RunError("--config is required (e.g. --config=configs/sim_heapa.py)")
-            sim_run.main(FLAGS.config, FLAGS.workdir)
+            if "controls" in FLAGS.config:  # headroom, harm, HIVE/DS (sim/controls.py)
+                from frontier_rl.sim import controls as sim_controls
+
+                sim_controls.main(FLAGS.config, FLAGS.workdir)
+            else:
+                sim_run.main(FLAGS.config, FLAGS.workdir)
         elif command == "bench":
             from frontier_rl import bench
 

@@ -118,6 +118,15 @@ def default_config() -> ml_collections.ConfigDict:
     c.warmstart.cache_dir = ""
     c.warmstart.seed = -1  # seed of the warm start's init and data; -1 = the run's `seed`
 
+    # The training pool's composition by the starting policy's pass rate (tasks/composition.py):
+    # "solved=0.25,unsolved=0.25,frontier=0.5" keeps pool.size prompts of the task's train split
+    # in these shares, each candidate measured with pool.k samples before the first step.
+    # "" = the task's pool as generated.
+    c.pool = ml_collections.ConfigDict()
+    c.pool.composition = ""
+    c.pool.size = 0  # prompts kept; 0 = as many as the task has candidates
+    c.pool.k = 8
+
     # Rollouts.
     c.rollout = ml_collections.ConfigDict()
     c.rollout.temperature = 1.0
@@ -498,6 +507,16 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
            "an integer >= 0 (0 = the whole sequence at once)")
     _check(cfg, "log.wandb_mode", lambda x: x in ("auto", "online", "offline"),
            "one of auto, online, offline")
+    if "pool" in cfg:
+        _check(cfg, "pool.size", lambda x: isinstance(x, int) and x >= 0, "an integer >= 0")
+        _check(cfg, "pool.k", lambda x: _pos_int(x) and x >= 2, "an integer >= 2")
+        if cfg.pool.composition:
+            from frontier_rl.tasks import composition
+
+            try:
+                composition.parse(cfg.pool.composition)
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
     _check(cfg, "warmstart.steps", lambda x: isinstance(x, int) and x >= 0, "an integer >= 0")
     _check(cfg, "warmstart.batch_size", _pos_int, "an integer >= 1")
     _check(cfg, "warmstart.learning_rate", _pos, "a number > 0")

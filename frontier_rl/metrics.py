@@ -17,7 +17,7 @@ import os
 from collections.abc import Mapping
 
 NAMESPACES = ("train", "rollout", "select", "mech", "perf", "eval", "evalset", "task",
-              "warmstart")
+              "warmstart", "pool")
 
 
 class NonFiniteError(RuntimeError):

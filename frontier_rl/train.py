@@ -39,6 +39,7 @@ from frontier_rl.rollout.context import PolicyContext, encode_prompt
 from frontier_rl.rollout.engine import EngineError, JaxEngine, recompute_old_logp
 from frontier_rl.rollout.sampler import PROMPT_BUCKETS, Sampler
 from frontier_rl.rollout.sglang import SGLangEngine
+from frontier_rl.tasks import composition
 
 log = logging.getLogger("frontier_rl")
 
@@ -138,7 +139,6 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     evaluator = eval_suite.Evaluator(engine, tokenizer, task, config.eval, seed=seed + 7)
 
     # ======================================================================= selector
-    selector = selection.make(config.selector.name, config.selector, len(task.train), seed)
     ctx = PolicyContext(
         sampler=sampler, tokenizer=tokenizer, prompts=list(task.train), verify=task.verify,
         shape_rewards=update.reward_shaper(config, task.reward_values),
@@ -148,6 +148,20 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         prompt_entropy_fn=entropy_fn, flops_per_token=2.0 * mcfg.num_params(),
         accountant=accountant, verify_many=task.verify_many, engine=engine,
         prompt_wrapper=task.prompt_wrapper)
+    # pool.composition: the train split cut to the asked shares of prompts the starting policy
+    # solves / cannot solve / sits at the frontier of (tasks/composition.py)
+    if config.pool.composition:
+        _sync(engine, params, 0, workdir)  # measured under the starting policy
+    ctx.begin_step(0, params)
+    try:
+        task.train, pool_metrics = composition.apply(
+            config.pool, task.train, functools.partial(ctx.measure_pass_rates,
+                                                       batch=config.rl.batch_size),
+            seed, workdir, say, primary)
+    except ValueError as e:
+        raise RunError(str(e)) from None
+    ctx.prompts = list(task.train)
+    selector = selection.make(config.selector.name, config.selector, len(task.train), seed)
     updater = update.Updater(
         config, trainer, params, accountant=accountant, encode=ctx.encode,
         pad_id=tokenizer.pad_token_id, seed=seed,
@@ -161,6 +175,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
         t0 = time.perf_counter()
         run_state.last_eval = evaluator.run(params, 0)
         writer.write(0, {**run_state.last_eval, **_start_metrics(task, pol.warmstart),
+                         **pool_metrics,
                          "evalset/correct_counts": list(evaluator.counts),
                          "evalset/prompt_buckets": [p.bucket for p in task.eval],
                          "evalset/empty_buckets": list(evaluator.empty),

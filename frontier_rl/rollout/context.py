@@ -176,12 +176,24 @@ class PolicyContext:
         """Each prompt's current pass rate from k samples, for control arms: sampled and
         verified as rollouts are, but counted in `control_samples`, never in `rollouts` or the
         FLOPs budget (the measurement is the control's privilege, reported apart)."""
+        rates = self.measure_pass_rates(indices, k)
+        self.counters["control_samples"] += rates.size * k
+        return rates
+
+    def measure_pass_rates(self, indices: Sequence[int], k: int, batch: int = 0
+                           ) -> np.ndarray:
+        """k samples of each prompt under the current parameters, scored: the share correct.
+        Counted nowhere (the caller books it); `batch` > 0 samples that many prompts a call."""
         indices = [int(i) for i in indices]
         if not indices:
             return np.zeros(0, np.float64)
-        _, _, texts, outcomes = self._sample(indices, k)
-        self.counters["control_samples"] += len(texts)
-        return (outcomes.reshape(len(indices), k) == REWARD_CORRECT).mean(axis=1)
+        step = batch or len(indices)
+        out = []
+        for a in range(0, len(indices), step):
+            part = indices[a:a + step]
+            _, _, _, outcomes = self._sample(part, k)
+            out.append((outcomes.reshape(len(part), k) == REWARD_CORRECT).mean(axis=1))
+        return np.concatenate(out)
 
     def prompt_entropy(self, indices: Sequence[int]) -> np.ndarray:
         if self._entropy_fn is None:

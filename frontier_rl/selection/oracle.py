@@ -5,7 +5,10 @@ bound what prompt selection can do at a given budget, model and pool:
 
 - *positive* (`mode="frontier"`): of the candidates, train on those whose measured pass rate is
   nearest 0.5 (largest p(1 - p)), never one measured at 0 or 1. No practical method knows the
-  current pass rate before rolling out, so this is the ceiling of what selection can buy.
+  current pass rate before rolling out, so at matched rollouts this is the ceiling of what
+  choosing which prompts to roll out can buy. (At matched steps a method that rolls out more
+  per step, DS or HIVE's top-ups, can train on more informative groups per step than the
+  control's B and end above it, having spent more rollouts: compare at matched rollouts.)
 - *negative* (`mode="extremes"`): train only on candidates measured at exactly 0 or 1, the
   groups GRPO learns nothing from. The floor.
 

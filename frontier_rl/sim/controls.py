@@ -151,7 +151,7 @@ def validate(config) -> ml_collections.ConfigDict:
         if "selector.name" not in s:
             raise ValueError(f"controls.arms.{arm} sets no `name` (the selector it runs)")
         for path in s:
-            run._lookup(config, path, f"controls.arms.{arm}", what="arm")
+            run.lookup(config, path, f"controls.arms.{arm}", what="arm")
         run.apply(config, s, config.seed)
     return config
 
@@ -185,7 +185,7 @@ def run_controls(config, *, say: Callable[[str], None] = print) -> dict:
             f"{res['steps_run']} steps, acc {100 * res['final']['acc_mean']:.1f}, "
             f"{res['final']['rollouts']:,} rollouts, {res['wall_s']:.1f} s")
 
-    results = run._run_jobs(jobs, workers, done)
+    results = run.run_jobs(jobs, workers, done)
     for tag, res in zip(tags, results, strict=True):
         res["arm"] = tag
     study = summarise(config, results)
@@ -395,11 +395,19 @@ def report(study: dict) -> str:
             f"| rollouts {m} (mean) | {e['rollouts_mean'][m]:,.0f} | |",
             f"| rollouts {k} (mean) | {e['rollouts_mean'][k]:,.0f} | |",
             f"| rollouts {k}/{m} [95% CI] | {r['geomean']:.2f}x {span} | "
-            f"{_ratio_reading(r['verdict'], m, k)} (seeds for 80% power: {_need(r, r['log']['n'])}) |",
+            f"{_ratio_reading(r['verdict'], m, k)} (seeds for 80% power: "
+            f"{_need(r, r['log']['n'])}) |",
             f"| accuracy {m} − {k}, points [95% CI] | {_fmt(d, signed=True)} (90%: {ci90}) | "
             f"{d['verdict']} |"]
     lines += ["", "## Reading", "", *reading(study)]
     return "\n".join(lines) + "\n"
+
+
+def _mixed_per_step(study: dict, arm: str) -> float:
+    """Trained groups with non-zero reward variance per step, mean over seeds."""
+    ps = study["arms"][arm]["per_seed"].values()
+    return float(np.mean([p["effective_ratio"] * p["rollouts"] / max(p["steps_run"], 1)
+                          for p in ps])) / study["group_size"]
 
 
 def reading(study: dict) -> list[str]:
@@ -408,17 +416,20 @@ def reading(study: dict) -> list[str]:
     head, harm = study.get(HEADROOM), study.get(HARM)
     if head is not None:
         if head["verdict"] == "better":
-            out.append(f"Selection has headroom here: training on the candidates nearest "
+            mdd = "" if head["mdd"] is None else (
+                f"; with these seeds a paired difference of {head['mdd']:.1f} points or more "
+                "(the MDD at 80% power) would be seen")
+            out.append(f"The testbed responds to selection: training on the candidates nearest "
                        f"p = 0.5 gains {_fmt(head, signed=True)} points over "
-                       f"{head['reference']} at the same steps, so a method's effect smaller "
-                       "than this is within reach of the testbed.")
+                       f"{head['reference']} at the same steps{mdd}.")
         else:
             out.append(f"Headroom {_fmt(head, signed=True)} points: {head['verdict']}. Without "
                        "a headroom the testbed cannot show a selection method's effect.")
     if harm is not None:
         if harm["verdict"] == "worse":
-            out.append(f"The testbed sees harm: training only on prompts at p ~ 0 or 1 loses "
-                       f"{_fmt(harm, signed=True)} points against {harm['reference']}.")
+            out.append(f"The testbed sees harm: training only on prompts at p ~ 0 or 1 moves "
+                       f"accuracy by {_fmt(harm, signed=True)} points against "
+                       f"{harm['reference']}.")
         else:
             out.append(f"Harm {_fmt(harm, signed=True)} points: {harm['verdict']}.")
     if "matched" in study:
@@ -427,11 +438,18 @@ def reading(study: dict) -> list[str]:
         out.append(f"At {study['steps']} steps, {k} spent {r['geomean']:.2f}x the rollouts of "
                    f"{m} ({_ratio_reading(r['verdict'], m, k)}); accuracy {m} − {k} "
                    f"{_fmt(d, signed=True)} points: {d['verdict']}.")
-        if head is not None and study["arms"][m]["accuracy"]["mean"] > \
-                study["arms"][head["control"]]["accuracy"]["mean"]:
-            out.append(f"{m} ends above the positive control {head['control']} on the mean: "
-                       "the control picks the B prompts nearest p = 0.5 each step, it is not a "
-                       "bound on every schedule of training prompts.")
+        pos = head["control"] if head is not None else ""
+        if pos and study["arms"][m]["accuracy"]["mean"] > study["arms"][pos]["accuracy"]["mean"]:
+            out.append(
+                f"{m} ends above the positive control {pos} "
+                f"({study['arms'][m]['accuracy']['mean']:.1f} vs "
+                f"{study['arms'][pos]['accuracy']['mean']:.1f} points). The control rolls out "
+                "the B candidates nearest p = 0.5 once, and a pass rate strictly between 0 and "
+                "1 does not make every group of G responses mixed: it trains on "
+                f"{_mixed_per_step(study, pos):.0f} groups with reward variance per step, "
+                f"{m} on {_mixed_per_step(study, m):.0f} (it rolls out more to fill its "
+                "batch). The control bounds what choosing B prompts among uniform draws buys, "
+                "not what spending more rollouts per step buys.")
     return [p for para in out for p in (para, "")][:-1] if out else ["No comparison was set."]
 
 

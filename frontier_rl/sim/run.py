@@ -2,6 +2,7 @@
 
     frontier-rl sim --config=configs/sim_hive.py [--workdir=DIR]
     frontier-rl sim --config=configs/sim_sweep.py --workdir=runs/sim_sweep
+    frontier-rl sim --config=configs/sim_controls.py --workdir=runs/sim_controls  (controls.py)
 
 One run (`run_sim`) builds the selector `config.selector.name` from `config.selector` exactly as
 the trainer does, and a `SimContext` (sim/learner.py) from `config.sim`, `config.rl.batch_size`
@@ -304,7 +305,7 @@ def _grid(config) -> list[tuple[tuple[str, ...], list[tuple]]]:
             raise ValueError(f"sweep.grid key {key!r} is not a dotted config path")
         keys = tuple(k.strip() for k in key.split(","))
         for k in keys:
-            _lookup(config, k, key)
+            lookup(config, k, key)
         if not isinstance(values, (tuple, list)) or not values:
             raise ValueError(f"sweep key {key!r}: values {values!r} are not a non-empty list")
         vals = []
@@ -320,15 +321,16 @@ def _grid(config) -> list[tuple[tuple[str, ...], list[tuple]]]:
     return out
 
 
-def _lookup(config, path: str, key: str):
+def lookup(config, path: str, key: str, what: str = "sweep key"):
+    """The value at dotted `path`; a ValueError names `what` `key` and the missing field."""
     node = config
     for i, part in enumerate(path.split(".")):
         if not hasattr(node, "keys") or part not in node:
             where = ".".join(path.split(".")[: i + 1])
-            raise ValueError(f"sweep key {key!r}: the config has no field {where!r}")
+            raise ValueError(f"{what} {key!r}: the config has no field {where!r}")
         node = node[part]
     if hasattr(node, "keys"):
-        raise ValueError(f"sweep key {key!r}: {path!r} is a section, not a field")
+        raise ValueError(f"{what} {key!r}: {path!r} is a section, not a field")
     return node
 
 
@@ -413,6 +415,28 @@ def _run_job(job: tuple[dict, dict, int]) -> dict:
     return res
 
 
+def run_jobs(jobs: list[tuple[dict, dict, int]], workers: int,
+              done: Callable[[int, dict], None]) -> list[dict]:
+    """Runs every job (config dict, setting, seed) through `_run_job`, in `workers` processes
+    (1: in this one); calls done(job index, result) as each finishes and returns the results in
+    job order."""
+    results: list = [None] * len(jobs)
+    if workers == 1:
+        for i, job in enumerate(jobs):
+            results[i] = _run_job(job)
+            done(i, results[i])
+        return results
+    # spawn: the caller may have imported jax, whose threads do not survive fork.
+    mp = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=mp) as ex:
+        futures = {ex.submit(_run_job, job): i for i, job in enumerate(jobs)}
+        for fut in concurrent.futures.as_completed(futures):
+            i = futures[fut]
+            results[i] = fut.result()
+            done(i, results[i])
+    return results
+
+
 def run_sweep(config, *, say: Callable[[str], None] = print) -> dict:
     """Every setting x seed (in parallel processes); returns {"runs": [...], ...}."""
     validate_sim(config)
@@ -429,23 +453,14 @@ def run_sweep(config, *, say: Callable[[str], None] = print) -> dict:
     say(f"sweep: {len(sets)} settings x {len(seeds)} seeds = {len(jobs)} runs on {workers} "
         f"worker(s), mode {config.sweep.mode}")
     t0 = time.perf_counter()
-    runs = []
+    count = [0]
 
-    def done(res):
-        runs.append(res)
-        say(f"  [{len(runs)}/{len(jobs)}] {_label(res['setting'])} seed {res['seed']}: "
+    def done(_, res):
+        count[0] += 1
+        say(f"  [{count[0]}/{len(jobs)}] {_label(res['setting'])} seed {res['seed']}: "
             f"acc {res['final']['acc_mean']:.3f}, {res['wall_s']:.1f} s")
 
-    if workers == 1:
-        for job in jobs:
-            done(_run_job(job))
-    else:
-        # spawn: the caller may have imported jax, whose threads do not survive fork.
-        mp = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=mp) as ex:
-            futures = [ex.submit(_run_job, job) for job in jobs]
-            for fut in concurrent.futures.as_completed(futures):
-                done(fut.result())
+    runs = run_jobs(jobs, workers, done)
     order = {json.dumps(sorted(s.items()), default=str): i for i, s in enumerate(sets)}
     runs.sort(key=lambda r: (order[json.dumps(sorted(r["setting"].items()), default=str)],
                              r["seed"]))
@@ -575,11 +590,15 @@ def report(sweep: dict, workdir: str) -> str:
 
 
 def main(config, workdir: str | None = None) -> dict:
-    """`frontier-rl sim`: a sweep if `config.sweep.grid` is set, else one run.
+    """`frontier-rl sim` for a sweep if `config.sweep.grid` is set, else one run (a config
+    with a `controls` section goes to sim/controls.py's `main` instead; cli.py routes it).
 
     Writes sim_results.json (one run) or sweep_results.json, sweep_report.md and PNGs (sweep)
     into `workdir` (default runs/sim), and prints a summary with the wall time.
     """
+    if "controls" in config:
+        raise ValueError("a config with a `controls` section is a controls study: run it with "
+                         "`frontier-rl sim` or frontier_rl.sim.controls.main")
     validate_sim(config)
     workdir = workdir or os.path.join("runs", "sim")
     os.makedirs(workdir, exist_ok=True)
