@@ -86,6 +86,10 @@ def _main(argv: list[str]) -> int:
             distributed.initialize(FLAGS.coordinator, FLAGS.num_processes, FLAGS.process_id)
             if FLAGS.config is None:
                 raise train.RunError("--config is required (e.g. --config=configs/arith_grpo.py)")
+            if "compare" in FLAGS.config:
+                raise train.RunError(
+                    "this config is a comparison (it has compare.*): run it with `frontier-rl "
+                    "compare`; `train` would train its base alone and ignore compare.*")
             train.run(FLAGS.config, FLAGS.workdir)
         elif command == "compare":
             from frontier_rl.experiment import compare

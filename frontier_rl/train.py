@@ -24,6 +24,7 @@ from frontier_rl import (
     config_lib,
     distributed,
     export,
+    lock,
     metrics,
     perf,
     policy,
@@ -89,12 +90,20 @@ def _make_engine(config, workdir: str, sampler, trainer, graphdef, mcfg, tokeniz
 
 
 def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
-    """Trains per `config` in `workdir`; returns the last evaluation's metrics."""
-    # ======================================================================= setup
+    """Trains per `config` in `workdir`; returns the last evaluation's metrics. Process 0 holds
+    the workdir's lock (lock.py) for the whole run: a second writer fails at once."""
     config_lib.validate(config)
+    workdir = _prepare_workdir(workdir)
+    if not distributed.is_primary():
+        return _run(config, workdir)
+    with lock.hold(workdir, "train", print if config.log.progress else (lambda *a: None)):
+        return _run(config, workdir)
+
+
+def _run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
+    # ======================================================================= setup
     # Every process runs this same program; only process 0 writes files (distributed.py).
     primary = distributed.is_primary()
-    workdir = _prepare_workdir(workdir)
     compile_cache.enable(workdir)  # a restart loads its compiled programs (compile_cache.py)
     if primary:
         _write_json(os.path.join(workdir, "config.json"), config)
@@ -264,6 +273,7 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     run_state.ckpt.close()  # waits for the last (async) save to be complete on disk
     writer.close()
     if primary and not preempted:
+        # never when SIGTERM cut the run: compare.FINAL marks a finished run
         _write_json(os.path.join(workdir, "final_metrics.json"),
                     {"step": step, "rollouts": ctx.counters["rollouts"], **run_state.last_eval})
     return run_state.last_eval

@@ -461,6 +461,56 @@ def test_kill_then_rerun_resumes(tmp_path):
     assert os.path.exists(os.path.join(workdir, "results.json"))
 
 
+def _timeless(x):
+    """results.json without wall-clock figures (the only fields a rerun may change)."""
+    if isinstance(x, dict):
+        return {k: _timeless(v) for k, v in x.items()
+                if not (k in ("time_s", "wall_s_this_invocation") or k.endswith("_time"))}
+    if isinstance(x, list):
+        return [_timeless(v) for v in x]
+    return x
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_comparison_and_the_rerun_ends_as_an_uninterrupted_one(tmp_path):
+    """A cluster's preemption: SIGTERM during the third run (hive-s0). The run checkpoints, the
+    comparison stops (non-zero, one line saying so, no report, the cut run not marked
+    finished) and does not go on to later runs; the rerun resumes it and ends with the
+    uninterrupted comparison's results.json."""
+    cmd = [sys.executable, "-m", "frontier_rl", "compare",
+           "--config=configs/compare_arith.py:smoke", "--config.compare.rollout_budget=600",
+           "--config.checkpoint.every=1", "--config.compare.seeds=0,1"]
+    whole = str(tmp_path / "whole")
+    subprocess.run(cmd + [f"--workdir={whole}"], cwd=ROOT, capture_output=True, text=True,
+                   check=True)
+    cut = str(tmp_path / "cut")
+    proc = subprocess.Popen(cmd + [f"--workdir={cut}"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    ckpts = os.path.join(cut, "runs", "hive-s0", "checkpoints")
+    deadline = time.time() + 600
+    while time.time() < deadline and proc.poll() is None:
+        if os.path.isdir(ckpts) and any(d.isdigit() for d in os.listdir(ckpts)):
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, "the comparison ended before it could be preempted"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 1, (out, err)
+    assert "hive-s0 was stopped by SIGTERM before its budget" in err
+    assert "Traceback" not in err
+    assert not os.path.exists(os.path.join(cut, "runs", "hive-s0", compare.DONE))
+    assert not os.path.exists(os.path.join(cut, "runs", "hive-s1"))  # stopped, not run on
+    assert not os.path.exists(os.path.join(cut, "results.json"))
+    rerun = subprocess.run(cmd + [f"--workdir={cut}"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout
+    assert "uniform-s0: finished earlier, skipped" in rerun and "resumed from step" in rerun
+    with open(os.path.join(whole, "results.json")) as f:
+        want = _timeless(json.load(f))
+    with open(os.path.join(cut, "results.json")) as f:
+        got = _timeless(json.load(f))
+    assert got == want
+
+
 def test_start_table_gives_every_seed_its_warm_start():
     res = _results(seeds=(0, 1))
     res["runs"][0]["start"] = {"steps": 20, "loss": 1.25, "check_acc": "nan", "seed": 0,

@@ -52,12 +52,14 @@ import time
 import ml_collections
 import numpy as np
 
-from frontier_rl import config_lib, selection
+from frontier_rl import config_lib, lock, selection
 from frontier_rl.experiment import report, two_run
 from frontier_rl.experiment.stats import to_target
 from frontier_rl.selection.mechanisms import required_mechanisms
 
 DONE = "compare_done.json"
+# what train.run writes when a run ends at its budget or step count, never when cut by SIGTERM
+FINAL = "final_metrics.json"
 BUDGETS = ("rollouts", "steps")
 # Fields a `compare` section may leave out (configs written before them), with their defaults.
 # equivalence_margin: accuracy points within which the equivalence test (stats.equivalence)
@@ -253,7 +255,7 @@ def resolve(spec: RunSpec, specs: list[RunSpec], c: ml_collections.ConfigDict) -
     nearest them (rl.rollout_budget; its steps follow, rl.num_steps only bounds them) and is
     evaluated each time its rollouts cross a multiple of target / compare.evals."""
     ref = next(s for s in specs if s.method == spec.match and s.seed == spec.seed)
-    path = os.path.join(ref.dir, "final_metrics.json")
+    path = os.path.join(ref.dir, FINAL)
     target = 0
     if os.path.exists(path):
         with open(path) as f:
@@ -279,8 +281,11 @@ def fingerprint(cfg: ml_collections.ConfigDict) -> str:
 
 
 def _finished(spec: RunSpec) -> bool:
+    """Whether the run reached its budget: DONE and the run's FINAL both present (a run cut by
+    SIGTERM has neither; a DONE without FINAL, left by an older version that took a cut run for
+    a finished one, is resumed)."""
     path = os.path.join(spec.dir, DONE)
-    if not os.path.exists(path):
+    if not os.path.exists(path) or not os.path.exists(os.path.join(spec.dir, FINAL)):
         return False
     with open(path) as f:
         done = json.load(f)
@@ -311,7 +316,19 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
         raise train.RunError("--workdir is required (a directory for the runs and the report)")
     workdir = os.path.abspath(workdir)
     specs = plan(config, workdir)
-    os.makedirs(workdir, exist_ok=True)
+    try:
+        os.makedirs(workdir, exist_ok=True)
+    except OSError as e:
+        raise train.RunError(f"--workdir={workdir} cannot be created: {e.strerror}") from None
+    if not os.access(workdir, os.W_OK):
+        raise train.RunError(f"--workdir={workdir} is not writable")
+    with lock.hold(workdir, "compare"):
+        return _run_all(config, workdir, specs)
+
+
+def _run_all(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpec]) -> dict:
+    from frontier_rl import train
+
     with open(os.path.join(workdir, "compare_config.json"), "w") as f:
         f.write(config.to_json_best_effort(indent=2))
     _enable_compile_cache(workdir)
@@ -330,6 +347,13 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
         print(f"{head}: {spec.config.selector.name}, budget {budget} -> {spec.dir}", flush=True)
         t0 = time.perf_counter()
         train.run(spec.config, spec.dir)
+        if not os.path.exists(os.path.join(spec.dir, FINAL)):
+            # train checkpointed on SIGTERM and returned before its budget: the run is cut,
+            # not finished, and the comparison stops with it (a cluster's preemption)
+            raise train.RunError(
+                f"{spec.name} was stopped by SIGTERM before its budget and checkpointed; the "
+                f"comparison stopped with it (no report written): rerun the same command to "
+                f"resume {spec.name} and run the rest")
         with open(os.path.join(spec.dir, DONE), "w") as f:
             json.dump({"fingerprint": fingerprint(spec.config),
                        "wall_s": time.perf_counter() - t0}, f)

@@ -1,0 +1,90 @@
+"""One writer per workdir: an advisory lock held for the life of a run or comparison.
+
+`hold(workdir, what)` takes an exclusive `flock` on DIR/.lock and writes the holder (pid, host,
+command, start time) into it. A second writer fails at once with a RunError naming the holder.
+The kernel drops the lock when its process dies, however it dies, so a lock left by a dead
+process is never in the way: the next writer takes it and says whose it was. (flock is local to
+a host: on a shared filesystem two hosts are told apart only by the holder line, which names
+the host.)
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import sys
+import time
+
+from frontier_rl.errors import RunError
+
+NAME = ".lock"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Held:
+    """An open, locked DIR/.lock; `release()` (or exiting the process) lets it go."""
+
+    def __init__(self, fd: int, path: str):
+        self.fd, self.path = fd, path
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.ftruncate(self.fd, 0)  # a holder line left behind means its process died
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> Held:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def hold(workdir: str, what: str, say=print) -> Held:
+    """Locks `workdir` for this process (`what`: "train" or "compare", for the messages)."""
+    path = os.path.join(workdir, NAME)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _read(fd)
+        os.close(fd)
+        raise RunError(
+            f"{workdir} is in use by another {holder.get('what', 'process')} (pid "
+            f"{holder.get('pid', '?')} on {holder.get('host', '?')}, started "
+            f"{holder.get('started', '?')}): one writer per workdir; wait for it, stop it, or "
+            "use another --workdir") from None
+    previous = _read(fd)
+    if previous.get("pid") and previous.get("host") == socket.gethostname() and \
+            previous["pid"] != os.getpid() and not _alive(int(previous["pid"])):
+        say(f"{what}: took over the lock of {path}, left by pid {previous['pid']} "
+            f"({previous.get('what', '?')}, started {previous.get('started', '?')}), which is "
+            "no longer running")
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.write(fd, json.dumps({
+        "what": what, "pid": os.getpid(), "host": socket.gethostname(),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(sys.argv)}).encode())
+    os.fsync(fd)
+    return Held(fd, path)
+
+
+def _read(fd: int) -> dict:
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        data = os.read(fd, 1 << 16)
+        return json.loads(data) if data.strip() else {}
+    except (OSError, ValueError):
+        return {}
