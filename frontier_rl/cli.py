@@ -47,6 +47,9 @@ FLAGS = flags.FLAGS
 config_flags.DEFINE_config_file("config", None, "Experiment config file (configs/<exp>.py[:arg]).",
                                 lock_config=True)
 flags.DEFINE_string("workdir", None, "Run directory: checkpoints, metrics.jsonl, TensorBoard.")
+flags.DEFINE_bool("allow_config_change", False,
+                  "train: resume a run (or use a cached warm start) made with another config, "
+                  "recording the change in DIR/config_changes.jsonl, instead of stopping.")
 flags.DEFINE_bool("json", False, "bench: print the figures as one JSON object on the last line.")
 flags.DEFINE_integer("repeats", 10, "bench: timed repetitions after warm-up.")
 flags.DEFINE_string("bench_config", "default", "bench: the named work to time.")
@@ -90,7 +93,8 @@ def _main(argv: list[str]) -> int:
                 raise train.RunError(
                     "this config is a comparison (it has compare.*): run it with `frontier-rl "
                     "compare`; `train` would train its base alone and ignore compare.*")
-            train.run(FLAGS.config, FLAGS.workdir)
+            train.run(FLAGS.config, FLAGS.workdir,
+                      allow_config_change=FLAGS.allow_config_change)
         elif command == "compare":
             from frontier_rl.experiment import compare
 

@@ -320,6 +320,40 @@ def augment_on_arith(c: ml_collections.ConfigDict, *, max_digits: int | None = N
     return c
 
 
+# Fields a resumed run may change without changing what it computes: how it logs, checkpoints
+# and exports, how far it runs, when it evaluates, which server it reaches, and its mesh.
+RESUME_FREE = ("log.", "checkpoint.", "export.", "rl.num_steps", "rl.rollout_budget",
+               "eval.every", "eval.every_rollouts", "rollout.sglang.", "warmstart.cache_dir",
+               "mesh.")
+
+
+def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """{"a.b": value} of a nested dict (a ConfigDict's JSON form)."""
+    if isinstance(tree, dict):
+        out: dict[str, Any] = {}
+        for k, v in tree.items():
+            out.update(flatten(v, f"{prefix}{k}."))
+        return out
+    return {prefix[:-1]: tree}
+
+
+def run_fields(config: ml_collections.ConfigDict) -> dict[str, Any]:
+    """The fields that decide what a run computes (all but RESUME_FREE), flattened: what a
+    checkpoint records and a resume compares."""
+    import json
+
+    flat = flatten(json.loads(config.to_json_best_effort()))
+    return {k: v for k, v in flat.items()
+            if not any(k == f or (f.endswith(".") and k.startswith(f)) for f in RESUME_FREE)}
+
+
+def changed_fields(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """`field: old -> new` for every field that differs (absent on one side included)."""
+    missing = "<absent>"
+    return [f"{k}: {old.get(k, missing)!r} -> {new.get(k, missing)!r}"
+            for k in sorted(set(old) | set(new)) if old.get(k, missing) != new.get(k, missing)]
+
+
 def set_fields(c: ml_collections.ConfigDict, fields: dict[str, Any]) -> ml_collections.ConfigDict:
     """Sets dotted fields ("rollout.engine": "sglang", ...) in place, as the command line's
     --config.<field>=value does; a path the config lacks is an error naming it."""

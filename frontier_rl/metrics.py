@@ -16,6 +16,7 @@ import math
 import os
 from collections.abc import Mapping
 
+DAMAGED = ".damaged"  # suffix of the side file that keeps lines that did not parse
 NAMESPACES = ("train", "rollout", "select", "mech", "perf", "eval", "evalset", "task",
               "warmstart", "pool")
 
@@ -56,22 +57,37 @@ class MetricWriter:
             except ImportError:  # TensorBoard output is optional; JSONL is the record.
                 self._tb = None
 
-    def truncate_after(self, step: int) -> None:
-        """Drops records written after `step` (by a run that was killed before checkpointing)."""
+    def truncate_after(self, step: int) -> list[int]:
+        """Drops records written after `step` (by a run that was killed before checkpointing).
+        A line that does not parse (a write cut by a crash, a damaged disk) is never dropped
+        silently: it is appended to DAMAGED beside the file with its line number, and the line
+        numbers are returned (the caller says so). Returns [] when every line parsed."""
         if not self.enabled or not os.path.exists(self.path):
-            return
-        keep = []
-        with open(self.path, encoding="utf-8") as f:
-            for line in f:
+            return []
+        keep, damaged = [], []
+        with open(self.path, encoding="utf-8", errors="surrogateescape") as f:
+            for n, line in enumerate(f, 1):
                 try:
                     if json.loads(line)["step"] <= step:
                         keep.append(line)
-                except (json.JSONDecodeError, KeyError):
-                    continue  # a half-written last line from a crash
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    damaged.append((n, line))
+        if damaged:
+            with open(self.path + DAMAGED, "a", encoding="utf-8",
+                      errors="surrogateescape") as f:
+                for n, line in damaged:
+                    f.write(json.dumps({"line": n, "text": line.rstrip("\n")}) + "\n")
         tmp = self.path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             f.writelines(keep)
         os.replace(tmp, self.path)
+        return [n for n, _ in damaged]
+
+    def has_step(self, step: int) -> bool:
+        """Whether a record of `step` is in the file."""
+        if not self.enabled or not os.path.exists(self.path):
+            return False
+        return any(r.get("step") == step for r in read(self.path))
 
     def write(self, step: int, metrics: Mapping[str, float]) -> None:
         for key, value in metrics.items():

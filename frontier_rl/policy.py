@@ -26,7 +26,7 @@ import ml_collections
 import numpy as np
 from flax import nnx
 
-from frontier_rl import distributed, tasks, warmstart
+from frontier_rl import config_lib, distributed, tasks, warmstart
 from frontier_rl.errors import RunError
 from frontier_rl.models import ModelConfig, Transformer, abstract_params, hf, presets
 from frontier_rl.rl import sharding
@@ -166,7 +166,8 @@ def warmstart_dir(config, workdir: str) -> str:
     return config.warmstart.cache_dir or os.path.join(workdir, "warmstart")
 
 
-def prepare(config, task, workdir: str, mesh, say=print) -> Policy:
+def prepare(config, task, workdir: str, mesh, say=print, *,
+            allow_config_change: bool = False) -> Policy:
     """The policy a run starts from. A cached warm start (`warmstart.cache_dir`, default
     DIR/warmstart) is loaded; otherwise the checkpoint `model.path` or a random init (seeded by
     `warmstart.seed`, -1 = the run's seed) is warm-started if enabled and the result cached
@@ -181,13 +182,22 @@ def prepare(config, task, workdir: str, mesh, say=print) -> Policy:
         {"seed": ws_seed, "task": config.task, "model": config.model, "warmstart": ws_fields}
     ).to_json_best_effort())
     if os.path.exists(os.path.join(ws_dir, "model.safetensors")):
+        key_path = os.path.join(ws_dir, WARMSTART_KEY)
+        if os.path.exists(key_path):
+            with open(key_path) as f:
+                changes = config_lib.changed_fields(config_lib.flatten(json.load(f)),
+                                                    config_lib.flatten(ws_key))
+            if changes and not allow_config_change:
+                raise RunError(
+                    f"the cached warm start in {ws_dir} was made for another config ("
+                    + "; ".join(changes[:8]) + "): delete that directory to redo it, point "
+                    "warmstart.cache_dir elsewhere, or pass --allow_config_change to use it")
+            if changes:
+                log.warning("using the warm start in %s made for another config "
+                            "(--allow_config_change): %s", ws_dir, "; ".join(changes[:8]))
         graphdef, params, mcfg = load(ws_dir, config, mesh)
         tokenizer = hf.load_tokenizer(ws_dir)
         say(f"warm start: loaded cached policy from {ws_dir}")
-        key_path = os.path.join(ws_dir, WARMSTART_KEY)
-        if os.path.exists(key_path) and json.load(open(key_path)) != ws_key:
-            log.warning("the cached warm start in %s was made with a different task/model/"
-                        "warmstart config; delete that directory to redo it", ws_dir)
         warm = False
     elif config.model.path:
         graphdef, params, mcfg = load(config.model.path, config, mesh)

@@ -89,24 +89,31 @@ def _make_engine(config, workdir: str, sampler, trainer, graphdef, mcfg, tokeniz
         max_rows=c.sglang.max_rows, sync_every=c.sync_every)
 
 
-def run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
+def run(config: ml_collections.ConfigDict, workdir: str, *,
+        allow_config_change: bool = False) -> dict[str, float]:
     """Trains per `config` in `workdir`; returns the last evaluation's metrics. Process 0 holds
-    the workdir's lock (lock.py) for the whole run: a second writer fails at once."""
+    the workdir's lock (lock.py) for the whole run: a second writer fails at once.
+
+    A resume whose config differs from the checkpoint's in a field that changes the run
+    (config_lib.run_fields) stops with the differing fields, as does a cached warm start made
+    for another task / model / warm-start config; `allow_config_change` continues instead and
+    records the change in DIR/config_changes.jsonl."""
     config_lib.validate(config)
     workdir = _prepare_workdir(workdir)
     if not distributed.is_primary():
-        return _run(config, workdir)
+        return _run(config, workdir, allow_config_change)
     with lock.hold(workdir, "train", print if config.log.progress else (lambda *a: None)):
-        return _run(config, workdir)
+        return _run(config, workdir, allow_config_change)
 
 
-def _run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
+def _run(config: ml_collections.ConfigDict, workdir: str,
+         allow_config_change: bool) -> dict[str, float]:
     # ======================================================================= setup
     # Every process runs this same program; only process 0 writes files (distributed.py).
     primary = distributed.is_primary()
     compile_cache.enable(workdir)  # a restart loads its compiled programs (compile_cache.py)
-    if primary:
-        _write_json(os.path.join(workdir, "config.json"), config)
+    if primary and not os.path.exists(os.path.join(workdir, "config.json")):
+        _write_json(os.path.join(workdir, "config.json"), config)  # rewritten once resumed
     seed = config.seed
     writer = metrics.MetricWriter(workdir, tensorboard=config.log.tensorboard, enabled=primary,
                                   wandb=config.log.wandb, wandb_mode=config.log.wandb_mode,
@@ -117,7 +124,8 @@ def _run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
     # ======================================================================= policy
     # The mesh comes first: a loaded checkpoint's tensors go straight into their shardings.
     mesh = sharding.make_mesh(config.mesh.data, config.mesh.fsdp, config.mesh.model)
-    pol = policy.prepare(config, task, workdir, mesh, say)
+    pol = policy.prepare(config, task, workdir, mesh, say,
+                         allow_config_change=allow_config_change)
     graphdef, mcfg, tokenizer = pol.graphdef, pol.mcfg, pol.tokenizer
     prompt_cap = _prompt_cap(config, mcfg)
     task.train = _drop_overlong(task, "train", tokenizer, prompt_cap)
@@ -178,8 +186,11 @@ def _run(config: ml_collections.ConfigDict, workdir: str) -> dict[str, float]:
                                          engine, config.rollout.top_k))
 
     # ======================================================================= restore
-    run_state = _RunState(workdir, config, selector, ctx, engine, accountant)
+    run_state = _RunState(workdir, config, selector, ctx, engine, accountant,
+                          allow_config_change)
     params, opt_state, start_step = run_state.restore(params, opt_state, trainer, writer, say)
+    if primary:  # the config this run now continues under (checked against the checkpoint)
+        _write_json(os.path.join(workdir, "config.json"), config)
     if start_step == 0:
         t0 = time.perf_counter()
         run_state.last_eval = evaluator.run(params, 0)
@@ -473,7 +484,11 @@ class _RunState:
     engine's state, the context's counters, the FLOPs account, the phase clock, the last
     evaluation and whether the budget was reached. Saves are asynchronous."""
 
-    def __init__(self, workdir: str, config, selector, ctx, engine, accountant):
+    def __init__(self, workdir: str, config, selector, ctx, engine, accountant,
+                 allow_config_change: bool = False):
+        self.workdir = workdir
+        self.fields = config_lib.run_fields(config)
+        self.allow_config_change = allow_config_change
         self.ckpt = checkpoint.Checkpointer(os.path.join(workdir, "checkpoints"),
                                             max_to_keep=config.checkpoint.max_to_keep,
                                             async_save=True)
@@ -488,9 +503,10 @@ class _RunState:
         restored = self.ckpt.restore({"params": policy.flat(params),
                                       "opt_state": policy.flat(opt_state)})
         if restored is None:
-            writer.truncate_after(-1)
+            self._damaged(writer.truncate_after(-1), writer)
             return params, opt_state, 0
         step, arrays, meta = restored
+        self._check_config(step, meta.get("config"), say)
         params = jax.device_put(policy.unflat(params, arrays["params"]), trainer.param_shardings)
         opt_state = jax.device_put(policy.unflat(opt_state, arrays["opt_state"]),
                                    trainer.opt_shardings)
@@ -501,7 +517,14 @@ class _RunState:
         self.clock.update(meta.get("clock", {}))
         self.last_eval = meta.get("last_eval", {})
         self.done = bool(meta.get("done", False))
-        writer.truncate_after(step)
+        self._damaged(writer.truncate_after(step), writer)
+        if step > 0 and not writer.has_step(step) and distributed.is_primary():
+            # the checkpoint's own step lost its record (cut mid-write): what the checkpoint
+            # knows of it is written back, flagged, so its evaluation is not lost
+            writer.write(step, {**self.last_eval, "rollout/total": self.ctx.counters["rollouts"],
+                                "train/record_restored": 1.0})
+            log.warning("metrics.jsonl had no readable record of step %d: rewrote it from the "
+                        "checkpoint (evaluation and rollouts; train/record_restored=1)", step)
         say(f"resumed from step {step} ({self.ctx.counters['rollouts']:,} rollouts so far)")
         return params, opt_state, step
 
@@ -511,7 +534,36 @@ class _RunState:
                         "counters": self.ctx.counters, "engine": self.engine.state_dict(),
                         "clock": self.clock, "accounting": self.accountant.state_dict(),
                         "rng": {"seed": self.seed}, "last_eval": self.last_eval,
-                        "done": self.done}, force=True)
+                        "done": self.done, "config": self.fields}, force=True)
+
+    @staticmethod
+    def _damaged(lines: list[int], writer) -> None:
+        if lines:
+            log.warning("%s: line(s) %s did not parse; kept in %s, left out of the records",
+                        writer.path, ", ".join(map(str, lines)), writer.path + metrics.DAMAGED)
+
+    def _check_config(self, step: int, saved: dict | None, say) -> None:
+        """The checkpoint's config against this run's: differing run fields stop the run
+        (nothing is written), unless allowed, when the change is recorded and said."""
+        if saved is None:  # a checkpoint from before configs were recorded
+            return
+        changes = config_lib.changed_fields(saved, self.fields)
+        if not changes:
+            return
+        shown = "; ".join(changes[:8]) + (f"; and {len(changes) - 8} more" if len(changes) > 8
+                                          else "")
+        if not self.allow_config_change:
+            raise RunError(
+                f"{self.workdir}: the checkpoint at step {step} was made with another config "
+                f"({shown}); rerun with the checkpoint's config, use another --workdir, or pass "
+                "--allow_config_change to continue under this one (recorded in "
+                "config_changes.jsonl)")
+        if distributed.is_primary():
+            with open(os.path.join(self.workdir, "config_changes.jsonl"), "a") as f:
+                f.write(json.dumps({"step": step, "changes": changes}) + "\n")
+        log.warning("resuming step %d under a changed config (--allow_config_change): %s",
+                    step, shown)
+        say(f"config changed at step {step} (recorded in config_changes.jsonl): {shown}")
 
 
 def _export(config, workdir: str, graphdef, params, mcfg, tokenizer, step: int, say) -> None:

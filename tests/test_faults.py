@@ -75,3 +75,60 @@ def test_train_refuses_a_comparison_config(tmp_path):
     r = _cli("train", "--config=configs/compare_arith.py:smoke", f"--workdir={tmp_path}")
     assert r.returncode == 1 and "run it with `frontier-rl compare`" in r.stderr
     assert "Traceback" not in r.stderr and not os.listdir(tmp_path)
+
+
+def _smoke(**fields):
+    from frontier_rl import config_lib
+
+    c = config_lib.shrink_for_smoke(config_lib.default_config())
+    c.log.progress = c.log.tensorboard = False
+    c.eval.every = 0
+    return config_lib.validate(config_lib.set_fields(c, fields))
+
+
+def test_a_changed_config_is_refused_on_resume_unless_allowed(tmp_path):
+    """A rerun with another learning rate stops, naming the field and both values, and leaves
+    config.json as it was; more steps (a field that does not change the run) resume silently;
+    --allow_config_change resumes and records the change."""
+    from frontier_rl import train
+
+    train.run(_smoke(**{"rl.num_steps": 2, "checkpoint.every": 1}), str(tmp_path))
+    before = (tmp_path / "config.json").read_text()
+    with pytest.raises(RunError, match=r"checkpoint at step 2 was made with another config "
+                                       r"\(rl.learning_rate: 0\.\d+ -> 0\.5\)"):
+        train.run(_smoke(**{"rl.num_steps": 3, "rl.learning_rate": 0.5}), str(tmp_path))
+    assert (tmp_path / "config.json").read_text() == before
+    assert not (tmp_path / "config_changes.jsonl").exists()
+    train.run(_smoke(**{"rl.num_steps": 3}), str(tmp_path))  # only how far it runs
+    assert not (tmp_path / "config_changes.jsonl").exists()
+    train.run(_smoke(**{"rl.num_steps": 4, "rl.learning_rate": 0.5}), str(tmp_path),
+              allow_config_change=True)
+    changes = [json.loads(x) for x in open(tmp_path / "config_changes.jsonl")]
+    assert changes[0]["step"] == 3 and changes[0]["changes"][0].startswith("rl.learning_rate")
+    assert json.loads((tmp_path / "config.json").read_text())["rl"]["learning_rate"] == 0.5
+
+
+def test_damaged_records_are_kept_aside_and_the_final_evaluation_restored(tmp_path, caplog):
+    """A half-written final record and a damaged middle line: on rerun neither is deleted
+    silently (both kept in metrics.jsonl.damaged, the lines named in a warning), and the
+    checkpoint's step gets its record back with its evaluation."""
+    from frontier_rl import metrics, train
+
+    cfg = _smoke(**{"rl.num_steps": 3, "checkpoint.every": 1})
+    train.run(cfg, str(tmp_path))
+    path = tmp_path / "metrics.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    final = json.loads(lines[-1])
+    assert final["step"] == 3 and "eval/avg@2/all" in final
+    lines[1] = lines[1][:10] + "\x00garbage\n"  # step 1's record
+    lines[-1] = lines[-1][: len(lines[-1]) // 2]  # cut mid-write
+    path.write_text("".join(lines))
+    with caplog.at_level("WARNING"):
+        train.run(cfg, str(tmp_path))
+    assert "line(s) 2, 4 did not parse" in caplog.text
+    kept = [json.loads(x) for x in open(str(path) + metrics.DAMAGED)]
+    assert [k["line"] for k in kept] == [2, 4]
+    records = metrics.read(str(path))
+    assert [r["step"] for r in records] == [0, 2, 3]
+    assert records[-1]["train/record_restored"] == 1.0
+    assert records[-1]["eval/avg@2/all"] == final["eval/avg@2/all"]
