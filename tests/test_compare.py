@@ -479,7 +479,8 @@ def test_sigterm_stops_the_comparison_and_the_rerun_ends_as_an_uninterrupted_one
     uninterrupted comparison's results.json."""
     cmd = [sys.executable, "-m", "frontier_rl", "compare",
            "--config=configs/compare_arith.py:smoke", "--config.compare.rollout_budget=600",
-           "--config.checkpoint.every=1", "--config.compare.seeds=0,1"]
+           "--config.checkpoint.every=1", "--config.compare.seeds=0,1",
+           "--config.log.progress=True"]
     whole = str(tmp_path / "whole")
     subprocess.run(cmd + [f"--workdir={whole}"], cwd=ROOT, capture_output=True, text=True,
                    check=True)

@@ -145,6 +145,45 @@ def test_server_failing_mid_run_stops_with_the_checkpoint_intact(reference, tmp_
     assert_same_run(records(reference)[:len(records(tmp_path))], records(tmp_path))
 
 
+def test_a_server_reloaded_by_another_trainer_stops_the_run_before_the_update(reference,
+                                                                            tmp_path):
+    """Two trainers on one server: after this run's sync following step 1 passed its probe,
+    another trainer reloads the server with its own weights (here: the start policy). The
+    next step's responses come from those; the per-step gap check stops the run before its
+    update, naming rollout.probe_tol, and nothing of that step is written."""
+    start = str(reference / "warmstart")
+    policy = serve.Policy(start)
+    app = serve.make_app(policy)
+    route = {r.path: r.endpoint for r in app.router.routes}
+    loads, since = [], []
+
+    async def update(request):
+        loads.append(1)
+        since.clear()
+        return await route["/update_weights_from_disk"](request)
+
+    async def generate(request):
+        since.append(1)
+        if len(loads) == 2 and len(since) == 2:  # after the sync's probe: the intruder
+            policy.load(start)
+        return await route["/generate"](request)
+
+    app.router.routes[:0] = [Route("/generate", generate, methods=["POST"]),
+                             Route("/update_weights_from_disk", update, methods=["POST"])]
+    server = Server(app)
+    try:
+        # this server matches the trainer to < 1e-5 nats/token (the tests above); one smoke
+        # step moves the policy by ~0.06, so the tolerance is set below that
+        with pytest.raises(train.RunError, match=r"step 2: the rollout engine's log-probs .*"
+                                                 r"\(rollout.probe_tol=0.01\).*before the update"):
+            train.run(through(server.url, reference, **{
+                "rl.num_steps": 4, "checkpoint.every": 1, "rollout.probe_tol": 0.01}),
+                str(tmp_path))
+    finally:
+        server.stop()
+    assert [r["step"] for r in records(tmp_path)] == [0, 1]
+
+
 @pytest.mark.slow
 def test_train_through_serve_matches_embedded(tmp_path):
     ref = tmp_path / "jax"

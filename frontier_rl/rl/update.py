@@ -71,6 +71,7 @@ class Updater:
         self.trainer, self.accountant, self.encode = trainer, accountant, encode
         self.pad_id, self.recompute_old, self.seed = pad_id, recompute_old, seed
         self.std_norm = config.rl.adv_std_norm
+        self.gap_tol = config.rollout.probe_tol  # largest engine-vs-trainer gap, nats/token
         self.max_bad_steps = config.rl.max_bad_steps
         # A copy: the update donates `params`' buffers, which may be the ones init returned.
         self.ref_params = jax.tree.map(jnp.copy, params) if config.rl.kl_coef > 0 else None
@@ -91,6 +92,15 @@ class Updater:
             # the train-inference mismatch, over response tokens
             mask = batch["loss_mask"] > 0
             engine_diff = float(np.abs(batch["old_logp"] - engine_logp)[mask].mean())
+            if not np.isfinite(engine_diff) or engine_diff > self.gap_tol:
+                # checked every step, not only at a sync's probe: a server that another
+                # trainer reloaded between syncs serves other weights from then on
+                raise RunError(
+                    f"step {step}: the rollout engine's log-probs of this step's responses "
+                    f"differ from the trainer's by {engine_diff:.3g} nats/token "
+                    f"(rollout.probe_tol={self.gap_tol}): the engine did not serve this run's "
+                    "policy (another trainer on the same server, stale weights); stopped "
+                    "before the update, the newest checkpoint is intact")
         if self.ref_params is not None:
             batch["ref_logp"] = trainer.logps(self.ref_params, batch["tokens"], batch["valid"])
             accountant.charge_logps(batch)
