@@ -23,8 +23,11 @@ import time
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
+
+from frontier_rl.errors import RunError
 
 PyTree = Any
 
@@ -92,8 +95,34 @@ def _savable_leaf(leaf: Any) -> Any:
     return np.asarray(leaf) if isinstance(leaf, np.generic) else leaf
 
 
+CHECKSUMS = "_checksums"  # the meta key holding one checksum per state leaf
+
+
+@jax.jit
+def _leaf_checksum(x: jax.Array) -> jax.Array:
+    """A position-weighted sum of the leaf's bits, mod 2^32: every element's bit pattern (as an
+    unsigned integer of its width) times an odd weight 2i + 1, summed. One flipped bit changes
+    it; so does a swap of two unequal elements."""
+    x = jnp.ravel(x)
+    if x.dtype == jnp.bool_:
+        bits = x.astype(jnp.uint32)
+    else:
+        width = jnp.dtype(x.dtype).itemsize * 8
+        bits = jax.lax.bitcast_convert_type(x, jnp.dtype(f"uint{width}")).astype(jnp.uint32)
+    weights = jnp.arange(x.size, dtype=jnp.uint32) * jnp.uint32(2) + jnp.uint32(1)
+    return jnp.sum(bits * weights, dtype=jnp.uint32)
+
+
+def checksums(state: PyTree) -> list[int]:
+    """One checksum per leaf of `state`, in tree order (`_leaf_checksum`; a global array's is a
+    collective, so every process calls this)."""
+    return [int(_leaf_checksum(jnp.asarray(leaf))) for leaf in jax.tree.leaves(state)]
+
+
 class Checkpointer:
-    """Keeps the last ``max_to_keep`` run-state checkpoints under ``directory``."""
+    """Keeps the last ``max_to_keep`` run-state checkpoints under ``directory``. Each carries a
+    checksum of every state leaf, verified when it is restored: one that does not match is
+    damaged (bit flips on disk, a partial copy), and the next older one is restored instead."""
 
     def __init__(
         self, directory: str, *, max_to_keep: int = 3, save_interval_steps: int = 1,
@@ -138,6 +167,7 @@ class Checkpointer:
         # Fail before touching disk rather than midway through the orbax write.
         json.dumps(meta)
         state = jax.tree.map(_savable_leaf, state)
+        meta = {**meta, CHECKSUMS: checksums(state)}
         args = ocp.args.Composite(state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta))
         saved = self._manager.save(step, args=args, force=force)
         if not self.async_save:
@@ -188,11 +218,11 @@ class Checkpointer:
             if errors:
                 self._quarantine(sorted(errors))
             return step, jax.tree.map(_like_target, state, target), meta
-        details = "\n".join(f"  step {s}: {err}" for s, err in errors.items())
-        raise RuntimeError(
-            f"All {len(errors)} checkpoints in {self.directory} are unreadable "
-            f"(steps {sorted(errors)}):\n{details}"
-        )
+        details = "; ".join(f"step {s}: {err.splitlines()[0] if err else '?'}"
+                            for s, err in errors.items())
+        raise RunError(
+            f"all {len(errors)} checkpoints in {self.directory} are unreadable ({details}): "
+            "move that directory aside to start over, or restore it from a copy")
 
     def restore_step(self, step: int, target: PyTree) -> tuple[int, PyTree, dict]:
         """Restores checkpoint `step` (which must exist) like `restore`, without falling back
@@ -214,6 +244,13 @@ class Checkpointer:
         meta = restored["meta"]
         if not isinstance(meta, dict):
             raise ValueError(f"meta is a {type(meta).__name__}, expected a JSON object")
+        saved = meta.pop(CHECKSUMS, None)
+        if saved is not None:  # checkpoints written before checksums have none to check
+            got = checksums(restored["state"])
+            bad = [i for i, (a, b) in enumerate(zip(saved, got, strict=False)) if a != b]
+            if bad or len(saved) != len(got):
+                raise ValueError(f"checksum mismatch in {len(bad)} of {len(got)} arrays (the "
+                                 "files changed after they were written)")
         return restored["state"], meta
 
     def _quarantine(self, steps: list[int]) -> None:

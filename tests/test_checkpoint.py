@@ -195,3 +195,35 @@ def test_all_damaged_raises_naming_steps(tmp_path):
         assert "step 4" in str(err.value) and "step 7" in str(err.value)
         # Nothing is moved aside when there is nothing to resume from.
         assert ckpt.all_steps() == [4, 7]
+
+
+def test_a_checkpoint_whose_arrays_changed_on_disk_falls_back_to_the_previous(tmp_path, caplog):
+    """Step 2's array files replaced by step 1's (same shapes, so orbax reads them without a
+    complaint): the checksums saved with step 2 do not match what is read, so step 2 is
+    damaged, said so, moved aside, and step 1 restored."""
+    save_steps(tmp_path, [1, 2])
+    state2 = os.path.join(step_dir(tmp_path, 2), "state")
+    shutil.rmtree(state2)
+    shutil.copytree(os.path.join(step_dir(tmp_path, 1), "state"), state2)
+    with caplog.at_level(logging.WARNING):
+        with Checkpointer(str(tmp_path)) as ckpt:
+            step, state, meta = ckpt.restore(make_state(0))
+    assert step == 1 and meta == make_meta(1)  # the checksums are not part of the meta
+    assert_state_equal(state, make_state(1))
+    assert "step 2" in caplog.text and "checksum mismatch" in caplog.text
+    assert os.listdir(os.path.join(str(tmp_path), DAMAGED_SUBDIR))
+
+
+def test_checksums_see_one_flipped_bit_and_a_swap():
+    from frontier_rl.checkpoint import checksums
+
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    base = checksums({"a": x, "b": np.array([True, False])})
+    flipped = x.copy().view(np.uint32)
+    flipped[1, 2] ^= 1 << 7
+    swapped = x.copy()
+    swapped[0, [0, 1]] = swapped[0, [1, 0]]
+    assert checksums({"a": flipped.view(np.float32), "b": np.array([True, False])}) != base
+    assert checksums({"a": swapped, "b": np.array([True, False])}) != base
+    assert checksums({"a": x, "b": np.array([True, True])}) != base
+    assert checksums({"a": jnp.asarray(x, jnp.bfloat16)})[0] != checksums({"a": x})[0]
