@@ -36,6 +36,7 @@ from frontier_rl.entropy import PromptEntropy
 from frontier_rl.errors import RunError
 from frontier_rl.evaluation import suite as eval_suite
 from frontier_rl.rl import sharding, update
+from frontier_rl.rollout import sglang as sglang_engine
 from frontier_rl.rollout.context import PolicyContext, encode_prompt
 from frontier_rl.rollout.engine import EngineError, JaxEngine, recompute_old_logp
 from frontier_rl.rollout.sampler import PROMPT_BUCKETS, Sampler
@@ -120,6 +121,8 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
                                   config=config.to_dict())
     say = print if config.log.progress and primary else (lambda *a, **k: None)
     task = _make_task(config, say)
+    if config.rollout.engine == "sglang":  # fail in seconds, not after the warm start
+        sglang_engine.check_server(config.rollout.sglang.url)
 
     # ======================================================================= policy
     # The mesh comes first: a loaded checkpoint's tensors go straight into their shardings.

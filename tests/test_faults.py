@@ -132,3 +132,44 @@ def test_damaged_records_are_kept_aside_and_the_final_evaluation_restored(tmp_pa
     assert [r["step"] for r in records] == [0, 2, 3]
     assert records[-1]["train/record_restored"] == 1.0
     assert records[-1]["eval/avg@2/all"] == final["eval/avg@2/all"]
+
+
+def test_train_with_no_server_fails_in_seconds_naming_the_url(tmp_path):
+    """Nothing listens at rollout.sglang.url: one line naming it, before any warm start."""
+    import socket as sk
+
+    with sk.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    r = _cli("train", "--config=configs/arith_grpo.py:smoke", f"--workdir={tmp_path}",
+             "--config.rollout.engine=sglang",
+             f"--config.rollout.sglang.url=http://127.0.0.1:{port}")
+    assert r.returncode == 1 and time.monotonic() - t0 < 120
+    assert f"rollout.sglang.url=http://127.0.0.1:{port}: no healthy server" in r.stderr
+    assert "Traceback" not in r.stderr and "warm start" not in r.stdout
+
+
+def test_a_hung_server_is_given_up_at_the_deadline_not_the_request_timeout():
+    """A server that accepts the request and never answers (SIGSTOPped): one attempt may not
+    wait past rollout.sglang.deadline, whatever the per-request timeout."""
+    import socket as sk
+    import threading
+
+    from frontier_rl.rollout.engine import EngineError
+    from frontier_rl.rollout.sglang import SGLangEngine
+
+    srv = sk.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    accepted = []
+    threading.Thread(target=lambda: [accepted.append(srv.accept()) for _ in range(8)],
+                     daemon=True).start()
+    eng = SGLangEngine(f"http://127.0.0.1:{srv.getsockname()[1]}", pad_id=0, stop_ids=[1],
+                       max_new_tokens=4, sync_dir="/nonexistent", timeout=1800.0, deadline=3.0,
+                       retries=50, backoff=0.1)
+    t0 = time.monotonic()
+    with pytest.raises(EngineError, match=r"deadline=3.0s"):
+        eng._post("/generate", {}, lambda b: b)
+    assert time.monotonic() - t0 < 10
+    srv.close()

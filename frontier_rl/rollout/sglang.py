@@ -90,6 +90,26 @@ class Malformed(ValueError):
     """A 200 answer that is not what the protocol says."""
 
 
+def check_server(url: str, wait: float = 10.0) -> None:
+    """Fails in seconds, before a run spends minutes on its warm start, when no server answers
+    `url`/health (`rollout.sglang.url`): RunError naming the URL and how to start one."""
+    t0 = time.monotonic()
+    last = ""
+    while True:
+        try:
+            r = httpx.get(url.rstrip("/") + "/health", timeout=min(5.0, wait))
+            if r.status_code == 200:
+                return
+            last = f"HTTP {r.status_code}"
+        except httpx.HTTPError as e:
+            last = f"{type(e).__name__}: {e}"
+        if time.monotonic() - t0 >= wait:
+            raise RunError(f"rollout.sglang.url={url}: no healthy server answers /health after "
+                           f"{wait:.0f}s ({last}); start one first (launch/sglang_server.sh), or "
+                           "set rollout.engine=jax")
+        time.sleep(1.0)
+
+
 def _parse_rows(body, rows: int, max_new: int) -> list[dict]:
     """The rows of a /generate answer; Malformed unless each has as many finite log-probs as
     output ids, at most `max_new` of them, and a stop or length finish."""
@@ -364,6 +384,7 @@ class SGLangEngine:
         # What the server serves: the last push's weights in a form a reload can use (`_keep`).
         self._served, self._pushed, self._pushed_step = None, False, -1
         self._stale_server = False  # a connection dropped: reload before the next generate
+        self._op_start: float | None = None  # a sync's start: its requests share one deadline
         self._lock = threading.RLock()
         # The transport (default: the disk path) gets the engine's POST with its retries.
         self.transport: WeightTransport = (
@@ -377,14 +398,20 @@ class SGLangEngine:
         """POST with retries until `retries` attempts or `deadline` seconds; `parse(json)`
         raising Malformed counts as a retryable failure. With `reload`, a server that dropped a
         connection gets the synced weights again before the request is retried."""
-        t0, last, attempt = time.monotonic(), "", 0
+        # One deadline per operation: a sync's transport fallback (memory -> disk) and its
+        # retries share the sync's clock (`_op_start`), and no attempt may wait past it.
+        t0, last, attempt = self._op_start or time.monotonic(), "", 0
         while True:
             attempt += 1
             try:
                 if reload and self._stale_server:
                     self._reload()
                 self.counters["requests"] += 1
-                r = self.client.post(path, json=payload)
+                left = self.deadline - (time.monotonic() - t0)
+                if left <= 0:
+                    raise httpx.TimeoutException(f"the operation's deadline of {self.deadline}s "
+                                                 "passed")
+                r = self.client.post(path, json=payload, timeout=min(self.timeout, left))
                 if r.status_code >= 500:
                     self.counters["server_errors"] += 1
                     raise Malformed(f"HTTP {r.status_code}: {r.text[:200]!r}")
@@ -548,10 +575,14 @@ class SGLangEngine:
         """Pushes `params` through the transport, then checks the probe. The push phase
         (sync_push_time) includes what the engine keeps for a reload (`_keep`)."""
         t0 = time.perf_counter()
-        self.transport.push(params, step)
-        self._served, self._pushed, self._pushed_step = self._keep(params, step), True, step
-        t1 = time.perf_counter()
-        self._probe(params)
+        self._op_start = time.monotonic()
+        try:
+            self.transport.push(params, step)
+            self._served, self._pushed, self._pushed_step = self._keep(params, step), True, step
+            t1 = time.perf_counter()
+            self._probe(params)
+        finally:
+            self._op_start = None
         t2 = time.perf_counter()
         self.synced_step = step
         self.counters["syncs"] += 1

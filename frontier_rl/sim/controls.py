@@ -27,6 +27,12 @@ apart as `control_samples`, never charged). Measured:
   the equivalence verdict of two one-sided tests at `controls.equivalence_margin` points
   (`stats.equivalence`), a margin fixed in the config before the run.
 
+The training pool is `sim.composition` ("" = the mixture as drawn; otherwise shares of prompts
+the starting policy solves / cannot solve / sits at the frontier of, by exact starting pass
+rate, sim/learner.py). Every run records the pool it trained on as measured at the start
+(`composition`: shares by class, the share of groups of G expected at zero variance), and the
+study states it per seed.
+
 Every comparison needs both arms to have run all `sim.steps` steps in every seed (a selector may
 stop early, e.g. DS at its cap on generation rounds); otherwise it has no verdict and says which
 arm stopped where. Verdicts need `stats.MIN_SEEDS` seeds; fewer give intervals only (from 2).
@@ -41,9 +47,16 @@ arm stopped where. Verdicts need `stats.MIN_SEEDS` seeds; fewer give intervals o
            reference ("" skips one)
   method, comparator   the matched-steps comparison ("" skips it)
   equivalence_margin   points of accuracy; method - comparator within it is "equivalent"
+  compositions   () for one study at `sim.composition`; a tuple of `sim.composition` specs for
+           a composition sweep: the study runs at each (every arm x seed), all runs in one pool
+           of workers, and the report gives per composition the pool measured at the start and
+           the headroom and harm (paired per seed, 95% t-interval, verdict), with where
+           selection pays most and where it cannot (every prompt at the frontier: nothing to
+           select away)
 
 Writes `sim_controls.json` (the figures above, per-seed values and every run's curves) and
-`sim_controls.md` into the workdir and prints a summary.
+`sim_controls.md` into the workdir and prints a summary; a composition sweep writes
+`sim_composition.json` (per composition its study, and every run) and `sim_composition.md`.
 """
 
 from __future__ import annotations
@@ -87,6 +100,7 @@ def default_controls_config() -> ml_collections.ConfigDict:
         method="hive",
         comparator="ds",
         equivalence_margin=1.5,  # points of held-out accuracy, fixed before the run
+        compositions=(),  # sim.composition specs to sweep; () = one study (module docstring)
     ))
 
 
@@ -153,7 +167,29 @@ def validate(config) -> ml_collections.ConfigDict:
         for path in s:
             run.lookup(config, path, f"controls.arms.{arm}", what="arm")
         run.apply(config, s, config.seed)
+    specs = c.compositions
+    if isinstance(specs, str) or not isinstance(specs, (tuple, list)):
+        raise ValueError(f"controls.compositions={specs!r} is not allowed: a tuple of "
+                         "sim.composition specs (() for one study)")
+    for i, spec in enumerate(specs):
+        if not isinstance(spec, str):
+            raise ValueError(f"controls.compositions[{i}]={spec!r} is not a sim.composition "
+                             "spec (a string)")
+        try:
+            run.apply(config, {"sim.composition": spec}, config.seed)
+        except ValueError as e:
+            raise ValueError(f"controls.compositions[{i}]: {e}") from None
+    if len(set(specs)) != len(specs):
+        raise ValueError(f"controls.compositions={specs!r} names a composition twice")
     return config
+
+
+def pool_composition(config, seed: int, spec: str | None = None) -> dict:
+    """The training pool of `config` (at sim.composition = `spec` when given) at `seed`, as
+    measured at the start (SimContext.pool_composition): the same pool every arm of that seed
+    trains on, since an arm only changes the selector."""
+    c = run.apply(config, {} if spec is None else {"sim.composition": spec}, seed)
+    return run.make_context(c).pool_composition
 
 
 # ----------------------------------------------------------------------------- running
@@ -185,9 +221,12 @@ def run_controls(config, *, say: Callable[[str], None] = print) -> dict:
             f"{res['steps_run']} steps, acc {100 * res['final']['acc_mean']:.1f}, "
             f"{res['final']['rollouts']:,} rollouts, {res['wall_s']:.1f} s")
 
+    # the pools, measured before any run (a composition the mixture cannot fill fails here)
+    pools = {seed: pool_composition(config, seed) for seed in seeds}
     results = run.run_jobs(jobs, workers, done)
     for tag, res in zip(tags, results, strict=True):
         res["arm"] = tag
+        res["composition"] = pools[res["seed"]]
     study = summarise(config, results)
     study["wall_s"] = time.perf_counter() - t0
     study["runs"] = results
@@ -212,6 +251,30 @@ def _short(runs: dict, arm: str, steps: int) -> list[str]:
     return [f"{arm} stopped at step {r['steps_run']} in seed {seed}"
             + (f" ({r['stopped']})" if r["stopped"] else "")
             for seed, r in sorted(runs.items()) if r["steps_run"] != steps]
+
+
+def _composition(config, results: list[dict], seeds: list[int]) -> dict:
+    """The pool the study trained on: sim.composition, and per seed and on average the pool
+    measured at the start (from the runs, or measured again where a run lacks it)."""
+    per_seed = {}
+    for r in results:
+        if "composition" in r:
+            per_seed.setdefault(r["seed"], r["composition"])
+    for seed in seeds:
+        if seed not in per_seed:
+            per_seed[seed] = pool_composition(config, seed)
+    pools = [per_seed[s] for s in seeds]
+    return {"spec": config.sim.get("composition", ""),
+            "shares": {k: float(np.mean([p["shares"][k] for p in pools]))
+                       for k in pools[0]["shares"]},
+            "zero_variance": float(np.mean([p["zero_variance"] for p in pools])),
+            "group_size": pools[0]["group_size"], "thresholds": pools[0]["thresholds"],
+            "per_seed": {str(s): per_seed[s] for s in seeds}}
+
+
+def _pool_text(comp: dict) -> str:
+    """`solved 0.18 / unsolved 0.34 / frontier 0.49` of a composition entry."""
+    return " / ".join(f"{k} {v:.2f}" for k, v in comp["shares"].items())
 
 
 def _power(effect: float | None, sd: float | None) -> int | None:
@@ -251,7 +314,8 @@ def summarise(config, results: list[dict]) -> dict:
     out = {"num_prompts": config.sim.num_prompts, "steps": steps,
            "batch_size": config.rl.batch_size, "group_size": config.rl.group_size,
            "seeds": seeds, "equivalence_margin": float(c.equivalence_margin),
-           "roles": {role: c[role] for role in ROLES}, "arms": arms}
+           "roles": {role: c[role] for role in ROLES}, "arms": arms,
+           "composition": _composition(config, results, seeds)}
 
     for name, role in ((HEADROOM, "positive"), (HARM, "negative")):
         arm, ref = c[role], c.reference
@@ -321,6 +385,17 @@ def _fmt(e: dict, digits: int = 1, signed: bool = False) -> str:
     return body + f" [{e['lo']:{sign}.{digits}f}, {e['hi']:{sign}.{digits}f}]"
 
 
+def _pool_lines(comp: dict) -> list[str]:
+    """The training pool's composition as a sentence of the report."""
+    t = comp["thresholds"]
+    spec = f"`{comp['spec']}`" if comp["spec"] else '"" (the mixture as drawn)'
+    return [f"Training pool: sim.composition = {spec}. Measured at the start by exact pass rate "
+            f"(solved p >= {t['solved']:g}, unsolved p <= {t['unsolved']:g}, frontier in "
+            f"between), mean over seeds: {_pool_text(comp)}; groups of G = "
+            f"{comp['group_size']} expected at zero reward variance: "
+            f"{comp['zero_variance']:.2f}."]
+
+
 def _need(e: dict, n: int) -> str:
     """Seeds for 80% power as text: "—" without an interval (n < 2) or a verdict."""
     if n < 2 or e["verdict"].startswith(stats.NO_VERDICT):
@@ -348,6 +423,7 @@ def report(study: dict) -> str:
         "learner's start) and intervals are 95% Student t over seeds. The controls read each "
         "candidate's exact current pass rate for free: those measurements are counted as "
         "`pass rates read`, never as rollouts.", "",
+        *_pool_lines(study["composition"]), "",
         "| arm | selector | steps run | final accuracy [95% CI] | rollouts (mean) | "
         "effective share | pass rates read (mean) |", "|---|---|---|---|---|---|---|"]
     for arm, a in study["arms"].items():

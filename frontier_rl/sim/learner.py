@@ -16,6 +16,20 @@ With the defaults (a = 1.5, s_0 = 0, mu = -1.75, -0.25, 1.25, 2.75, sd = 0.75) t
 accuracy starts at 90 / 55 / 18 / 3 % per band, and at G = 8 about 16 % of the groups are all
 correct and 28 % all wrong (30 % all failed), as early in a real run on the embedded task.
 
+Pool composition (`composition`, "" by default). With "" the training pool is the first
+`num_prompts` draws of the mixture. A spec "solved=0.3,unsolved=0.3,frontier=0.4" (parsed by
+tasks/composition.py's `parse`, as `pool.composition` on the trainer side) builds it with those
+shares instead, by the exact starting pass rate p_i = sigmoid(a (s_0 - d_i)) of each prompt:
+*solved* p >= 0.9 (`SOLVED_P`), *unsolved* p <= 0.1 (`UNSOLVED_P`), *frontier* in between (an
+exact rate is never 0 or 1; at G = 8 a prompt at p = 0.9 or 0.1 gives a zero-variance group
+43 % of the time). Candidates are drawn from the mixture in chunks of max(num_prompts, 4096),
+each kept while its class still lacks prompts (round(share x num_prompts), `composition.counts`),
+until every class is full or `MAX_CANDIDATES` x num_prompts have been drawn (then a ValueError
+names sim.composition and the shares the mixture has). The kept prompts are shuffled; all of it
+is drawn from the seed's pool stream. Every context records the pool's measured composition at
+the start in `pool_composition` (`measure_pool`): the shares by class and the share of groups of
+G expected at zero reward variance (all correct, all wrong or all invalid).
+
 Rollouts. `rollout(indices, n)` draws n responses per prompt: correct with probability p_i;
 a failure is invalid (-1) with probability `invalid_rate`, else wrong (0). Every response is
 charged to `counters["rollouts"]`.
@@ -79,7 +93,7 @@ import numpy as np
 
 from frontier_rl.selection.base import REWARD_CORRECT, REWARD_INVALID, REWARD_WRONG, Group
 from frontier_rl.selection.heapa.augment import arith_difficulty, is_arith_prompt
-from frontier_rl.tasks import arith
+from frontier_rl.tasks import arith, composition
 
 COUNTERS = ("rollouts", "response_tokens", "prompt_tokens", "entropy_prompts", "entropy_tokens",
             "generated_texts", "control_samples")
@@ -103,7 +117,14 @@ MODEL_DEFAULTS = dict(
     aug_sigma=0.3,  # sd of the child's difficulty around that
     label_noise=0.0,  # extra P(a child is unsolvable), on top of wrong teacher labels
     eval_per_band=512,  # held-out difficulties per band
+    # Training pool shares by starting pass rate, "solved=..,unsolved=..,frontier=.." (module
+    # docstring); "" = the mixture as drawn.
+    composition="",
 )
+
+SOLVED_P = 0.9  # a prompt whose exact starting pass rate is >= this is "solved"
+UNSOLVED_P = 0.1  # <= this "unsolved"; strictly between the two "frontier"
+MAX_CANDIDATES = 100  # candidates drawn per training prompt at most when composing the pool
 
 _MAX_NEW_DEFAULT = 8
 _ID_PREFIX = "sim/"
@@ -153,6 +174,15 @@ def validate_model(c) -> None:
     v = c.eval_per_band
     if isinstance(v, bool) or not isinstance(v, int) or v < 1:
         fail("eval_per_band", "an integer >= 1")
+    spec = c.composition
+    if not isinstance(spec, str):
+        fail("composition", '"" or a spec such as "solved=0.3,unsolved=0.3,frontier=0.4"')
+    if spec:
+        try:
+            composition.parse(spec)
+        except ValueError as e:
+            reason = str(e).removeprefix(f"pool.composition={spec!r}: ")
+            fail("composition", reason)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -266,7 +296,7 @@ class SimContext:
         self._weights = np.asarray(c.band_weights, np.float64) / np.sum(c.band_weights)
         self._mu = np.asarray(c.band_mean, np.float64)
         self._sd = np.asarray(c.band_sd, np.float64)
-        band, d = self._draw(np.random.default_rng(pool_ss), self.num_base)
+        band, d, drawn = self._pool(np.random.default_rng(pool_ss), self.num_base)
         self.band = band.astype(np.int8)
         self._d = _Grow(d)
         self._m = _Grow(np.zeros(self.num_base))
@@ -290,6 +320,8 @@ class SimContext:
         r = float(c.entropy_corr)
         self._entropy_sd = sd_u * math.sqrt(max(0.0, 1.0 / (r * r) - 1.0))
         self.step_stats = {"groups": 0, "easy": 0, "hard": 0, "rollouts": 0}
+        self.pool_composition = self.measure_pool()
+        self.pool_composition["candidates"] = drawn
         # A list to record every device call in (`frontier-rl fit` sizes the run's programs
         # from it), or None: (kind, prompts, n) with kind "rollout" (n responses per prompt),
         # "entropy" (n = 1), "generate" (n = the token cap) or "update" (trained groups,
@@ -305,6 +337,68 @@ class SimContext:
     def _draw(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
         band = rng.choice(len(self._weights), size=n, p=self._weights)
         return band, rng.normal(self._mu[band], self._sd[band])
+
+    def _start_class(self, d: np.ndarray) -> np.ndarray:
+        """Class index (into composition.CLASSES) of each difficulty by its exact starting pass
+        rate (memorisation 0): solved p >= SOLVED_P, unsolved p <= UNSOLVED_P, else frontier."""
+        return _classify(1.0 / (1.0 + np.exp(-self.c.slope * (self.c.skill0 - d))))
+
+    def _pool(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """(band, difficulty, candidates drawn) of the training pool (module docstring)."""
+        spec = self.c.composition
+        if not spec:
+            band, d = self._draw(rng, n)
+            return band, d, n
+        want = composition.counts(composition.parse(spec), n)
+        need = [want[name] for name in composition.CLASSES]
+        kept: list[tuple[np.ndarray, np.ndarray]] = []
+        seen = np.zeros(len(need), np.int64)
+        chunk, drawn = max(n, 4096), 0
+        while any(need) and drawn < MAX_CANDIDATES * n:
+            band, d = self._draw(rng, chunk)
+            drawn += chunk
+            cls = self._start_class(d)
+            seen += np.bincount(cls, minlength=len(need))
+            for k, left in enumerate(need):
+                if left:
+                    pos = np.flatnonzero(cls == k)[:left]
+                    kept.append((band[pos], d[pos]))
+                    need[k] -= pos.size
+        if any(need):
+            have = ", ".join(f"{name} {seen[k] / drawn:.3f}"
+                             for k, name in enumerate(composition.CLASSES))
+            short = ", ".join(f"{left} {name}" for left, name in
+                              zip(need, composition.CLASSES, strict=True) if left)
+            raise ValueError(
+                f"sim.composition={spec!r}: {drawn:,} candidates from the mixture (sim.band_*) "
+                f"left {short} of the {n:,} prompts unfilled (the mixture's shares at the start: "
+                f"{have}; solved p >= {SOLVED_P}, unsolved p <= {UNSOLVED_P}); change "
+                "sim.composition or the mixture")
+        band = np.concatenate([b for b, _ in kept])
+        d = np.concatenate([x for _, x in kept])
+        order = rng.permutation(n)
+        return band[order], d[order], drawn
+
+    def measure_pool(self) -> dict:
+        """The base pool's composition now (exact pass rates, class thresholds of the module
+        docstring) and the share of groups of G expected at zero reward variance."""
+        idx = np.arange(self.num_base)
+        p = self.success(idx)
+        cls = _classify(p)
+        g, r = self.group_size, float(self.c.invalid_rate)
+        correct, wrong, invalid = p**g, ((1 - p) * (1 - r))**g, ((1 - p) * r)**g
+        n = max(idx.size, 1)
+        return {
+            "spec": self.c.composition,
+            "shares": {name: float(np.sum(cls == k)) / n
+                       for k, name in enumerate(composition.CLASSES)},
+            "thresholds": {"solved": SOLVED_P, "unsolved": UNSOLVED_P},
+            "group_size": g,
+            "zero_variance": float(np.mean(correct + wrong + invalid)),
+            "all_correct": float(np.mean(correct)),
+            "all_failed": float(np.mean((1 - p)**g)),
+            "mean_pass_rate": float(np.mean(p)),
+        }
 
     @property
     def size(self) -> int:
@@ -557,6 +651,12 @@ class SimContext:
         if is_arith_prompt(text):
             dead = dead or str(getattr(pr, "answer", "")) != arith.solve(text, self.reverse)
         return d, dead
+
+
+def _classify(p: np.ndarray) -> np.ndarray:
+    """Class index (into composition.CLASSES) of exact pass rates: solved p >= SOLVED_P,
+    unsolved p <= UNSOLVED_P, frontier in between."""
+    return np.where(p >= SOLVED_P, 0, np.where(p <= UNSOLVED_P, 1, 2))
 
 
 def _advantages(r: np.ndarray) -> np.ndarray:
