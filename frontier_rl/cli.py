@@ -250,8 +250,40 @@ def _fake_devices_for_fit(argv: list[str]) -> None:
     os.environ["JAX_PLATFORMS"] = "cpu"
 
 
+def _parse_flags(argv: list[str]) -> list[str]:
+    """absl's flag parsing, with a mistake in a flag or a config override (an unknown field, a
+    missing config file, a value of the wrong type) ending in one line, not a traceback."""
+    command = argv[1] if len(argv) > 1 else ""
+    try:
+        rest = FLAGS(argv)
+        if FLAGS["config"].present:  # config_flags reports a bad file lazily: fail here
+            _ = "seed" in FLAGS.config
+        return rest
+    except flags.Error as e:
+        message = str(e)
+    except (AttributeError, KeyError, TypeError, ValueError, OSError) as e:
+        message = str(e).strip("\"'")
+        if isinstance(e, (AttributeError, KeyError)):
+            overrides = [a.split("=", 1)[0][2:] for a in argv[2:] if a.startswith("--config.")]
+            bad = next((o for o in overrides if o.split(".")[-1] == message),
+                       next((o for o in overrides if f".{message}." in f"{o}."), ""))
+            message = (f"--{bad or 'config.' + message}: no such field ({message!r} is not in "
+                       "the config); see the config file for its fields")
+    lines = [line.strip() for line in message.splitlines() if line.strip()] or [message]
+    first = lines[0] if not lines[0].endswith(":") else f"{lines[0]} {lines[-1]}"
+    if "No such file or directory" in message or "Attempted" in message:
+        path = _flag(argv, "config").split(":", 1)[0]
+        first = f"--config={path}: no such config file"
+    print(f"frontier-rl {command}: error: {first}", file=sys.stderr)
+    sys.exit(1)
+
+
 def main() -> None:
-    _fake_devices_for_fit(sys.argv)
+    try:
+        _fake_devices_for_fit(sys.argv)
+    except ValueError as e:  # fit's --mesh, read before JAX starts
+        print(f"frontier-rl fit: error: {e}", file=sys.stderr)
+        sys.exit(1)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -259,7 +291,7 @@ def main() -> None:
         absl_logging.set_verbosity(absl_logging.WARNING)
         sys.exit(_main(argv))
 
-    app.run(entry)
+    app.run(entry, flags_parser=_parse_flags)
 
 
 if __name__ == "__main__":

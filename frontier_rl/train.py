@@ -302,9 +302,13 @@ def _task_fields(config) -> dict:
 
 def _make_task(config, say):
     task = tasks.make_task(config.task.name, _task_fields(config), config.seed)
-    if not task.train or not task.eval:
-        raise RunError(f"task {config.task.name!r} has an empty train or eval split")
     skipped = task.stats.get("skipped_no_answer", 0)
+    if not task.train or not task.eval:
+        empty = " and ".join(s for s in ("train", "eval") if not getattr(task, s))
+        raise RunError(f"task {config.task.name!r} has an empty {empty} split"
+                       + (f": {skipped} rows were skipped for having no answer (check the "
+                          "answer field of task.* against the file's columns)" if skipped
+                          else ""))
     if skipped:
         log.warning("task %s: skipped %d rows without an answer", task.name, skipped)
     say(f"task {task.name}: {len(task.train)} train prompts, {len(task.eval)} eval prompts, "

@@ -1,6 +1,7 @@
 """Faults a user meets, driven as the user would: one writer per workdir, a comparison config
 given to `train`. Each ends in one line naming the cause, never a traceback or a silent run."""
 
+import importlib.util
 import json
 import os
 import socket
@@ -173,3 +174,69 @@ def test_a_hung_server_is_given_up_at_the_deadline_not_the_request_timeout():
         eng._post("/generate", {}, lambda b: b)
     assert time.monotonic() - t0 < 10
     srv.close()
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--config.rl.nosuch=1"], "--config.rl.nosuch: no such field"),
+    (["--config.rl.learning_rate=abc"], "--config.rl.learning_rate=abc"),
+])
+def test_a_bad_override_is_one_line(tmp_path, args, words):
+    r = _cli("train", "--config=configs/arith_grpo.py:smoke", f"--workdir={tmp_path}", *args)
+    assert r.returncode == 1 and words in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_missing_config_file_and_a_bad_mesh_are_one_line(tmp_path):
+    r = _cli("train", "--config=configs/nosuch.py", f"--workdir={tmp_path}")
+    assert r.returncode == 1 and "--config=configs/nosuch.py: no such config file" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = _cli("fit", "--config=configs/arith_grpo.py:smoke", "--mesh=data=1,fsdp=x")
+    assert r.returncode == 1 and "--mesh='data=1,fsdp=x'" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_a_compare_workdir_that_is_a_file_is_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    r = _cli("compare", "--config=configs/compare_arith.py:smoke", f"--workdir={blocker}")
+    assert r.returncode == 1 and str(blocker) in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.allow_skip("root writes to a read-only directory, so the case cannot arise")
+def test_a_read_only_compare_workdir_is_one_line(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        if os.access(ro, os.W_OK):
+            pytest.skip("running as a user that can write anywhere")
+        r = _cli("compare", "--config=configs/compare_arith.py:smoke", f"--workdir={ro}")
+        assert r.returncode == 1 and "is not writable" in r.stderr
+    finally:
+        ro.chmod(0o700)
+
+
+def test_a_corpus_with_a_non_utf8_byte_names_the_file_and_line(tmp_path):
+    from frontier_rl.tasks import corpus
+
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(b'{"prompt": "1+1", "answer": "2"}\n{"prompt": "\xff", "answer": "1"}\n')
+    with pytest.raises(ValueError, match=rf"{path}:2: not UTF-8 \(byte 0xff at column 13\)"):
+        corpus._read_jsonl(str(path))
+
+
+def test_a_copied_comparison_directory_holds_the_same_runs(tmp_path):
+    """The finished-run fingerprint leaves out the comparison's own directory."""
+    from frontier_rl import config_lib
+    from frontier_rl.experiment import compare
+
+    spec = importlib.util.spec_from_file_location(
+        "compare_arith", os.path.join(ROOT, "configs", "compare_arith.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cfg = mod.get_config("smoke")
+    a = compare.plan(cfg, str(tmp_path / "a"))[0]
+    b = compare.plan(config_lib.validate(cfg), str(tmp_path / "b"))[0]
+    assert compare.fingerprint(a.config, str(tmp_path / "a")) == compare.fingerprint(
+        b.config, str(tmp_path / "b"))
+    assert compare.fingerprint(a.config) != compare.fingerprint(b.config)

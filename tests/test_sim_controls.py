@@ -4,19 +4,26 @@ import importlib.util
 import json
 import os
 
+import numpy as np
 import pytest
 
-from frontier_rl.sim import controls
+from frontier_rl.sim import controls, learner
+from frontier_rl.sim import run as sim_run
+from frontier_rl.tasks import composition
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def smoke_config():
+def preset_module():
     path = os.path.join(ROOT, "configs", "sim_controls.py")
     spec = importlib.util.spec_from_file_location("sim_controls", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.get_config("smoke")
+    return mod
+
+
+def smoke_config(arg: str = "smoke"):
+    return preset_module().get_config(arg)
 
 
 @pytest.fixture(scope="module")
@@ -150,3 +157,137 @@ def test_bad_arm_is_named_before_any_run():
     c.controls.arms.hive.hive = {"k_kep": 0.5}
     with pytest.raises(ValueError, match="selector.hive.k_kep"):
         controls.validate(c)
+
+
+# ----------------------------------------------------------------------------- pool composition
+
+
+def _start_classes(ctx) -> np.ndarray:
+    """Class of every base prompt by its exact starting pass rate (the learner's thresholds)."""
+    p = ctx.success(np.arange(ctx.num_base))
+    return np.where(p >= learner.SOLVED_P, 0, np.where(p <= learner.UNSOLVED_P, 1, 2))
+
+
+def test_composition_gives_the_asked_shares():
+    spec = "solved=0.3,unsolved=0.2,frontier=0.5"
+    ctx = learner.SimContext({"composition": spec}, num_prompts=3001, seed=4)
+    want = composition.counts(composition.parse(spec), 3001)
+    cls = _start_classes(ctx)
+    assert [int(np.sum(cls == k)) for k in range(3)] == [want[c] for c in composition.CLASSES]
+    pool = ctx.pool_composition
+    assert pool["spec"] == spec and pool["candidates"] > 3001
+    for k, c in enumerate(composition.CLASSES):
+        assert pool["shares"][c] == pytest.approx(np.mean(cls == k))
+    p = ctx.success(np.arange(ctx.num_base))
+    g, r = ctx.group_size, ctx.c.invalid_rate
+    zv = np.mean(p**g + ((1 - p) * (1 - r))**g + ((1 - p) * r)**g)
+    assert pool["zero_variance"] == pytest.approx(zv)
+    # the classes are mixed through the pool, not in blocks
+    assert 0.3 < np.mean(cls[:300] == 2) < 0.7
+    # deterministic by seed; another seed draws another pool; the held-out set is the seed's
+    again = learner.SimContext({"composition": spec}, num_prompts=3001, seed=4)
+    assert np.array_equal(again.difficulty, ctx.difficulty)
+    assert np.array_equal(again._ops, ctx._ops)
+    other = learner.SimContext({"composition": spec}, num_prompts=3001, seed=5)
+    assert not np.array_equal(other.difficulty, ctx.difficulty)
+    plain = learner.SimContext(None, num_prompts=3001, seed=4)
+    assert all(np.array_equal(a, b) for a, b in zip(plain.eval_d, ctx.eval_d, strict=True))
+    # every prompt at the frontier
+    full = learner.SimContext({"composition": "frontier=1"}, num_prompts=2000, seed=0)
+    assert np.all(_start_classes(full) == 2)
+    assert full.pool_composition["shares"] == {"solved": 0.0, "unsolved": 0.0, "frontier": 1.0}
+
+
+def test_empty_composition_leaves_the_pool_as_before():
+    # the first draws of the default pool, as drawn before the field existed
+    ctx = learner.SimContext(None, num_prompts=5, seed=0)
+    assert ctx.difficulty.tolist() == pytest.approx(
+        [1.8261197760608936, -0.7085326599305944, 3.450437147852279, 1.066566175774127,
+         3.7044538425894995], abs=1e-12)
+    assert ctx.band.tolist() == [2, 1, 3, 2, 3]
+    assert ctx.pool_composition["spec"] == "" and ctx.pool_composition["candidates"] == 5
+    # a run with sim.composition = "" is the run of a config without the field
+    c = smoke_config()
+    c.controls.seeds = 1
+    c.selector.name = "uniform"
+    with_field = sim_run.run_sim(c)
+    del c.sim["composition"]
+    without = sim_run.run_sim(c)
+    for key in ("acc_mean", "rollouts", "zv_easy", "zv_hard", "skill"):  # not the timings
+        assert with_field["curve"][key] == without["curve"][key]
+    assert with_field["counters"] == without["counters"]
+
+
+def test_the_study_states_its_pool(smoke):
+    study, data, text = smoke
+    comp = data["composition"]
+    assert comp["spec"] == "" and sum(comp["shares"].values()) == pytest.approx(1.0)
+    assert set(comp["per_seed"]) == {str(s) for s in data["seeds"]}
+    assert 0 < comp["zero_variance"] < 1
+    for r in study["runs"]:
+        assert r["composition"] == comp["per_seed"][str(r["seed"])]
+    assert 'Training pool: sim.composition = "" (the mixture as drawn)' in text
+
+
+def test_composition_preset():
+    mod = preset_module()
+    c = mod.get_config("composition")
+    assert (c.sim.num_prompts, c.sim.steps, c.rl.batch_size, c.rl.group_size,
+            c.controls.seeds) == (20_000, 300, 256, 8, 3)
+    assert controls.arm_names(c) == ["uniform", "oracle", "oracle_negative"]
+    fronts = [composition.parse(s)["frontier"] for s in c.controls.compositions]
+    assert fronts == pytest.approx([0.1, 0.3, 0.5, 0.8, 1.0])
+    for s in c.controls.compositions:
+        shares = composition.parse(s)
+        assert shares["solved"] == pytest.approx(shares["unsolved"])
+
+
+def test_headroom_is_smaller_with_every_prompt_at_the_frontier(tmp_path):
+    mod = preset_module()
+    c = mod.get_config("composition,smoke")
+    c.sim.steps = 60
+    c.controls.compositions = (mod.composition_spec(0.1), mod.composition_spec(1.0))
+    sweep = controls.main(c, str(tmp_path))
+    low, full = (e["study"] for e in sweep["compositions"])
+    assert low["composition"]["shares"]["frontier"] == pytest.approx(0.1)
+    assert full["composition"]["shares"]["frontier"] == 1.0
+    assert full["headroom"]["mean"] < low["headroom"]["mean"]
+    assert all(a < b for a, b in zip(full["headroom"]["per_seed"], low["headroom"]["per_seed"],
+                                     strict=True))
+    # every run states the composition it used; the report has one row per composition
+    for r in sweep["runs"]:
+        assert r["setting"]["sim.composition"] == r["composition"]["spec"]
+    with open(tmp_path / "sim_composition.json") as f:
+        data = json.load(f)
+    assert [e["spec"] for e in data["compositions"]] == list(c.controls.compositions)
+    text = (tmp_path / "sim_composition.md").read_text()
+    assert f"| {mod.composition_spec(1.0)} | solved 0.00 / unsolved 0.00 / frontier 1.00 |" \
+        in text
+    assert "every prompt starts at the frontier: there is nothing to select away" in text
+    assert "Selection pays most at" in text
+
+
+@pytest.mark.parametrize("spec,message", [
+    ("solved=0.5,frontier=0.6", "sim.composition='solved=0.5,frontier=0.6' is not allowed"),
+    ("easy=1", "sim.composition='easy=1' is not allowed: 'easy'"),
+    ("frontier=lots", "sim.composition='frontier=lots' is not allowed"),
+])
+def test_bad_composition_is_named(spec, message):
+    c = smoke_config()
+    c.sim.composition = spec
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        controls.validate(c)
+    c = smoke_config("composition,smoke")
+    c.controls.compositions = (c.controls.compositions[0], spec)
+    with pytest.raises(ValueError, match=r"controls\.compositions\[1\]: .*sim\.composition="):
+        controls.validate(c)
+
+
+def test_a_composition_the_mixture_cannot_fill_is_named_before_any_run():
+    c = smoke_config()
+    c.sim.band_weights = (0.0, 0.0, 1.0, 1.0)  # only the hard bands: nothing solved
+    c.sim.composition = "solved=0.5,frontier=0.5"
+    ran = []
+    with pytest.raises(ValueError, match=r"sim\.composition='solved=0\.5,frontier=0\.5'.*solved"):
+        controls.run_controls(c, say=ran.append)
+    assert not any("[1/" in line for line in ran)

@@ -273,11 +273,16 @@ def resolve(spec: RunSpec, specs: list[RunSpec], c: ml_collections.ConfigDict) -
     spec.target = target
 
 
-def fingerprint(cfg: ml_collections.ConfigDict) -> str:
-    """What makes two runs the same run: the whole config except logging."""
+def fingerprint(cfg: ml_collections.ConfigDict, workdir: str = "") -> str:
+    """What makes two runs the same run: the whole config except logging, with the
+    comparison's own directory (`workdir`, in the warm-start cache path) taken out, so a copied
+    or moved comparison directory still holds the same runs."""
     d = cfg.to_dict()
     d.pop("log", None)
-    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    text = json.dumps(d, sort_keys=True, default=str)
+    if workdir:
+        text = text.replace(json.dumps(workdir)[1:-1], "<workdir>")
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _finished(spec: RunSpec) -> bool:
@@ -287,9 +292,15 @@ def _finished(spec: RunSpec) -> bool:
     path = os.path.join(spec.dir, DONE)
     if not os.path.exists(path) or not os.path.exists(os.path.join(spec.dir, FINAL)):
         return False
-    with open(path) as f:
-        done = json.load(f)
-    if done.get("fingerprint") != fingerprint(spec.config):
+    try:
+        with open(path) as f:
+            done = json.load(f)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise config_lib.ConfigError(
+            f"{path} is not valid JSON ({e}); delete it to run {spec.name} again") from None
+    workdir = os.path.dirname(os.path.dirname(spec.dir))
+    if done.get("fingerprint") not in (fingerprint(spec.config, workdir),
+                                       fingerprint(spec.config)):
         raise config_lib.ConfigError(
             f"{spec.dir} holds a finished run of another config (changed method delta, budget "
             "or base, or for a matched run its reference's spent rollouts); delete that "
@@ -355,7 +366,7 @@ def _run_all(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpe
                 f"comparison stopped with it (no report written): rerun the same command to "
                 f"resume {spec.name} and run the rest")
         with open(os.path.join(spec.dir, DONE), "w") as f:
-            json.dump({"fingerprint": fingerprint(spec.config),
+            json.dump({"fingerprint": fingerprint(spec.config, workdir),
                        "wall_s": time.perf_counter() - t0}, f)
     results = collect(config, specs)
     results["wall_s_this_invocation"] = time.perf_counter() - t_all

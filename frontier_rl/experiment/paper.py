@@ -174,7 +174,8 @@ def base(model: str, dataset: str | None) -> ml_collections.ConfigDict:
         name="corpus", path=DATASETS[dataset], format="verl", verifier="math_verify",
         require_boxed=True, reward=REWARD[protocol], eval_reward=EVAL_REWARD[protocol],
         prompt_template=PROMPT[protocol], instruction="", eval_fraction=0.0,
-        verify_workers=8, verify_timeout_s=10.0, data_seed=0))
+        verify_workers=8, verify_timeout_s=10.0, data_seed=0,
+        data_dir=""))  # a corpus from `frontier-rl data prepare --data_dir=DIR`: that DIR
     # The chat template is the policy's: it follows --config.model.path.
     c.task.chat_template = c.model.get_ref("path")
     c.warmstart.enabled = False  # the papers start RL from the released checkpoints

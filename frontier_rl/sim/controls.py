@@ -529,6 +529,220 @@ def reading(study: dict) -> list[str]:
     return [p for para in out for p in (para, "")][:-1] if out else ["No comparison was set."]
 
 
+# ----------------------------------------------------------------------------- composition sweep
+
+
+def run_compositions(config, *, say: Callable[[str], None] = print) -> dict:
+    """The study at each `controls.compositions` spec (module doc): every spec x arm x seed in
+    one pool of workers; returns {"compositions": [{"spec", "study"}, ...], "runs": [...], ...}
+    with the reading under "reading"."""
+    validate(config)
+    specs = list(config.controls.compositions)
+    if not specs:
+        raise ValueError("controls.compositions is empty: nothing to sweep (run_controls runs "
+                         "one study)")
+    arms = arm_names(config)
+    seeds = [config.seed + k for k in range(config.controls.seeds)]
+    # every pool, measured before any run (a composition the mixture cannot fill fails here)
+    pools = {(spec, seed): pool_composition(config, seed, spec) for spec in specs
+             for seed in seeds}
+    jobs, tags = [], []
+    for spec in specs:
+        for arm in arms:
+            for seed in seeds:
+                jobs.append((config.to_dict(), {**setting(config, arm), "sim.composition": spec},
+                             seed))
+                tags.append((spec, arm))
+    workers = config.controls.workers or os.cpu_count() or 1
+    workers = max(1, min(workers, len(jobs)))
+    s = config.sim
+    say(f"controls: {len(specs)} compositions x {len(arms)} arms x {len(seeds)} seeds = "
+        f"{len(jobs)} runs of {s.num_prompts:,} prompts x {s.steps} steps "
+        f"(B={config.rl.batch_size}, G={config.rl.group_size}) on {workers} worker(s)")
+    t0 = time.perf_counter()
+    count = [0]
+
+    def done(i, res):
+        count[0] += 1
+        spec, arm = tags[i]
+        say(f"  [{count[0]}/{len(jobs)}] {spec or '(as drawn)'} {arm} seed {res['seed']}: "
+            f"{res['steps_run']} steps, acc {100 * res['final']['acc_mean']:.1f}, "
+            f"{res['wall_s']:.1f} s")
+
+    results = run.run_jobs(jobs, workers, done)
+    for (spec, arm), res in zip(tags, results, strict=True):
+        res["arm"] = arm
+        res["composition"] = pools[spec, res["seed"]]
+    entries = []
+    for spec in specs:
+        runs = [r for (sp, _), r in zip(tags, results, strict=True) if sp == spec]
+        study = summarise(run.apply(config, {"sim.composition": spec}, config.seed), runs)
+        entries.append({"spec": spec, "study": study})
+    sweep = {"num_prompts": s.num_prompts, "steps": s.steps, "batch_size": config.rl.batch_size,
+             "group_size": config.rl.group_size, "seeds": seeds, "arms": arms,
+             "roles": {role: config.controls[role] for role in ROLES},
+             "compositions": entries, "wall_s": time.perf_counter() - t0, "runs": results}
+    sweep["reading"] = composition_reading(sweep)
+    return sweep
+
+
+def _effective(study: dict, arm: str) -> float:
+    """The arm's effective share (mean over seeds)."""
+    return float(np.mean([p["effective_ratio"] for p in study["arms"][arm]["per_seed"].values()]))
+
+
+def _frontier_share(entry: dict) -> float:
+    return entry["study"]["composition"]["shares"]["frontier"]
+
+
+def _cell(study: dict, name: str) -> tuple[str, str]:
+    """(`mean [lo, hi]`, verdict) of the study's headroom or harm for the sweep's tables; an
+    arm that stopped early leaves no figure, only which arm ran how many steps."""
+    e = study.get(name)
+    if e is None:
+        return "—", "—"
+    if not e["verdict"].startswith(stats.NO_VERDICT):
+        return _fmt(e, signed=True), e["verdict"]
+    why = []
+    for arm in (e["control"], e["reference"]):
+        runs = study["arms"][arm]["per_seed"].values()
+        short = [p["steps_run"] for p in runs if p["steps_run"] != study["steps"]]
+        if short:
+            ran = "/".join(map(str, sorted(set(short))))
+            why.append(f"{arm} ran {ran} of {study['steps']} steps in {len(short)} of "
+                       f"{len(runs)} seeds")
+    return "—", f"{stats.NO_VERDICT}{'; '.join(why)}"
+
+
+def composition_reading(sweep: dict) -> list[str]:
+    """Where selection pays (the largest headroom) and where it cannot (every prompt at the
+    frontier), from the sweep's figures."""
+    entries = [e for e in sweep["compositions"] if HEADROOM in e["study"]]
+    if not entries:
+        return ["No headroom was measured (controls.positive or controls.reference is '')."]
+
+    def name(e):
+        return f"`{e['spec']}`" if e["spec"] else "the pool as drawn"
+
+    out = []
+    valid = [e for e in entries
+             if not e["study"][HEADROOM]["verdict"].startswith(stats.NO_VERDICT)] or entries
+    best = max(valid, key=lambda e: e["study"][HEADROOM]["mean"])
+    h = best["study"][HEADROOM]
+    text = (f"Selection pays most at {name(best)} (pool at the start: "
+            f"{_pool_text(best['study']['composition'])}; "
+            f"{best['study']['composition']['zero_variance']:.2f} of groups expected at zero "
+            f"variance): headroom {_fmt(h, signed=True)} points, {h['verdict']}.")
+    near = [name(e) for e in valid if e is not best and None not in (h["lo"],
+            e["study"][HEADROOM]["hi"]) and e["study"][HEADROOM]["hi"] >= h["lo"]]
+    if near:
+        text += (f" The interval of {', '.join(near)} overlaps it: not distinguishable from it "
+                 "by these intervals.")
+    out.append(text)
+    ordered = sorted(entries, key=_frontier_share)
+    means = [e["study"][HEADROOM]["mean"] for e in ordered]
+    if len(ordered) > 1:
+        trend = ", ".join(f"{_frontier_share(e):.2f}: {m:+.1f}" for e, m in
+                          zip(ordered, means, strict=True))
+        top = int(np.argmax(means))
+        rising = all(a < b for a, b in zip(means[:top], means[1:top + 1], strict=True))
+        falling = all(a > b for a, b in zip(means[top:], means[top + 1:], strict=False))
+        if rising and falling and top == 0:
+            shape = "falls as the frontier share grows"
+        elif rising and falling and top == len(means) - 1:
+            shape = "grows with the frontier share"
+        elif rising and falling:
+            shape = (f"rises to its peak at frontier share {_frontier_share(ordered[top]):.2f} "
+                     "and falls as the share grows beyond it")
+        else:
+            shape = "is not monotone in the frontier share"
+        out.append(f"Headroom (points) by frontier share of the pool: {trend}; it {shape}.")
+        ref, pos = sweep["roles"]["reference"], sweep["roles"]["positive"]
+        eff_ref = [_effective(e["study"], ref) for e in ordered]
+        eff_pos = [_effective(e["study"], pos) for e in ordered]
+        eff = ", ".join(f"{_frontier_share(e):.2f}: {a:.2f} / {b:.2f}"
+                        for e, a, b in zip(ordered, eff_ref, eff_pos, strict=True))
+        text = (f"Effective share of rollouts ({ref} / {pos}; responses in trained groups with "
+                f"reward variance) by frontier share: {eff}.")
+        if all(a <= b for a, b in zip(eff_ref, eff_ref[1:], strict=False)) and \
+                all(a <= b for a, b in zip(eff_pos, eff_pos[1:], strict=False)):
+            text += (f" The more of the pool sits at the frontier, the less {ref} wastes and "
+                     "the less there is to gain by choosing; the less, the fewer informative "
+                     f"prompts {pos} finds among its candidates.")
+        out.append(text)
+    full = [e for e in entries if _frontier_share(e) >= 1.0]
+    if full:
+        for e in full:
+            h = e["study"][HEADROOM]
+            text = (f"At {name(e)} every prompt starts at the frontier: there is nothing to "
+                    f"select away, and the headroom is {_fmt(h, signed=True)} points "
+                    f"({h['verdict']}).")
+            if h["verdict"] == "better":
+                text += (" What remains is the control's choice within the frontier (the "
+                         "candidates nearest p = 0.5 rather than any in (0.1, 0.9)) and of the "
+                         "prompts that leave the frontier as the policy learns.")
+            out.append(text)
+    else:
+        out.append("No composition of this sweep puts every prompt at the frontier "
+                   "(frontier=1), where there is nothing to select away.")
+    return out
+
+
+def composition_report(sweep: dict) -> str:
+    """The composition sweep as markdown: per composition the pool measured at the start and
+    the headroom and harm, then the reading."""
+    seeds = sweep["seeds"]
+    arms = sweep["arms"]
+    first = sweep["compositions"][0]["study"]["composition"]
+    t = first["thresholds"]
+    lines = [
+        "# Where selection pays: pool composition on the synthetic learner", "",
+        f"{sweep['num_prompts']:,} prompts x {sweep['steps']} steps, B = "
+        f"{sweep['batch_size']}, G = {sweep['group_size']}, seeds {seeds[0]}-{seeds[-1]} "
+        f"({len(seeds)}), arms {', '.join(arms)}; {len(sweep['runs'])} runs in "
+        f"{sweep['wall_s']:.0f} s. Each row is one controls study with the training pool built "
+        "to `sim.composition` (sim/learner.py): shares of prompts by exact starting pass rate, "
+        f"solved p >= {t['solved']:g}, unsolved p <= {t['unsolved']:g}, frontier in between. "
+        "The pool columns are measured at the start (mean over seeds); zero-variance is the "
+        f"share of groups of G = {sweep['group_size']} expected with all rewards equal. "
+        "The held-out set and the learner's start do not depend on the composition. Accuracy "
+        "(per arm, mean over seeds, with its effective share of rollouts): the exact held-out "
+        "mean over bands at the last step, in points; headroom = "
+        f"{sweep['roles']['positive']} − {sweep['roles']['reference']}, harm = "
+        f"{sweep['roles']['negative']} − {sweep['roles']['reference']}, paired per seed, mean "
+        "[95% Student t-interval over seeds].", "",
+        "| sim.composition | pool at start: solved / unsolved / frontier | zero-variance groups "
+        "| " + " | ".join(f"{a} (effective share)" for a in arms)
+        + " | headroom, points [95% CI] | verdict | harm, points [95% CI] | verdict |",
+        "|---|---|---|" + "---|" * len(arms) + "---|---|---|---|"]
+    for e in sweep["compositions"]:
+        st = e["study"]
+        comp = st["composition"]
+        accs = " | ".join(f"{st['arms'][a]['accuracy']['mean']:.1f} ({_effective(st, a):.2f})"
+                          for a in arms)
+        head, hv = _cell(st, HEADROOM)
+        harm, mv = _cell(st, HARM)
+        lines.append(f"| {e['spec'] or '(as drawn)'} | {_pool_text(comp)} | "
+                     f"{comp['zero_variance']:.2f} | {accs} | {head} | {hv} | {harm} | {mv} |")
+    lines += ["", "## Reading", ""]
+    lines += [p for para in sweep["reading"] for p in (para, "")][:-1]
+    return "\n".join(lines) + "\n"
+
+
+def composition_summary_lines(sweep: dict) -> list[str]:
+    out = []
+    for e in sweep["compositions"]:
+        st = e["study"]
+        line = (f"{e['spec'] or '(as drawn)'}: pool {_pool_text(st['composition'])}, "
+                f"zero-variance {st['composition']['zero_variance']:.2f}")
+        for name in (HEADROOM, HARM):
+            if name in st:
+                value, verdict = _cell(st, name)
+                line += f"; {name} {value} points, {verdict}"
+        out.append(line)
+    return out + sweep["reading"]
+
+
 # ----------------------------------------------------------------------------- entry point
 
 
@@ -552,10 +766,22 @@ def summary_lines(study: dict) -> list[str]:
 
 def main(config, workdir: str | None = None) -> dict:
     """Runs the study and writes sim_controls.json and sim_controls.md into `workdir`
-    (default runs/sim_controls); prints the summary with the wall time."""
+    (default runs/sim_controls), or with `controls.compositions` the composition sweep and
+    sim_composition.json / .md; prints the summary with the wall time."""
     validate(config)
     workdir = workdir or os.path.join("runs", "sim_controls")
     os.makedirs(workdir, exist_ok=True)
+    if config.controls.compositions:
+        sweep = run_compositions(config)
+        with open(os.path.join(workdir, "sim_composition.json"), "w") as f:
+            json.dump(sweep, f)
+        with open(os.path.join(workdir, "sim_composition.md"), "w") as f:
+            f.write(composition_report(sweep))
+        for line in composition_summary_lines(sweep):
+            print(line)
+        print(f"controls: {len(sweep['runs'])} runs in {sweep['wall_s']:.1f} s; wrote "
+              f"{os.path.join(workdir, 'sim_composition.md')}")
+        return sweep
     study = run_controls(config)
     with open(os.path.join(workdir, "sim_controls.json"), "w") as f:
         json.dump(study, f)

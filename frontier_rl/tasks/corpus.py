@@ -125,8 +125,13 @@ def _check(cfg: dict) -> None:
 
 def _read_jsonl(path: str) -> list[dict]:
     rows = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{path}:{lineno}: not UTF-8 (byte {raw[e.start]:#04x} at "
+                                 f"column {e.start + 1})") from None
             if not line.strip():
                 continue
             try:
@@ -140,7 +145,7 @@ def _read_tfds(name: str, split: str, cfg: Mapping) -> list[dict]:
     import tensorflow_datasets as tfds
 
     try:
-        source = tfds.data_source(name, split=split, data_dir=cfg.get("data_dir"),
+        source = tfds.data_source(name, split=split, data_dir=cfg.get("data_dir") or None,
                                   download=cfg.get("download", False))
     except Exception as e:  # tfds raises many types; the caller needs name, split and cause
         first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
