@@ -36,10 +36,12 @@ Args:
          there is nothing to select away: what is left is the oracle's pick nearest p = 0.5
          within (0.1, 0.9) and of prompts leaving the frontier as the policy learns. Harm
          -4.9 (0.1) to -12.9 (0.8); at 1.0 no prompt is at p ~ 0 or 1, so the negative
-         control stops at step 1 (no verdict). With smoke: the same compositions at smoke scale.
+         control stops before its first step (no verdict). With smoke: the same compositions
+         at smoke scale.
 
-The default pool (sim.composition = "") starts at solved 0.18 / unsolved 0.34 / frontier 0.49,
-with 0.44 of the groups of 8 expected at zero reward variance.
+The default pool (sim.composition = "", the '' and smoke presets) starts at solved 0.17 /
+unsolved 0.34 / frontier 0.49 with 0.43 of the groups of 8 expected at zero reward variance
+(10^5 prompts, seeds 0-4); sim_controls.md states it per study.
 
 Fields: `config.controls.*` in frontier_rl/sim/controls.py; `config.sim.*` in
 frontier_rl/sim/run.py and frontier_rl/sim/learner.py; each selector's in selection/.
