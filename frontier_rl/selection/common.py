@@ -265,6 +265,29 @@ class StepStats:
         }
 
 
+class StreamSelector:
+    """The Selector methods besides `build_batch` of a selector whose only state across steps
+    is its place in the shuffled prompt stream and its mechanism tally (DS, Reinforce-Ada, the
+    oracle controls): a subclass sets `self.stream` (PromptStream), `self.mech` (Tally) and
+    `self._last` (the step's `select/` metrics) and writes `build_batch`."""
+
+    def after_update(self, ctx, groups: list[Group]) -> None:
+        pass
+
+    def metrics(self) -> dict[str, float]:
+        return dict(self._last)
+
+    def mechanisms(self) -> dict[str, int]:
+        return {"pool_passes": self.stream.epoch, **self.mech.counts}
+
+    def state_dict(self) -> dict:
+        return {"stream": self.stream.state_dict(), "mechanisms": self.mech.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.stream.load_state_dict(state["stream"])
+        self.mech.load_state_dict(state.get("mechanisms"))
+
+
 def adjust_p(p: float, ratio: float, target: float, step: float, p_min: float,
              p_max: float) -> float:
     """GRESO's exploration-probability rule: lower p (skip more) when the zero-variance ratio

@@ -34,6 +34,7 @@ from frontier_rl.selection.common import (
     Checker,
     PromptStream,
     StepStats,
+    StreamSelector,
     Tally,
     classify,
     is_int,
@@ -54,7 +55,7 @@ def validate(section) -> None:
 
 
 @register("ds", defaults=DEFAULTS, validate=validate)
-class DynamicSampling:
+class DynamicSampling(StreamSelector):
     def __init__(self, cfg, *, num_prompts: int, seed: int):
         self.cfg = read_config(cfg, DEFAULTS)
         validate(vars(self.cfg))
@@ -95,19 +96,3 @@ class DynamicSampling:
                            "epoch": float(self.stream.epoch)})
         st.pause()
         return batch
-
-    def after_update(self, ctx: StepContext, groups: list[Group]) -> None:
-        pass
-
-    def metrics(self) -> dict[str, float]:
-        return dict(self._last)
-
-    def mechanisms(self) -> dict[str, int]:
-        return {"pool_passes": self.stream.epoch, **self.mech.counts}
-
-    def state_dict(self) -> dict:
-        return {"stream": self.stream.state_dict(), "mechanisms": self.mech.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.stream.load_state_dict(state["stream"])
-        self.mech.load_state_dict(state.get("mechanisms"))

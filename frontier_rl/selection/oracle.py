@@ -45,6 +45,7 @@ from frontier_rl.selection.common import (
     Checker,
     PromptStream,
     StepStats,
+    StreamSelector,
     Tally,
     classify,
     is_int,
@@ -89,7 +90,7 @@ def choose(rates: np.ndarray, mode: str, want: int, extreme_pq: float = 0.0) -> 
 
 
 @register("oracle", defaults=DEFAULTS, validate=validate, control=True)
-class Oracle:
+class Oracle(StreamSelector):
     def __init__(self, cfg, *, num_prompts: int, seed: int):
         self.cfg = read_config(cfg, DEFAULTS)
         validate(vars(self.cfg))
@@ -133,19 +134,3 @@ class Oracle:
             "epoch": float(self.stream.epoch)})
         st.pause()
         return batch
-
-    def after_update(self, ctx: StepContext, groups: list[Group]) -> None:
-        pass
-
-    def metrics(self) -> dict[str, float]:
-        return dict(self._last)
-
-    def mechanisms(self) -> dict[str, int]:
-        return {"pool_passes": self.stream.epoch, **self.mech.counts}
-
-    def state_dict(self) -> dict:
-        return {"stream": self.stream.state_dict(), "mechanisms": self.mech.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.stream.load_state_dict(state["stream"])
-        self.mech.load_state_dict(state.get("mechanisms"))

@@ -60,6 +60,7 @@ from frontier_rl.selection.common import (
     Checker,
     PromptStream,
     StepStats,
+    StreamSelector,
     Tally,
     concat_groups,
     is_int,
@@ -140,7 +141,7 @@ def global_stats(n: np.ndarray, r_sum: np.ndarray, r_sq: np.ndarray
 
 
 @register("reinforce_ada", defaults=DEFAULTS, validate=validate)
-class ReinforceAda:
+class ReinforceAda(StreamSelector):
     def __init__(self, cfg, *, num_prompts: int, seed: int):
         self.cfg = read_config(cfg, DEFAULTS)
         validate(vars(self.cfg))
@@ -218,19 +219,3 @@ class ReinforceAda:
         })
         st.pause()
         return batch
-
-    def after_update(self, ctx: StepContext, groups: list[Group]) -> None:
-        pass
-
-    def metrics(self) -> dict[str, float]:
-        return dict(self._last)
-
-    def mechanisms(self) -> dict[str, int]:
-        return {"pool_passes": self.stream.epoch, **self.mech.counts}
-
-    def state_dict(self) -> dict:
-        return {"stream": self.stream.state_dict(), "mechanisms": self.mech.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.stream.load_state_dict(state["stream"])
-        self.mech.load_state_dict(state.get("mechanisms"))
