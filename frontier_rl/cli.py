@@ -50,6 +50,9 @@ flags.DEFINE_string("workdir", None, "Run directory: checkpoints, metrics.jsonl,
 flags.DEFINE_bool("allow_config_change", False,
                   "train: resume a run (or use a cached warm start) made with another config, "
                   "recording the change in DIR/config_changes.jsonl, instead of stopping.")
+flags.DEFINE_bool("report_only", False,
+                  "compare: write results.json and report.md from the finished runs, running "
+                  "nothing (a report made again by newer code).")
 flags.DEFINE_bool("json", False, "bench: print the figures as one JSON object on the last line.")
 flags.DEFINE_integer("repeats", 10, "bench: timed repetitions after warm-up.")
 flags.DEFINE_string("bench_config", "default", "bench: the named work to time.")
@@ -101,7 +104,7 @@ def _main(argv: list[str]) -> int:
             if FLAGS.config is None:
                 raise train.RunError(
                     "--config is required (e.g. --config=configs/compare_arith.py)")
-            compare.run(FLAGS.config, FLAGS.workdir)
+            compare.run(FLAGS.config, FLAGS.workdir, report_only=FLAGS.report_only)
         elif command == "sim":
             from frontier_rl.sim import run as sim_run
 

@@ -319,8 +319,11 @@ def _enable_compile_cache(workdir: str) -> None:
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
-def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
-    """Runs (or resumes, or skips) every planned run, then writes the results and report."""
+def run(config: ml_collections.ConfigDict, workdir: str, *, report_only: bool = False) -> dict:
+    """Runs (or resumes, or skips) every planned run, then writes the results and report.
+    `report_only`: runs nothing and writes the results and report from the runs' records, as
+    they are (every planned run must have ended at its budget): a report made again by newer
+    code over runs that an older version made."""
     from frontier_rl import train  # jax and the models load only when something runs
 
     if not workdir:
@@ -334,17 +337,24 @@ def run(config: ml_collections.ConfigDict, workdir: str) -> dict:
     if not os.access(workdir, os.W_OK):
         raise train.RunError(f"--workdir={workdir} is not writable")
     with lock.hold(workdir, "compare"):
-        return _run_all(config, workdir, specs)
+        return _run_all(config, workdir, specs, report_only)
 
 
-def _run_all(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpec]) -> dict:
+def _run_all(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpec],
+             report_only: bool = False) -> dict:
     from frontier_rl import train
 
-    with open(os.path.join(workdir, "compare_config.json"), "w") as f:
-        f.write(config.to_json_best_effort(indent=2))
-    _enable_compile_cache(workdir)
+    if report_only:
+        missing = [s.name for s in specs if not os.path.exists(os.path.join(s.dir, FINAL))]
+        if missing:
+            raise train.RunError(f"--report_only: {len(missing)} planned run(s) did not end at "
+                                 f"their budget in {workdir}: {', '.join(missing)}")
+    else:
+        with open(os.path.join(workdir, "compare_config.json"), "w") as f:
+            f.write(config.to_json_best_effort(indent=2))
+        _enable_compile_cache(workdir)
     t_all = time.perf_counter()
-    for i, spec in enumerate(specs, 1):
+    for i, spec in enumerate(specs if not report_only else [], 1):
         head = f"[{i}/{len(specs)}] {spec.name}"
         if spec.match:  # its reference ran (or was found finished) earlier in this loop
             resolve(spec, specs, config.compare)
