@@ -19,6 +19,9 @@ import ml_collections
 import numpy as np
 
 from frontier_rl import (
+    budget as budget_rule,
+)
+from frontier_rl import (
     checkpoint,
     compile_cache,
     config_lib,
@@ -242,8 +245,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
         used = ctx.counters["rollouts"] - rollouts_before
         # responses that carry gradient: trained groups with non-zero reward variance
         ctx.counters["effective_rollouts"] += sum(g.size for g in groups if not g.zero_variance)
-        if budget and (ctx.counters["rollouts"] >= budget
-                       or budget - ctx.counters["rollouts"] < used / 2):
+        if budget_rule.reached(ctx.counters["rollouts"], budget, used):
             run_state.done = True
         last = run_state.done or step == num_steps
 

@@ -50,6 +50,7 @@ from collections.abc import Callable
 import ml_collections
 import numpy as np
 
+from frontier_rl import budget as budget_rule
 from frontier_rl import config_lib, selection
 from frontier_rl.sim.learner import MODEL_DEFAULTS, SimContext, validate_model
 
@@ -214,11 +215,8 @@ def run_sim(config, *, say: Callable[[str], None] | None = None,
     step = 0
     try:
         for step in range(1, sim.steps + 1):
-            if sim.rollout_budget and ctx.counters["rollouts"] >= sim.rollout_budget:
-                step -= 1
-                stopped = f"rollout budget {sim.rollout_budget:,} reached"
-                break
             ctx.begin_step(step)
+            before = ctx.counters["rollouts"]
             in_ctx = ctx.time_in_s
             t0 = time.perf_counter()
             try:
@@ -249,6 +247,11 @@ def run_sim(config, *, say: Callable[[str], None] | None = None,
             if say is not None and sim.progress_every and step % sim.progress_every == 0:
                 say(f"  step {step}: rollouts {ctx.counters['rollouts']:,} "
                     f"acc {ctx.evaluate()['mean']:.3f} skill {ctx.skill:+.3f}")
+            # the trainer's rule (budget.py): stop at the step boundary nearest the budget
+            if budget_rule.reached(ctx.counters["rollouts"], sim.rollout_budget,
+                                   ctx.counters["rollouts"] - before):
+                stopped = f"rollout budget {sim.rollout_budget:,} reached"
+                break
     finally:
         close = getattr(selector, "close", None)
         if close is not None:
