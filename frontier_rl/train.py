@@ -116,6 +116,8 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
     # Every process runs this same program; only process 0 writes files (distributed.py).
     primary = distributed.is_primary()
     compile_cache.enable(workdir)  # a restart loads its compiled programs (compile_cache.py)
+    compiles = compile_cache.compile_log()  # this process's compiles, cumulative
+    compiles_before = compiles.metrics()  # what earlier runs of this process compiled
     if primary and not os.path.exists(os.path.join(workdir, "config.json")):
         _write_json(os.path.join(workdir, "config.json"), config)  # rewritten once resumed
     seed = config.seed
@@ -252,6 +254,8 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
         # --- metrics, evaluation
         record = _step_record(train_metrics, engine_diff, ctx, groups, used, timing, engine,
                               selector, step)
+        # compile churn since this run started: seconds, and programs per kind
+        record.update(compiles.metrics(since=compiles_before))
         if evaluator.due(step, rollouts_before, ctx.counters["rollouts"], last):
             t0 = time.perf_counter()
             run_state.last_eval = evaluator.run(params, step)

@@ -32,3 +32,20 @@ def test_train_and_the_synthetic_learner_stop_at_the_same_step(tmp_path):
     res = sim_run.run_sim(s)
     assert last["step"] == res["steps_run"] == 2
     assert last["rollout/total"] == res["counters"]["rollouts"] == 128
+
+
+def test_runs_record_their_compiles(tmp_path):
+    """perf/compile_s and perf/compiles in every step record: what this run compiled, so a
+    second run of the same shapes in the same process records none."""
+    def run(d):
+        c = config_lib.shrink_for_smoke(config_lib.default_config())
+        c.log.progress = c.log.tensorboard = False
+        c.eval.every, c.rl.num_steps = 0, 2
+        train.run(config_lib.validate(c), str(tmp_path / d))
+        return metrics.read(os.path.join(tmp_path, d, "metrics.jsonl"))[-1]
+
+    first, second = run("a"), run("b")
+    assert first["perf/compiles"] > 0 and first["perf/compile_s"] > 0
+    kinds = {k for k in first if k.startswith("perf/compiles/")}
+    assert sum(first[k] for k in kinds) == first["perf/compiles"]
+    assert second["perf/compiles"] < first["perf/compiles"]

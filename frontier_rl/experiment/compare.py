@@ -483,6 +483,9 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
                                        if "select/aug_reward" in r and "select/seed_reward" in r],
                 "seed_reward": series("select/seed_reward"),
                 "aug_share": mean_of("select/aug_share")},
+        # what this run compiled (train records it since the run's start)
+        "compile_s": float(last["perf/compile_s"]) if "perf/compile_s" in last else None,
+        "compiles": int(last.get("perf/compiles", 0)) if "perf/compiles" in last else None,
         "time_s": {k: float(last.get(f"perf/cum_{k}_time", 0.0))
                    for k in ("generate", "verify", "entropy", "update", "select", "eval")},
         "mechanisms": {x.split("/", 1)[1]: int(v) for x, v in last.items()

@@ -637,14 +637,20 @@ def efficiency_table(results: dict) -> str:
 def time_table(results: dict) -> str:
     by = _by_method(results)
     parts = ("generate", "verify", "entropy", "update", "select", "eval")
-    lines = ["| method | " + " | ".join(f"{p} (s)" for p in parts) + " | total (s) |",
-             "|---|" + "---|" * (len(parts) + 1)]
+    lines = ["| method | " + " | ".join(f"{p} (s)" for p in parts)
+             + " | total (s) | compiling (s) | programs compiled |",
+             "|---|" + "---|" * (len(parts) + 3)]
     for m, rs in by.items():
         if not rs:
             continue
         cells = [_fmt([r["time_s"][p] for r in rs], 1) for p in parts]
         total = _fmt([sum(r["time_s"].values()) for r in rs], 1)
-        lines.append(f"| {m} | " + " | ".join(cells) + f" | {total} |")
+        # compiles are per process: in one comparison process a later run reuses what an
+        # earlier one compiled, so these are the new programs each run met
+        compiled = [_fmt([r.get("compile_s") for r in rs], 1),
+                    _fmt([r.get("compiles") for r in rs], 0)]
+        lines.append(f"| {m} | " + " | ".join(cells) + f" | {total} | " + " | ".join(compiled)
+                     + " |")
     return "\n".join(lines)
 
 
