@@ -240,3 +240,39 @@ def test_a_copied_comparison_directory_holds_the_same_runs(tmp_path):
     assert compare.fingerprint(a.config, str(tmp_path / "a")) == compare.fingerprint(
         b.config, str(tmp_path / "b"))
     assert compare.fingerprint(a.config) != compare.fingerprint(b.config)
+
+
+def test_a_corpus_whose_rows_have_no_answer_says_how_many_were_skipped(tmp_path):
+    """Every row's answer is under another column: the error names the count skipped, not just
+    "empty split"."""
+    import ml_collections
+
+    from frontier_rl import config_lib, train
+
+    rows = [{"prompt": f"{i}+{i}=", "solution": str(2 * i)} for i in range(20)]
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    c = _smoke()
+    c.task = ml_collections.ConfigDict({"name": "corpus", "path": str(path),
+                                        "verifier": "numeric"})
+    with pytest.raises(RunError, match=r"empty train and eval split: 20 rows were skipped for "
+                                       r"having no answer"):
+        train.run(config_lib.validate(c), str(tmp_path / "run"))
+
+
+def test_a_damaged_compare_done_file_is_named(tmp_path):
+    from frontier_rl import config_lib
+    from frontier_rl.experiment import compare
+
+    spec = importlib.util.spec_from_file_location(
+        "compare_arith", os.path.join(ROOT, "configs", "compare_arith.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    run = compare.plan(mod.get_config("smoke"), str(tmp_path))[0]
+    os.makedirs(run.dir)
+    (open(os.path.join(run.dir, compare.FINAL), "w")).write("{}")
+    with open(os.path.join(run.dir, compare.DONE), "w") as f:
+        f.write('{"fingerprint": ')
+    with pytest.raises(config_lib.ConfigError,
+                       match=rf"{os.path.join(run.dir, compare.DONE)} is not valid JSON"):
+        compare._finished(run)
