@@ -276,3 +276,14 @@ def test_a_damaged_compare_done_file_is_named(tmp_path):
     with pytest.raises(config_lib.ConfigError,
                        match=rf"{os.path.join(run.dir, compare.DONE)} is not valid JSON"):
         compare._finished(run)
+
+
+def test_data_prepares_hint_works_as_printed(tmp_path):
+    """`data prepare --data_dir=DIR` prints `--config.task.path=tfds:NAME
+    --config.task.data_dir=DIR`: on a paper config both flags are fields (the dataset is then
+    looked up there; here none was prepared, so the error is about the dataset, in one line)."""
+    r = _cli("train", "--config=configs/math_grpo.py:smoke", f"--workdir={tmp_path / 'run'}",
+             "--config.task.path=tfds:nosuch_corpus", f"--config.task.data_dir={tmp_path}")
+    assert r.returncode == 1 and "no such field" not in r.stderr
+    assert "Could not open TFDS dataset 'nosuch_corpus'" in r.stderr
+    assert f"data_dir={tmp_path}" in r.stderr and "Traceback" not in r.stderr
