@@ -46,6 +46,7 @@ def test_a_dead_processs_lock_is_taken_over_and_said_so(tmp_path):
     held.release()
 
 
+@pytest.mark.slow
 def test_two_trains_on_one_workdir(tmp_path):
     """The second `train` on a running one's workdir exits 1 at once with one line; the first
     runs to its end with one record per step."""
@@ -87,6 +88,7 @@ def _smoke(**fields):
     return config_lib.validate(config_lib.set_fields(c, fields))
 
 
+@pytest.mark.slow
 def test_a_changed_config_is_refused_on_resume_unless_allowed(tmp_path):
     """A rerun with another learning rate stops, naming the field and both values, and leaves
     config.json as it was; more steps (a field that does not change the run) resume silently;
