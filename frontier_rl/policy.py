@@ -5,7 +5,9 @@ One module for every command that needs a policy (train, fit, eval, export, serv
 - `random_config` / `random_params`: a random policy from the config's model section (a preset's
   architecture or the shape fields) and the tokenizer's special ids, initialised straight into
   the mesh's shardings;
-- `load`: a Hugging Face checkpoint into the mesh's shardings at the run's precision;
+- `load`: a Hugging Face checkpoint (a local directory, or a Hugging Face id `org/name[@rev]`
+  resolved through the hub's cache, frontier_rl/hub.py) into the mesh's shardings at the run's
+  precision;
 - `alphabet`, `stop_ids`: the char-level tokenizer's characters for a task, and every id that
   ends a response;
 - `prepare`: the policy a run starts from: the cached warm start if there is one, else the
@@ -26,7 +28,7 @@ import ml_collections
 import numpy as np
 from flax import nnx
 
-from frontier_rl import config_lib, distributed, tasks, warmstart
+from frontier_rl import config_lib, distributed, hub, tasks, warmstart
 from frontier_rl.errors import RunError
 from frontier_rl.models import ModelConfig, Transformer, abstract_params, hf, presets
 from frontier_rl.rl import sharding
@@ -142,9 +144,11 @@ def random_params(mcfg: ModelConfig, seed: int, mesh):
 
 
 def load(path: str, config, mesh):
-    """(graphdef, params, ModelConfig) of the checkpoint in `path`: parameters in
-    `model.param_dtype` placed in their shardings tensor by tensor, compute in `model.dtype`
-    ("auto" = the stored dtype) and the run's attention/remat/scan settings."""
+    """(graphdef, params, ModelConfig) of the checkpoint in `path` (a directory, or a Hugging
+    Face id: its snapshot in the hub cache): parameters in `model.param_dtype` placed in their
+    shardings tensor by tensor, compute in `model.dtype` ("auto" = the stored dtype) and the
+    run's attention/remat/scan settings."""
+    path = hub.model_dir(path)
     dtype = None if config.model.dtype == "auto" else config.model.dtype
     model, mcfg = hf.load_pretrained(
         path, dtype=dtype, param_dtype=config.model.param_dtype,
@@ -171,7 +175,9 @@ def prepare(config, task, workdir: str, mesh, say=print, *,
     """The policy a run starts from. A cached warm start (`warmstart.cache_dir`, default
     DIR/warmstart) is loaded; otherwise the checkpoint `model.path` or a random init (seeded by
     `warmstart.seed`, -1 = the run's seed) is warm-started if enabled and the result cached
-    (written by process 0, atomically). Every process calls this."""
+    (written by process 0, atomically). Every process calls this. A Hugging Face id in
+    `model.path` (or `task.path`, `eval.sets`) is resolved through the hub's cache, and the commit
+    each resolved to is recorded in DIR/hub_sources.json (frontier_rl/hub.py)."""
     primary = distributed.is_primary()
     seed = config.seed
     ws_dir = config.warmstart.cache_dir or os.path.join(workdir, "warmstart")
@@ -200,8 +206,9 @@ def prepare(config, task, workdir: str, mesh, say=print, *,
         say(f"warm start: loaded cached policy from {ws_dir}")
         warm = False
     elif config.model.path:
-        graphdef, params, mcfg = load(config.model.path, config, mesh)
-        tokenizer = hf.load_tokenizer(config.model.path)
+        model_dir = hub.model_dir(config.model.path)
+        graphdef, params, mcfg = load(model_dir, config, mesh)
+        tokenizer = hf.load_tokenizer(model_dir)
         warm = config.warmstart.enabled and config.warmstart.steps > 0
     else:
         tokenizer = tasks.build_char_tokenizer(alphabet(task))
@@ -214,6 +221,8 @@ def prepare(config, task, workdir: str, mesh, say=print, *,
         if jax.process_count() > 1:
             log.warning("%s", distributed.describe(mesh))
         write_spec(workdir, mcfg, tokenizer)
+    # every process resolves the ids (a missing one stops them all); process 0 records them
+    hub.write_record(workdir, config, say, write=primary)
 
     # ======================================================================= warm start
     if warm:

@@ -1,14 +1,17 @@
 """The math benchmarks of HeaPA's and HIVE's tables, converted from local copies to eval files.
 
-Nothing is fetched: download each benchmark yourself (the public source is given below), then
+Nothing is fetched here: download each benchmark yourself (the public source is given below), then
 
   python launch/prepare_benchmarks.py --src_dir=DOWNLOADS --out_dir=data/eval
 
 writes DATA/eval/<name>.jsonl, one row per question: {"id", "prompt", "answer", "data_source"},
-the plain format the corpus reader and `eval.sets` take. The question is the benchmark's own
-text; the instruction ("put the final answer in \\boxed{}") and chat template are added at run
-time by the task config, exactly as for training prompts. A file whose row count differs from
-the expected one is converted with a warning (a different release or a partial download).
+the plain format the corpus reader and `eval.sets` take. `eval.sets` also takes a benchmark's
+Hugging Face dataset id (experiment/paper.py BENCHMARK_IDS): its files are fetched into the
+hub's cache and converted here at run time (frontier_rl/hub.py `benchmark_rows`). The question
+is the benchmark's own text; the instruction ("put the final answer in \\boxed{}") and chat
+template are added at run time by the task config, exactly as for training prompts. A file
+whose row count differs from the expected one is converted with a warning (a different release
+or a partial download).
 
 | name | public source (file) | rows | columns read |
 |---|---|---|---|
@@ -174,10 +177,13 @@ def gpqa_row(row: dict, index: int) -> tuple[str, str]:
     return "\n".join(lines), correct
 
 
-def convert(name: str, path: str, check_rows: bool = True) -> list[dict]:
-    """The eval rows of benchmark `name` read from the downloaded file `path`."""
+def convert(name: str, path: str | list[str], check_rows: bool = True) -> list[dict]:
+    """The eval rows of benchmark `name` read from the downloaded file `path` (or the files, in
+    order: a Hugging Face dataset's shards, frontier_rl/hub.py)."""
     b = BENCHMARKS[name]
-    rows = read_table(path)
+    paths = [path] if isinstance(path, str) else list(path)
+    rows = [row for p in paths for row in read_table(p)]
+    path = paths[0] if len(paths) == 1 else f"{paths[0]} (+{len(paths) - 1} files)"
     out = []
     for i, row in enumerate(rows):
         if name == "gpqa_diamond":

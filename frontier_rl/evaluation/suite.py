@@ -2,14 +2,18 @@
 
 `config.eval.sets` maps a benchmark name to a local file (.jsonl or .parquet, the plain
 {prompt, answer} or the verl format; `launch/prepare_benchmarks.py` writes them from downloaded
-copies). Its questions are rendered exactly like the training corpus's (the task's chat template,
-system prompt and instruction) and checked by the task's verifier. With `eval.sets` set, the
-training run's periodic evaluation uses this suite instead of the task's own held-out split
-(metrics `eval/avg@k/<benchmark>`, ..., and `eval/avg@k/bench_mean`, the unweighted mean over
-benchmarks that both papers report), and so does
+copies) or to a Hugging Face dataset id `org/name[@revision][:pattern]`, fetched into the hub's
+cache and, for a benchmark frontier_rl/data/benchmarks.py knows by name, converted from its
+public schema (frontier_rl/hub.py). Its questions are rendered exactly like the training
+corpus's (the task's chat template, system prompt and instruction) and checked by the task's
+verifier. With `eval.sets` set, the training run's periodic evaluation uses this suite instead
+of the task's own held-out split (metrics `eval/avg@k/<benchmark>`, ..., and
+`eval/avg@k/bench_mean`, the unweighted mean over benchmarks that both papers report), and so
+does
 
   frontier-rl eval --config=configs/<exp>.py[:arg] --workdir=DIR [--step=N]   (a run's checkpoint)
-  frontier-rl eval --config=configs/<exp>.py[:arg] --workdir=DIR --model=HF_DIR (any checkpoint)
+  frontier-rl eval --config=configs/<exp>.py[:arg] --workdir=DIR --model=HF_DIR (any checkpoint;
+  also a Hugging Face id org/name[@revision])
 
 which writes DIR/eval/<step_N | model name>/eval.md and eval.json: per benchmark the questions,
 Avg@k, pass@k, mean response length (tokens) and invalid rate, then the unweighted mean row.
@@ -26,6 +30,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from frontier_rl import hub
 from frontier_rl.tasks import base, corpus
 
 HEAPA_BENCHMARKS = ("aime24", "aime25", "amc23", "math500", "minerva_math", "olympiadbench",
@@ -55,9 +60,12 @@ def suite_task(task_name: str, task_cfg: Mapping, sets: Mapping[str, str]) -> ba
     prompts: list[base.Prompt] = []
     stats = corpus.new_stats()
     for name, path in sets.items():
-        # benchmark files carry their own format (plain rows from prepare_benchmarks.py)
+        # benchmark files carry their own format (plain rows from prepare_benchmarks.py); a
+        # Hugging Face id's rows are converted from the benchmark's schema (hub.benchmark_rows)
+        rows = hub.benchmark_rows(name, path)  # None: a local path
         records = corpus.read_records({**cfg, "max_rows": None, "format": "auto",
-                                       "prompt_key": "prompt", "answer_key": None}, path=path)
+                                       "prompt_key": "prompt", "answer_key": None}, path=path,
+                                      rows=rows)
         stats["rows"] += len(records)
         got = corpus.to_prompts(records, cfg, f"eval/{name}", stats, set(), render, bucket=name)
         if not got:
@@ -201,16 +209,19 @@ def run(config, workdir: str, *, step: int | None = None, model: str | None = No
                              "directory to write the table to)")
     workdir = os.path.abspath(workdir)
     if model:
-        with config.unlocked():
-            config.model.path = os.path.abspath(model)  # linked fields (chat_template) follow
+        with config.unlocked():  # linked fields (chat_template) follow; an id stays an id
+            config.model.path = model if hub.is_id(model) else os.path.abspath(model)
     config_lib.validate(config)
     mesh = sharding.make_mesh(config.mesh.data, config.mesh.fsdp, config.mesh.model)
     if model:
-        graphdef, params, mcfg = policy.load(config.model.path, config, mesh)
+        model_dir = hub.model_dir(config.model.path, "--model")
+        graphdef, params, mcfg = policy.load(model_dir, config, mesh)
         from frontier_rl.models import hf
 
-        tokenizer = hf.load_tokenizer(config.model.path)
-        label = os.path.basename(os.path.normpath(model))
+        tokenizer = hf.load_tokenizer(model_dir)
+        ref = hub.parse(model)
+        label = (f"{ref.repo.split('/')[1]}@{os.path.basename(model_dir)[:12]}" if ref
+                 else os.path.basename(os.path.normpath(model)))
     else:
         graphdef, params, mcfg, tokenizer, step = policy.restore(workdir, step, config)
         label = f"step_{step}"
@@ -231,7 +242,8 @@ def run(config, workdir: str, *, step: int | None = None, model: str | None = No
              + (f", top-k={config.eval.top_k}" if config.eval.top_k >= 1 else ""))
     md, js = write(rows, os.path.join(workdir, "eval", label), k, title,
                    {"label": label, "metrics": metrics, "model": model or "",
-                    "workdir": workdir, "sets": _sets(config.eval.get("sets"))})
+                    "workdir": workdir, "sets": _sets(config.eval.get("sets")),
+                    "hub": hub.sources(config)})  # the ids read, at their commits
     print(markdown(rows, k, title))
     print(f"wrote {md} and {js}")
     return {"rows": rows, "metrics": metrics, "markdown": md, "json": js}

@@ -91,6 +91,108 @@ DATASETS = {
     "openr1_math_30k": "data/train/openr1_math_30k.parquet",  # HIVE's Open-R1 30k subset
     "openr1_math_heapa": "data/train/openr1_math_heapa.parquet",  # HeaPA Table 1's OpenR1-Math
 }
+# Hugging Face ids (`org/name@revision`, frontier_rl/hub.py) of what the papers name: each
+# model (by its Hugging Face name, MODELS), the public sources each training corpus is built
+# from (by DATASETS arg, by frontier_rl/data/benchmarks.py's rule for it) and each benchmark
+# (frontier_rl/data/benchmarks.py BENCHMARKS, whose public schema it is converted from). The
+# revisions are "main": no commit is known to be the one the papers used, so none is pinned
+# here; a run records the commit each id resolved to (WORKDIR/hub_sources.json) and
+# launch/paper.sh pins every id to the commit it fetched. The configs keep their local paths
+# (checkpoints/<name>, data/train/, data/eval/): `local_defaults` maps a missing one to its id.
+REVISION = "main"
+MODEL_IDS = {
+    "Qwen2.5-Math-1.5B": "Qwen/Qwen2.5-Math-1.5B",
+    "Qwen2.5-Math-7B": "Qwen/Qwen2.5-Math-7B",
+    "DeepSeek-R1-Distill-Qwen-1.5B": "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
+    "Qwen3-4B-Base": "Qwen/Qwen3-4B-Base",
+    "Llama-3.2-3B-Instruct": "meta-llama/Llama-3.2-3B-Instruct",  # gated: needs HF_TOKEN
+    "Qwen3-0.6B": "Qwen/Qwen3-0.6B",
+    "Qwen3-1.7B": "Qwen/Qwen3-1.7B",
+    "Qwen3-4B": "Qwen/Qwen3-4B",
+    "Qwen3-8B": "Qwen/Qwen3-8B",
+    "Qwen2.5-7B-Instruct": "Qwen/Qwen2.5-7B-Instruct",
+    "Qwen3-4B-Instruct-2507": "Qwen/Qwen3-4B-Instruct-2507",
+}
+_DAPO = "BytedTsinghua-SIA/DAPO-Math-17k"  # the verl parquet HeaPA names
+_MATH = "xDAN2099/lighteval-MATH"  # GRESO's lighteval_math.py source (train split)
+_OPENR1 = "open-r1/OpenR1-Math-220k:data/*.parquet"  # its default config (GRESO's, HeaPA's)
+CORPUS_IDS = {
+    "dapo_math": (_DAPO,),
+    "math": (_MATH,),
+    "dapo_math+math": (_DAPO, _MATH),
+    "dapo_math_14k": (_DAPO,),
+    "openr1_math_30k": (_OPENR1,),
+    "openr1_math_heapa": (_OPENR1,),
+}
+BENCHMARK_IDS = {
+    "aime24": "HuggingFaceH4/aime_2024",
+    "aime25": "math-ai/aime25",
+    "amc23": "math-ai/amc23",
+    "aimo_amc": "AI-MO/aimo-validation-amc",
+    "math500": "HuggingFaceH4/MATH-500",
+    "minerva_math": "math-ai/minervamath",
+    "olympiadbench": "Hothan/OlympiadBench:*OE_TO_maths_en_COMP*",
+    "gpqa_diamond": "Idavidrein/gpqa:gpqa_diamond.csv",  # gated: needs HF_TOKEN
+    "gaokao2023en": "MARIO-Math-Reasoning/Gaokao2023-Math-En",
+}
+
+
+def hub_id(name: str, revision: str = REVISION) -> str:
+    """'org/name[:pattern]' at `revision`: 'org/name@revision[:pattern]'."""
+    repo, _, pattern = name.partition(":")
+    return f"{repo}@{revision}" + (f":{pattern}" if pattern else "")
+
+
+def dataset_of(path: str) -> str:
+    """The DATASETS arg whose file is `path` ("" if none)."""
+    return {v: k for k, v in DATASETS.items()}.get(path, "")
+
+
+def _paper_fields(c) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Per field of `c` holding a paper config's local default path (checkpoints/<name>, a
+    DATASETS file, data/eval/<benchmark>.jsonl): (the path, the Hugging Face ids it stands for:
+    a model's or a benchmark's id, a corpus's sources)."""
+    out = {}
+    path = str(c.model.get("path") or "")
+    name = os.path.basename(path)
+    if name in MODEL_IDS and path == os.path.join(CHECKPOINTS, name):
+        out["model.path"] = (path, (hub_id(MODEL_IDS[name]),))
+    if c.task.get("name") == "corpus":
+        tpath = str(c.task.get("path") or "")
+        if dataset_of(tpath):
+            out["task.path"] = (tpath, tuple(hub_id(i) for i in CORPUS_IDS[dataset_of(tpath)]))
+    sets = c.eval.get("sets") or {}
+    for name, value in (sets.to_dict() if hasattr(sets, "to_dict") else dict(sets)).items():
+        if name in BENCHMARK_IDS and value == os.path.join(EVAL_DIR, f"{name}.jsonl"):
+            out[f"eval.sets.{name}"] = (value, (hub_id(BENCHMARK_IDS[name]),))
+    return out
+
+
+def local_defaults(c) -> dict[str, tuple[str, ...]]:
+    """Per field of `c` holding a paper config's local default path that does not exist: the
+    Hugging Face ids in its place (what `python -m frontier_rl.hub fetch` fetches)."""
+    return {field: ids for field, (path, ids) in _paper_fields(c).items()
+            if not os.path.exists(path)}
+
+
+def hub_ids(c) -> dict[str, tuple[str, ...]]:
+    """Per field of `c`: the Hugging Face ids it stands for (a paper config's local default
+    path, existing or not) or names (an id itself)."""
+    from frontier_rl import hub
+
+    out = {field: ids for field, (_, ids) in _paper_fields(c).items()}
+    values = {"model.path": str(c.model.get("path") or "")}
+    if c.task.get("name") == "corpus":
+        values["task.path"] = str(c.task.get("path") or "")
+    sets = c.eval.get("sets") or {}
+    for name, value in (sets.to_dict() if hasattr(sets, "to_dict") else dict(sets)).items():
+        values[f"eval.sets.{name}"] = str(value)
+    for field, value in values.items():
+        if field not in out and hub.is_id(value):
+            out[field] = (value,)
+    return out
+
+
 # protocol -> its default corpus: HIVE's DAPO+MATH (App. B.1); for HeaPA the 14k subset, the
 # TRAIN_FILE of its released Qwen3 script (dapo-math-14k-no_chinese-unique.parquet; the 7B
 # scripts name a "fullset_14k-dapo-math" file), where the paper names DAPO-Math-17k
@@ -307,9 +409,8 @@ def sources(c: ml_collections.ConfigDict, model: str, flags: set[str] | frozense
     change sourced settings (`script_val`); `frontier-rl protocol --config=...` prints it."""
     from frontier_rl.experiment import protocol
 
-    dataset = {v: k for k, v in DATASETS.items()}.get(c.task.path, "")
-    return protocol.attach(c, MODELS[model][2], model, dataset=dataset,
-                           script_val="script_val" in flags)
+    return protocol.attach(c, MODELS[model][2], model, dataset=dataset_of(c.task.path),
+                           script_val="script_val" in flags, hub=hub_ids(c))
 
 
 def smoke(c: ml_collections.ConfigDict, family: str) -> ml_collections.ConfigDict:

@@ -380,11 +380,14 @@ def selectors(c) -> list[str]:
 
 
 def attach(c: ml_collections.ConfigDict, protocol: str, model: str = "", dataset: str = "",
-           script_val: bool = False) -> ml_collections.ConfigDict:
+           script_val: bool = False, hub: Mapping[str, tuple[str, ...]] | None = None
+           ) -> ml_collections.ConfigDict:
     """Sets `c.protocol` for a config of `protocol` ("hive" / "heapa"), its selectors' settings
     included, `model`'s own (MODEL_SOURCES, keyed by paper.MODELS arg), the corpus `dataset`'s
     when it is not the protocol's default (DATASET_SOURCES) and the released scripts' in-run
-    validation with `script_val`; call it last, once every setting is in place."""
+    validation with `script_val`; `hub` (paper.hub_ids: field -> Hugging Face ids) adds each
+    id, at its revision, to the source of model.path, task.path and eval.sets. Call it last,
+    once every setting is in place."""
     sources = dict(SOURCES[protocol])
     sources.update(MODEL_SOURCES.get(model, {}))
     if dataset and dataset != DEFAULT_DATASET[protocol]:
@@ -405,11 +408,50 @@ def attach(c: ml_collections.ConfigDict, protocol: str, model: str = "", dataset
                                  "left out: rl.loss='dapo' has no KL)")
     if c.get("compare"):
         sources.update(COMPARE_SOURCES)
+    for path, text in hub_references(hub or {}).items():
+        if path in sources:
+            sources[path] += text
     tree = ml_collections.ConfigDict()
     for path, src in sorted(sources.items()):
         _set(tree, path, src)
     c.protocol = tree
     return c
+
+
+def hub_references(ids: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
+    """The text each of model.path, task.path and eval.sets gets for its Hugging Face ids."""
+    out = {}
+    if ids.get("model.path"):
+        out["model.path"] = f"; Hugging Face {ids['model.path'][0]}"
+    if ids.get("task.path"):
+        out["task.path"] = "; built from Hugging Face " + " + ".join(ids["task.path"])
+    sets = {k.split(".", 2)[2]: v[0] for k, v in ids.items() if k.startswith("eval.sets.")}
+    if sets:
+        out["eval.sets"] = "; Hugging Face " + ", ".join(f"{n} {i}" for n, i in sets.items())
+    return out
+
+
+def hub_table(c) -> str:
+    """`c`'s Hugging Face ids (paper.hub_ids), each with the commit it has in the local hub
+    cache (looked up without the network), or how to fetch it."""
+    from frontier_rl import hub
+    from frontier_rl.experiment import paper
+
+    ids = paper.hub_ids(c)
+    if not ids:
+        return ""
+    lines = ["", "Hugging Face ids (revision asked for -> commit in the local cache "
+             f"{hub.cache_dir()}; launch/paper.sh fetches and pins them, a run records them "
+             f"in {hub.RECORD}):"]
+    for field, values in ids.items():
+        kind = "dataset" if field != "model.path" else "model"
+        for value in values:
+            commit = hub.cached_commit(value, kind)
+            ref = hub.parse(value)
+            where = commit or ("not cached: " + hub.fetch_command(ref, kind) if ref
+                               else "not cached")
+            lines.append(f"  {field:<24}  {value:<52}  {where}")
+    return "\n".join(lines)
 
 
 def rows(c) -> list[tuple[str, str, str, str]]:
@@ -458,7 +500,7 @@ def table(c) -> str:
     for s, v, word, ref in body:
         v = v if len(v) <= w[1] else v[: w[1] - 3] + "..."
         lines.append(f"{s:<{w[0]}}  {v:<{w[1]}}  {word:<{w[2]}}  {ref}")
-    return "\n".join(lines)
+    return "\n".join(lines) + hub_table(c)
 
 
 # Sections whose every value that differs from config_lib.default_config() is a protocol
@@ -474,7 +516,7 @@ ENGINEERING = (
     # splits the minibatches first and packs within each (use_dynamic_bsz)
     "rl.packing",
     "task.name", "task.format", "task.verifier", "task.require_boxed", "task.instruction",
-    "task.verify_workers", "task.verify_timeout_s", "task.data_seed",
+    "task.verify_workers", "task.verify_timeout_s", "task.data_seed", "task.data_dir",
     "compare.run", "compare.seeds",
     "selector.heapa.teacher", "selector.heapa.teacher_workers", "selector.heapa.aug_format",
     "selector.heapa.augment",

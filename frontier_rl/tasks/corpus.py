@@ -1,8 +1,11 @@
 """Real question/answer corpora as a task: make_task("corpus", cfg, seed).
 
-`cfg.path` is a local .jsonl or .parquet file, or "tfds:<name>" for a corpus prepared with
+`cfg.path` is a local .jsonl or .parquet file, "tfds:<name>" for a corpus prepared with
 `frontier-rl data prepare` (TensorFlow Datasets, array_record, read through `tfds.data_source`,
-which needs no tensorflow; `as_dataset()` is never used). Two row formats (`format="auto"`
+which needs no tensorflow; `as_dataset()` is never used), or a Hugging Face dataset id
+`org/name[@revision][:pattern]`: its .parquet / .jsonl files (the train split's when the file
+names mark one) fetched into the hub's cache and read here, without the `datasets` library
+(frontier_rl/hub.py; a path that exists is always a path). Two row formats (`format="auto"`
 tells them apart by the first row):
 
 - verl: `prompt` is a list of chat messages ({"role", "content"}), the reference answer is
@@ -12,8 +15,9 @@ tells them apart by the first row):
 
 Each row becomes chat messages and then the prompt text (tasks/chat.py): `prompt_template` and
 `instruction` wrap the question, `system_prompt` sets the system message, and with
-`chat_template` (a local model or tokenizer directory: usually the policy's, `model.path`)
-transformers' `apply_chat_template` renders them, ending with the assistant's turn.
+`chat_template` (a local model or tokenizer directory, or a model's Hugging Face id: usually the
+policy's, `model.path`) transformers' `apply_chat_template` renders them, ending with the
+assistant's turn.
 
 Rows without an answer (missing / None / empty) are skipped and counted in
 task.stats["skipped_no_answer"]; rows without a prompt likewise in "skipped_no_prompt". Repeated
@@ -46,6 +50,7 @@ import json
 import os
 from collections.abc import Mapping
 
+from frontier_rl import hub
 from frontier_rl.tasks import base, chat
 from frontier_rl.tasks.verify import (
     answer_line_reward,
@@ -55,7 +60,7 @@ from frontier_rl.tasks.verify import (
 )
 
 DEFAULTS = dict(
-    path=None,  # .jsonl / .parquet file, or "tfds:<name>"
+    path=None,  # .jsonl / .parquet file, "tfds:<name>" or a Hugging Face dataset id
     format="auto",  # "verl" (chat-message prompts), "plain" ({prompt, answer}) or "auto"
     prompt_key="prompt",  # dotted keys reach into nested rows ("question.text")
     answer_key=None,  # None = the format's: "reward_model.ground_truth" (verl) / "answer"
@@ -177,6 +182,10 @@ def load_rows(cfg: Mapping, split: str | None = None) -> list[dict]:
         raise ValueError("corpus task needs cfg.path (.jsonl, .parquet or tfds:<name>).")
     if path.startswith("tfds:"):
         return _read_tfds(path[len("tfds:"):], split or cfg["split"], cfg)
+    files = hub.dataset_files(path, "task.path")  # None: a local path
+    if files is not None:
+        rows = [row for f in files for row in read_file(f)]
+        return rows if cfg.get("max_rows") is None else rows[:cfg["max_rows"]]
     return read_file(path, cfg.get("max_rows"))
 
 
@@ -243,12 +252,15 @@ def normalize(row: Mapping, cfg: Mapping, fmt: str) -> dict:
             "extra_info": extra if isinstance(extra, Mapping) else {}}
 
 
-def read_records(cfg: Mapping, path: str | None = None, split: str | None = None) -> list[dict]:
-    """Normalized records of a file (`path`, default cfg["path"]), each with its `row`."""
+def read_records(cfg: Mapping, path: str | None = None, split: str | None = None,
+                 rows: list[dict] | None = None) -> list[dict]:
+    """Normalized records of a file (`path`, default cfg["path"]), or of `rows` already read,
+    each with its `row`."""
     c = dict(cfg)
     if path is not None:
         c["path"] = path
-    rows = load_rows(c, split)
+    if rows is None:
+        rows = load_rows(c, split)
     fmt = cfg.get("format", "auto")
     if fmt == "auto":
         fmt = detect_format(rows, cfg.get("prompt_key") or "prompt")
@@ -267,7 +279,9 @@ def read_records(cfg: Mapping, path: str | None = None, split: str | None = None
 def prompt_renderer(cfg: Mapping):
     """messages -> prompt text, with the config's template, instruction, system prompt and
     chat template."""
-    tok = chat.load_chat_tokenizer(str(cfg["chat_template"])) if cfg.get("chat_template") else None
+    tok = (chat.load_chat_tokenizer(hub.model_dir(str(cfg["chat_template"]),
+                                                  "task.chat_template"))
+           if cfg.get("chat_template") else None)
 
     def render(messages: chat.Messages) -> str:
         shaped = chat.shape_messages(messages, prompt_template=cfg.get("prompt_template",
@@ -375,8 +389,9 @@ def make_corpus_task(cfg: dict, seed: int) -> base.Task:
     cfg["data_seed"] = dseed = base.data_seed(cfg, seed)
     path = str(cfg["path"] or "")
     is_tfds = path.startswith("tfds:")
-    name = cfg["id_prefix"] or (path[len("tfds:"):] if is_tfds
-                                else os.path.splitext(os.path.basename(path))[0])
+    ref = hub.parse(path)
+    name = cfg["id_prefix"] or (path[len("tfds:"):] if is_tfds else ref.repo.split("/")[1]
+                                if ref else os.path.splitext(os.path.basename(path))[0])
     stats = new_stats()
     seen: set[str] = set()
     render = prompt_renderer(cfg)
