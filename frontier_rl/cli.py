@@ -182,7 +182,9 @@ def _main(argv: list[str]) -> int:
             if FLAGS.config is None or not FLAGS.config.get("protocol"):
                 raise train.RunError("--config must be a paper config (configs/math_*.py, "
                                      "compare_math.py; not :smoke): only those carry sources")
-            print(protocol.table(FLAGS.config))
+            from frontier_rl.experiment import hub_fetch
+
+            print(protocol.table(FLAGS.config) + hub_fetch.hub_table(FLAGS.config))
         elif command == "export":
             from frontier_rl import export
 

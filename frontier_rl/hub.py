@@ -29,16 +29,17 @@ for a corpus `fetch` built, the same of each of its sources); `frontier-rl eval`
 in its eval.json; `frontier-rl protocol` lists a paper config's ids with the commit each has in
 the local cache. A missing id ends in one line naming the id and the command that fetches it.
 
-  python -m frontier_rl.hub plan  --config=CONFIG [--config.FIELD=VALUE ...]
-  python -m frontier_rl.hub fetch --config=CONFIG --out=DIR [--config.FIELD=VALUE ...]
+  python -m frontier_rl.experiment.hub_fetch plan  --config=CONFIG [--config.FIELD=VALUE ...]
+  python -m frontier_rl.experiment.hub_fetch fetch --config=CONFIG --out=DIR [...]
 
-`plan` says, offline, what `fetch` would fetch for a config: its ids, and for a paper config
-(frontier_rl/experiment/paper.py) whose local checkpoint, corpus or benchmark files are missing,
-the paper's ids in their place. `fetch` fetches them, builds a paper corpus that is missing from
-its sources (the rules of frontier_rl/data/benchmarks.py, as launch/prepare_benchmarks.py
-applies them to local downloads) and writes DIR/flags (the config overrides that pin every id to
-the commit fetched), DIR/model_dir (the policy's local directory), DIR/sources.json and
-DIR/sources.md. launch/paper.sh runs both.
+(frontier_rl/experiment/hub_fetch.py; this module imports nothing of the project, so every
+layer can resolve ids.) `plan` says, offline, what `fetch` would fetch for a config: its ids,
+and for a paper config (frontier_rl/experiment/paper.py) whose local checkpoint, corpus or
+benchmark files are missing, the paper's ids in their place. `fetch` fetches them, builds a
+paper corpus that is missing from its sources (the rules of frontier_rl/data/benchmarks.py, as
+launch/prepare_benchmarks.py applies them to local downloads) and writes DIR/flags (the config
+overrides that pin every id to the commit fetched), DIR/model_dir (the policy's local
+directory), DIR/sources.json and DIR/sources.md. launch/paper.sh runs both.
 """
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ import json
 import logging
 import os
 import re
-import sys
 
 log = logging.getLogger("frontier_rl")
 
@@ -157,7 +157,7 @@ def fetch_command(ref: Ref, kind: str) -> str:
     return " ".join(parts)
 
 
-def _first_line(e: BaseException) -> str:
+def first_line(e: BaseException) -> str:
     lines = [line.strip() for line in str(e).splitlines() if line.strip()]
     return lines[0] if lines else type(e).__name__
 
@@ -198,13 +198,13 @@ def resolve(ref: Ref, kind: str, field: str, patterns: tuple[str, ...]) -> Resol
                            f"is not in the hub cache {cache} while HF_HUB_OFFLINE=1: fetch it "
                            f"with `{fetch}` (or unset HF_HUB_OFFLINE)") from None
         raise HubError(f"{where}: not a local path, and {what} could not be reached and is not "
-                       f"in the hub cache {cache} ({_first_line(e)}): fetch it with `{fetch}` "
+                       f"in the hub cache {cache} ({first_line(e)}): fetch it with `{fetch}` "
                        "once the hub is reachable") from None
     except errors.HFValidationError as e:
         raise HubError(f"{where}: not a local path, nor a valid Hugging Face id "
-                       f"({_first_line(e)})") from None
+                       f"({first_line(e)})") from None
     except (errors.HfHubHTTPError, OSError) as e:
-        raise HubError(f"{where}: fetching {what} failed: {_first_line(e)}") from None
+        raise HubError(f"{where}: fetching {what} failed: {first_line(e)}") from None
     files = []
     for root, _, names in os.walk(path):
         files += [os.path.relpath(os.path.join(root, n), path) for n in names]
@@ -243,7 +243,7 @@ def pick_split(files: list[str], splits: tuple[str, ...]) -> list[str]:
     return files
 
 
-def _dataset(value: str, field: str, exts: tuple[str, ...], splits: tuple[str, ...]
+def dataset(value: str, field: str, exts: tuple[str, ...], splits: tuple[str, ...]
              ) -> tuple[Resolved, list[str]] | None:
     ref = parse(value)
     if ref is None:
@@ -267,33 +267,11 @@ def dataset_files(value: str, field: str = "task.path", exts: tuple[str, ...] = 
                   splits: tuple[str, ...] = CORPUS_SPLITS) -> list[str] | None:
     """The local files of the dataset id `value` (module docstring), or None when `value` is a
     local path."""
-    got = _dataset(value, field, exts, splits)
+    got = dataset(value, field, exts, splits)
     if got is None:
         return None
     res, files = got
     return [os.path.join(res.path, f) for f in files]
-
-
-def _benchmark_exts(name: str) -> tuple[str, ...]:
-    from frontier_rl.data import benchmarks
-
-    return TABLE_EXTS if name in benchmarks.BENCHMARKS else CORPUS_EXTS
-
-
-def benchmark_rows(name: str, value: str) -> list[dict] | None:
-    """The rows of benchmark `name` from the dataset id `value` (None when it is a local path):
-    converted from the benchmark's public schema when frontier_rl/data/benchmarks.py knows the
-    name, else the files' rows as they are (plain or verl corpus rows)."""
-    from frontier_rl.data import benchmarks
-
-    files = dataset_files(value, f"eval.sets.{name}", _benchmark_exts(name), BENCHMARK_SPLITS)
-    if files is None:
-        return None
-    if name in benchmarks.BENCHMARKS:
-        return benchmarks.convert(name, files)
-    from frontier_rl.tasks import corpus
-
-    return [row for f in files for row in corpus.read_file(f)]
 
 
 def cached_commit(value: str, kind: str) -> str | None:
@@ -319,7 +297,7 @@ def cached_commit(value: str, kind: str) -> str | None:
 # ----------------------------------------------------------------------------- records
 
 
-def _fields(config) -> list[tuple[str, str, str]]:
+def fields(config) -> list[tuple[str, str, str]]:
     """(field, value, kind) of every config field that may hold an id: "model",
     "chat_template" (a model whose tokenizer alone is read), "corpus", "benchmark:<name>"."""
     out = []
@@ -340,26 +318,27 @@ def _fields(config) -> list[tuple[str, str, str]]:
     return out
 
 
-def _resolve_field(field: str, value: str, kind: str) -> tuple[Resolved, list[str]]:
-    """`value` (an id) of config field `field` resolved as `kind` (_fields): the resolution and
+def resolve_field(field: str, value: str, kind: str) -> tuple[Resolved, list[str]]:
+    """`value` (an id) of config field `field` resolved as `kind` (fields): the resolution and
     the files the field reads."""
     if kind == "model":
         ref = parse(value)
         res = resolve(ref, "model", field, (ref.pattern,) if ref.pattern else MODEL_PATTERNS)
         return res, list(res.files)
     if kind == "corpus":
-        return _dataset(value, field, CORPUS_EXTS, CORPUS_SPLITS)
-    name = kind.split(":", 1)[1]
-    return _dataset(value, field, _benchmark_exts(name), BENCHMARK_SPLITS)
+        return dataset(value, field, CORPUS_EXTS, CORPUS_SPLITS)
+    # every table format a benchmark may come in (data/benchmarks.py reads them; this module
+    # imports nothing of the project, so it does not ask which benchmark names it knows)
+    return dataset(value, field, TABLE_EXTS, BENCHMARK_SPLITS)
 
 
 def sources(config) -> dict[str, dict]:
     """Per config field holding an id: what it resolved to (Resolved.entry); for a corpus that
     `fetch` built (FILE.sources.json beside it), each of its sources ("task.path source N")."""
     out = {}
-    for field, value, kind in _fields(config):
+    for field, value, kind in fields(config):
         if is_id(value):
-            res, files = _resolve_field(field, value, kind)
+            res, files = resolve_field(field, value, kind)
             out[field] = res.entry(files)
         elif kind == "corpus" and os.path.isfile(value + ".sources.json"):
             # a corpus `fetch` built: the ids and commits it was built from
@@ -398,173 +377,3 @@ def write_record(workdir: str, config, say=print, write: bool = True) -> str | N
     say("hub: " + "; ".join(f"{k}={v['repo']}@{v['commit'][:12]}" for k, v in entries.items())
         + f" (recorded in {path})")
     return path
-
-
-# ----------------------------------------------------------------------------- plan and fetch
-
-
-@dataclasses.dataclass
-class Item:
-    field: str
-    value: str  # the config's value
-    kind: str  # "model", "corpus" or "benchmark:<name>"
-    action: str  # "local", "id", "paper id" or "build"
-    ids: tuple[str, ...] = ()  # the ids to fetch (for "build": the corpus's sources)
-
-
-def plan(config) -> list[Item]:
-    """What `fetch` does for `config` (module docstring)."""
-    from frontier_rl.experiment import paper
-
-    defaults = paper.local_defaults(config)
-    out = []
-    for field, value, kind in _fields(config):
-        if os.path.exists(value):
-            out.append(Item(field, value, kind, "local"))
-        elif field in defaults:
-            ids = defaults[field]
-            out.append(Item(field, value, kind, "build" if kind == "corpus" else "paper id",
-                            ids))
-        elif is_id(value):
-            out.append(Item(field, value, kind, "id", (value,)))
-        else:
-            out.append(Item(field, value, kind, "local"))  # missing: the run will say so
-    return out
-
-
-def _table_rows(files: list[str]) -> list[dict]:
-    from frontier_rl.data import benchmarks
-
-    return [row for f in files for row in benchmarks.read_table(f)]
-
-
-def build_corpus(dataset: str, ids: tuple[str, ...], out: str) -> tuple[str, dict, list[dict]]:
-    """Builds the paper corpus `dataset` (paper.DATASETS arg) from its Hugging Face sources
-    `ids` by frontier_rl/data/benchmarks.py's rule for it; writes `out` and, beside it,
-    `out`.sources.json (the ids, their commits and the counts). (out, counts, entries)."""
-    from frontier_rl.data import benchmarks as b
-
-    entries, tables = [], []
-    for value in ids:
-        res, files = _dataset(value, f"task.path ({dataset} source)", CORPUS_EXTS,
-                              CORPUS_SPLITS)
-        entries.append(res.entry(files))
-        paths = [os.path.join(res.path, f) for f in files]
-        tables.append((_table_rows(paths), f"{res.ref.repo}@{res.commit}"))
-    counts: dict = {}
-    if dataset == "dapo_math":
-        rows = b.dapo_math_rows(tables[0][0])
-    elif dataset == "math":
-        rows = b.math_rows(*tables[0])
-    elif dataset == "dapo_math+math":
-        rows, counts = b.dapo_plus_math_rows(tables[0][0], tables[1][0], tables[0][1],
-                                             tables[1][1])
-    elif dataset == "dapo_math_14k":
-        rows, counts = b.dapo_14k_rows(*tables[0])
-    elif dataset == "openr1_math_30k":
-        rows, counts = b.openr1_rows(*tables[0])
-    elif dataset == "openr1_math_heapa":
-        rows, counts = b.openr1_heapa_rows(*tables[0])
-    else:
-        raise HubError(f"no rule builds corpus {dataset!r} from Hugging Face sources")
-    b.write_parquet(rows, out)
-    with open(out + ".sources.json", "w", encoding="utf-8") as f:
-        json.dump({"corpus": dataset, "rows": len(rows), "counts": counts, "sources": entries},
-                  f, indent=2)
-    return out, counts, entries
-
-
-def fetch(config, out_dir: str, say=print) -> dict:
-    """Fetches what `plan(config)` names and writes OUT/flags, OUT/model_dir, OUT/sources.json
-    and OUT/sources.md (module docstring)."""
-    from frontier_rl.experiment import paper
-
-    os.makedirs(out_dir, exist_ok=True)
-    flags, entries, model = [], {}, ""
-    for item in plan(config):
-        if item.action == "local":
-            if item.field == "model.path":
-                model = os.path.abspath(item.value)
-            continue
-        if item.action == "build":
-            dataset = paper.dataset_of(item.value)
-            say(f"hub: building {item.value} ({dataset}) from {', '.join(item.ids)}")
-            _, counts, built = build_corpus(dataset, item.ids, item.value)
-            for i, entry in enumerate(built):
-                entries[f"{item.field} source {i + 1}"] = entry
-            continue
-        value = item.ids[0]
-        say(f"hub: {item.field}: {value}")
-        res, files = _resolve_field(item.field, value, item.kind)
-        entries[item.field] = res.entry(files)
-        flags.append(f"--config.{item.field}={res.ref.pinned(res.commit)}")
-        if item.field == "model.path":
-            model = res.path
-    with open(os.path.join(out_dir, "model_dir"), "w", encoding="utf-8") as f:
-        f.write(model + "\n")
-    with open(os.path.join(out_dir, "sources.json"), "w", encoding="utf-8") as f:
-        json.dump({"fields": entries, "cache": cache_dir()}, f, indent=2)
-    with open(os.path.join(out_dir, "sources.md"), "w", encoding="utf-8") as f:
-        f.write(markdown(entries))
-    # last, atomically: launch/paper.sh takes OUT/flags as the mark of a finished fetch
-    with open(os.path.join(out_dir, "flags.tmp"), "w", encoding="utf-8") as f:
-        f.write("".join(flag + "\n" for flag in flags))
-    os.replace(os.path.join(out_dir, "flags.tmp"), os.path.join(out_dir, "flags"))
-    return {"flags": flags, "model_dir": model, "sources": entries}
-
-
-def markdown(entries: dict[str, dict]) -> str:
-    lines = ["| field | id | commit | files |", "|---|---|---|---|"]
-    for field, e in entries.items():
-        files = ", ".join(e["files"][:4]) + (f", ... ({len(e['files'])})"
-                                             if len(e["files"]) > 4 else "")
-        lines.append(f"| {field} | {e['id']} | {e['commit']} | {files} |")
-    if not entries:
-        lines.append("| (none: every path is local) | | | |")
-    return "\n".join(lines) + "\n"
-
-
-def _load_config(argv: list[str]):
-    from absl import flags
-    from ml_collections import config_flags
-
-    values = flags.FlagValues()  # its own: main() may run more than once in a process
-    holder = config_flags.DEFINE_config_file("config", None, "the config file",
-                                             flag_values=values, lock_config=False)
-    values([sys.argv[0]] + argv, known_only=True)
-    if holder.value is None:
-        raise HubError("--config is required")
-    return holder.value
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    usage = ("usage: python -m frontier_rl.hub {plan|fetch} --config=CONFIG [--out=DIR] "
-             "[--config.FIELD=VALUE ...]")
-    if not argv or argv[0] not in ("plan", "fetch"):
-        print(usage, file=sys.stderr)
-        return 2
-    command, rest = argv[0], argv[1:]
-    out = next((a.split("=", 1)[1] for a in rest if a.startswith("--out=")), "")
-    rest = [a for a in rest if not a.startswith("--out=")]
-    try:
-        config = _load_config(rest)
-        if command == "plan":
-            for item in plan(config):
-                shown = ", ".join(item.ids) if item.ids else item.value
-                print(f"{item.field:<28} {item.action:<9} {shown}")
-            return 0
-        if not out:
-            raise HubError("fetch needs --out=DIR")
-        res = fetch(config, out)
-        print(markdown(res["sources"]), end="")
-        print(f"wrote {os.path.join(out, 'flags')} ({len(res['flags'])} overrides); the "
-              f"policy's directory: {res['model_dir'] or '(none: a random init)'}")
-    except (ValueError, FileNotFoundError) as e:
-        print(f"frontier_rl.hub {command}: error: {_first_line(e)}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

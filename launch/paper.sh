@@ -8,7 +8,7 @@
 # steps, each skipped when its output exists, so that a rerun resumes where the last one stopped
 # (training itself resumes from its newest checkpoint):
 #   1 env     launch/env.sh: the virtualenv (created and installed once)
-#   2 hub     python -m frontier_rl.hub fetch (frontier_rl/hub.py): the model, the corpus and the
+#   2 hub     python -m frontier_rl.experiment.hub_fetch fetch (frontier_rl/hub.py): the model, the corpus and the
 #             benchmarks from their Hugging Face ids (frontier_rl/experiment/paper.py) wherever
 #             the config's local path holds nothing, each id pinned to the commit fetched
 #             -> DIR/hub/flags (the config overrides), DIR/hub/sources.md, DIR/model (a link to
@@ -129,7 +129,7 @@ FIT_TARGET="${CHIP}x$N_JAX"
 
 # ---- 2 hub
 HUB="$WORKDIR/hub"
-HUB_CMD=(python -m frontier_rl.hub fetch --config="$CONFIG" --out="$HUB" "${EXTRA[@]}")
+HUB_CMD=(python -m frontier_rl.experiment.hub_fetch fetch --config="$CONFIG" --out="$HUB" "${EXTRA[@]}")
 if [ -f "$HUB/flags" ]; then
   skipped "2/6 hub" "$HUB/flags"
 elif [ "$DRY" = 1 ]; then
@@ -137,7 +137,7 @@ elif [ "$DRY" = 1 ]; then
   PY="${FRONTIER_RL_VENV:-$ROOT/.venv}/bin/python"
   if [ -x "$PY" ]; then
     say "2/6 hub would fetch (field, action, ids):"
-    "$PY" -m frontier_rl.hub plan --config="$CONFIG" "${EXTRA[@]}" | sed 's/^/[paper]     /'
+    "$PY" -m frontier_rl.experiment.hub_fetch plan --config="$CONFIG" "${EXTRA[@]}" | sed 's/^/[paper]     /'
   fi
 else
   say "2/6 hub: ${HUB_CMD[*]}"

@@ -20,7 +20,7 @@ import pytest
 from frontier_rl import hub, train
 from frontier_rl.data import benchmarks, fixtures
 from frontier_rl.evaluation import suite as eval_suite
-from frontier_rl.experiment import paper, protocol
+from frontier_rl.experiment import hub_fetch, paper, protocol
 from frontier_rl.tasks import make_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -261,11 +261,11 @@ def test_a_paper_config_is_fetched_built_and_pinned_offline(hub_cache, tmp_path,
 
     monkeypatch.chdir(tmp_path)  # no checkpoints/, data/train/ or data/eval/ here
     spec = os.path.join(ROOT, "configs", "math_hive.py") + ":qwen2.5-math-1.5b"
-    assert hub.main(["plan", f"--config={spec}"]) == 0
+    assert hub_fetch.main(["plan", f"--config={spec}"]) == 0
     plan = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()}
     assert plan["model.path"] == ["paper", "id", "Qwen/Qwen2.5-Math-1.5B@main"]
     assert plan["task.path"][0] == "build"
-    assert hub.main(["fetch", f"--config={spec}", f"--out={tmp_path}/hub_out"]) == 0
+    assert hub_fetch.main(["fetch", f"--config={spec}", f"--out={tmp_path}/hub_out"]) == 0
     out = tmp_path / "hub_out"
     flags = (out / "flags").read_text().splitlines()
     assert f"--config.model.path=Qwen/Qwen2.5-Math-1.5B@{model}" in flags
@@ -311,7 +311,7 @@ def test_a_paper_config_is_fetched_built_and_pinned_offline(hub_cache, tmp_path,
     assert suite.buckets == list(c.eval.sets) and len(suite.eval) == 6 * 3
     assert not [p for p in suite.eval if "Why?" in p.text]  # OlympiadBench's maths part only
     # `frontier-rl protocol` lists each id with the commit the cache has for it
-    table = protocol.table(c)
+    table = protocol.table(c) + hub_fetch.hub_table(c)
     assert f"Qwen/Qwen2.5-Math-1.5B@{model}" in table and model in table
 
 

@@ -32,7 +32,8 @@ def test_dry_run_prints_each_step_of_the_hive_15b_config(tmp_path):
              and ":" in line.split("/6 ", 1)[1]]
     assert [s.split("/6 ")[0][-1] for s in steps if "would fetch" not in s] == list("123456")
     assert "8 GPU(s), JAX on 8 (sharing each with SGLang)" in out
-    assert f"python -m frontier_rl.hub fetch --config={HIVE} --out={workdir}/hub" in out
+    assert (f"python -m frontier_rl.experiment.hub_fetch fetch --config={HIVE} "
+            f"--out={workdir}/hub") in out
     # what step 2 would fetch: the paper's ids, the corpus built from its two sources
     assert "model.path                   paper id  Qwen/Qwen2.5-Math-1.5B@main" in out
     assert ("task.path                    build     BytedTsinghua-SIA/DAPO-Math-17k@main, "
@@ -103,7 +104,7 @@ def stand_in_node(tmp_path):
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python").write_text(
         "#!/bin/bash\n"
-        'if [ "$1" = -m ] && [ "$2" = frontier_rl.hub ]; then\n'
+        'if [ "$1" = -m ] && [ "$2" = frontier_rl.experiment.hub_fetch ]; then\n'
         f"  {record}\n"
         '  for a in "$@"; do case "$a" in --out=*) out="${a#*=}" ;; esac; done\n'
         '  mkdir -p "$out"\n'
@@ -157,7 +158,8 @@ def test_paper_sh_runs_each_step_once_and_resumes(tmp_path):
     pinned = ("--config.model.path=Qwen/Qwen2.5-Math-1.5B@abc123 "
               "--config.eval.sets.aime24=HuggingFaceH4/aime_2024@def456")
     hub_call, fit, train, train_env, ev, protocol = calls
-    assert hub_call.startswith("python XLA= SHARED= OFFLINE= -m frontier_rl.hub fetch ")
+    assert hub_call.startswith(
+        "python XLA= SHARED= OFFLINE= -m frontier_rl.experiment.hub_fetch fetch ")
     assert hub_call.endswith(f"--out={workdir}/hub")
     # fit: every program for the node's GPUs at JAX's share beside SGLang, on the local files
     assert fit.startswith("frontier-rl XLA=0.45 SHARED=1 OFFLINE=1 fit --target=h100x8 ")

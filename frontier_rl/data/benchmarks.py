@@ -77,6 +77,8 @@ import re
 
 import numpy as np
 
+from frontier_rl import hub
+
 log = logging.getLogger("frontier_rl")
 
 
@@ -545,3 +547,25 @@ def openr1_heapa_rows(rows: list[dict], path: str) -> tuple[list[dict], dict]:
             out.append(r)
     return out, {"rows": len(rows), "too_long": long_, "non_ascii": non_ascii,
                  "no_answer": empty, "kept": len(out)}
+
+
+# ----------------------------------------------------------------------------- hub ids
+
+
+def _benchmark_exts(name: str) -> tuple[str, ...]:
+    return hub.TABLE_EXTS if name in BENCHMARKS else hub.CORPUS_EXTS
+
+
+def benchmark_rows(name: str, value: str) -> list[dict] | None:
+    """The rows of benchmark `name` from the dataset id `value` (None when it is a local path):
+    converted from the benchmark's public schema when frontier_rl/data/benchmarks.py knows the
+    name, else the files' rows as they are (plain or verl corpus rows)."""
+    files = hub.dataset_files(value, f"eval.sets.{name}", _benchmark_exts(name),
+                              hub.BENCHMARK_SPLITS)
+    if files is None:
+        return None
+    if name in BENCHMARKS:
+        return convert(name, files)
+    from frontier_rl.tasks import corpus
+
+    return [row for f in files for row in corpus.read_file(f)]

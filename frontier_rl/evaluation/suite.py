@@ -31,6 +31,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from frontier_rl import hub
+from frontier_rl.data import benchmarks
 from frontier_rl.tasks import base, corpus
 
 HEAPA_BENCHMARKS = ("aime24", "aime25", "amc23", "math500", "minerva_math", "olympiadbench",
@@ -61,8 +62,8 @@ def suite_task(task_name: str, task_cfg: Mapping, sets: Mapping[str, str]) -> ba
     stats = corpus.new_stats()
     for name, path in sets.items():
         # benchmark files carry their own format (plain rows from prepare_benchmarks.py); a
-        # Hugging Face id's rows are converted from the benchmark's schema (hub.benchmark_rows)
-        rows = hub.benchmark_rows(name, path)  # None: a local path
+        # Hugging Face id's rows are converted from the benchmark's schema (benchmark_rows)
+        rows = benchmarks.benchmark_rows(name, path)  # None: a local path
         records = corpus.read_records({**cfg, "max_rows": None, "format": "auto",
                                        "prompt_key": "prompt", "answer_key": None}, path=path,
                                       rows=rows)

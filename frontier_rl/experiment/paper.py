@@ -170,7 +170,7 @@ def _paper_fields(c) -> dict[str, tuple[str, tuple[str, ...]]]:
 
 def local_defaults(c) -> dict[str, tuple[str, ...]]:
     """Per field of `c` holding a paper config's local default path that does not exist: the
-    Hugging Face ids in its place (what `python -m frontier_rl.hub fetch` fetches)."""
+    Hugging Face ids in its place (what experiment/hub_fetch.py's `fetch` fetches)."""
     return {field: ids for field, (path, ids) in _paper_fields(c).items()
             if not os.path.exists(path)}
 

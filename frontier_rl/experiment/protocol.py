@@ -431,29 +431,6 @@ def hub_references(ids: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
     return out
 
 
-def hub_table(c) -> str:
-    """`c`'s Hugging Face ids (paper.hub_ids), each with the commit it has in the local hub
-    cache (looked up without the network), or how to fetch it."""
-    from frontier_rl import hub
-    from frontier_rl.experiment import paper
-
-    ids = paper.hub_ids(c)
-    if not ids:
-        return ""
-    lines = ["", "Hugging Face ids (revision asked for -> commit in the local cache "
-             f"{hub.cache_dir()}; launch/paper.sh fetches and pins them, a run records them "
-             f"in {hub.RECORD}):"]
-    for field, values in ids.items():
-        kind = "dataset" if field != "model.path" else "model"
-        for value in values:
-            commit = hub.cached_commit(value, kind)
-            ref = hub.parse(value)
-            where = commit or ("not cached: " + hub.fetch_command(ref, kind) if ref
-                               else "not cached")
-            lines.append(f"  {field:<24}  {value:<52}  {where}")
-    return "\n".join(lines)
-
-
 def rows(c) -> list[tuple[str, str, str, str]]:
     """(setting, value, word, reference) for every sourced setting of `c`."""
     out = []
@@ -500,7 +477,7 @@ def table(c) -> str:
     for s, v, word, ref in body:
         v = v if len(v) <= w[1] else v[: w[1] - 3] + "..."
         lines.append(f"{s:<{w[0]}}  {v:<{w[1]}}  {word:<{w[2]}}  {ref}")
-    return "\n".join(lines) + hub_table(c)
+    return "\n".join(lines)
 
 
 # Sections whose every value that differs from config_lib.default_config() is a protocol
