@@ -560,6 +560,11 @@ class _RunState:
         (nothing is written), unless allowed, when the change is recorded and said."""
         if saved is None:  # a checkpoint from before configs were recorded
             return
+        # a field the checkpoint does not know (added by a newer version) at its default
+        # changes nothing the checkpoint computed
+        defaults = config_lib.run_fields(config_lib.default_config())
+        saved = {**{k: v for k, v in self.fields.items()
+                    if k not in saved and k in defaults and defaults[k] == v}, **saved}
         changes = config_lib.changed_fields(saved, self.fields)
         if not changes:
             return
