@@ -170,9 +170,13 @@ def default_config() -> ml_collections.ConfigDict:
     c.rollout.sglang.concurrency = 8  # /generate requests in flight at once
     c.rollout.sglang.max_rows = 4096  # responses per /generate request
 
-    # The RL update. `loss` picks the objective: "grpo" (seq-mean-token-mean, optional KL) or
-    # "dapo" (token-mean, no KL); eps_low/eps_high are the clip range; `loss_agg` overrides the
-    # objective's aggregation ("token_mean" / "seq_mean_token_mean"; "" = the objective's).
+    # The RL update. `loss` picks the registered policy loss (rl/objectives.py): "grpo"
+    # (clipped surrogate, seq-mean-token-mean, optional KL), "dapo" (the same, token-mean, no
+    # KL), "gspo" (sequence-level ratio, rl/gspo.py) or "cispo" (clipped stop-gradient IS
+    # weight, rl/cispo.py); each loss's own fields live in rl.losses.<name>. eps_low/eps_high
+    # are the clip range of grpo and dapo; `loss_agg` overrides the loss's aggregation
+    # ("token_mean", "seq_mean_token_mean", "token_sum", "seq_mean_token_sum",
+    # "seq_mean_token_sum_norm" = Dr. GRPO's; "" = the loss's own; rl/losses.py).
     c.rl = ml_collections.ConfigDict()
     c.rl.loss = "grpo"
     c.rl.group_size = 8  # G
@@ -196,8 +200,16 @@ def default_config() -> ml_collections.ConfigDict:
     c.rl.eps_low = 0.2
     c.rl.eps_high = 0.28
     c.rl.clip_ratio_c = 10.0  # dual-clip bound c for negative advantages; 0 = no dual clip
-    c.rl.kl_coef = 0.0  # beta; GRPO only
+    c.rl.kl_coef = 0.0  # beta; not with dapo
+    # The KL estimator of the kl_coef term (rl/losses.py): "k1", "abs", "k2", "k3" (verl's
+    # low_var_kl) or "k1+" / "abs+" / "k3+" (the value of k1 / abs / k3, the gradient of k2).
+    c.rl.kl_estimator = "k3"
     c.rl.loss_agg = ""
+    # The constant L of loss_agg="seq_mean_token_sum_norm" (verl's loss_scale_factor); 0 =
+    # rollout.max_new_tokens.
+    c.rl.loss_scale_factor = 0
+    # |log pi - log pi_old| is clamped to this before exp in the ratio (verl's 20); 0 = never.
+    c.rl.log_ratio_clamp = 20.0
     # Entropy bonus: the loss less entropy_coef x the response tokens' entropy, aggregated as
     # the loss (verl's actor.entropy_coeff); 0 = none.
     c.rl.entropy_coef = 0.0
@@ -205,6 +217,15 @@ def default_config() -> ml_collections.ConfigDict:
     # per-token weight min(exp(old_logp - rollout_logp), tis_cap); 0 = off. Matters when the
     # trainer recomputes old log-probs (an external engine, rollout.top_p < 1 or rollout.top_k).
     c.rl.tis_cap = 0.0
+    # The TIS weight per "token" (min(rho_t, tis_cap)) or per "sequence" (min(prod_t rho_t,
+    # tis_cap) on all of a response's tokens); verl's rollout_is.
+    c.rl.rollout_is = "token"
+    # Rejection against the rollout engine's log-probs: "" = off; "sequence" / "geometric"
+    # drop from the loss every response whose ratio prod_t rho_t / its geometric mean lies
+    # outside [rs_low, rs_high] (verl's seq_sum_k1 / seq_mean_k1 with reciprocal bounds).
+    c.rl.rollout_rs = ""
+    c.rl.rs_low = 0.5
+    c.rl.rs_high = 2.0
     # Old-policy log-probs for the PPO ratio: "auto" recomputes them with the trainer when the
     # sampler's are not the trainer's (an external engine, or rollout.top_p < 1 or a
     # rollout.top_k, whose sampled distribution is truncated); "always" also does it for the
@@ -217,6 +238,10 @@ def default_config() -> ml_collections.ConfigDict:
     # GRPO's advantage A_i = (r_i - mean r) / std r within a group; False drops the division
     # (A_i = r_i - mean r), as Dr. GRPO and PCL's GRPO variant do.
     c.rl.adv_std_norm = True
+    # The advantage estimator (rl/advantages.py): "grpo" (as above), "rloo" (leave-one-out
+    # baseline) or "reinforce_plus_plus_baseline" (group baseline, batch whitening); each
+    # estimator's own fields live in rl.estimators.<name>.
+    c.rl.adv_estimator = "grpo"
     # Rows per forward/backward inside one optimizer update (gradients are accumulated over
     # the minibatch's micro-batches); 0 = the whole minibatch at once.
     c.rl.micro_batch_size = 0
@@ -231,6 +256,16 @@ def default_config() -> ml_collections.ConfigDict:
     # A non-finite loss or gradient norm skips that update (train/skipped_updates); this many
     # bad steps in a row stop the run.
     c.rl.max_bad_steps = 3
+
+    # Each registered loss's and advantage estimator's own fields (rl/objectives.py).
+    from frontier_rl.rl import objectives
+
+    c.rl.losses = ml_collections.ConfigDict()
+    for name in objectives.loss_names():
+        c.rl.losses[name] = ml_collections.ConfigDict(objectives.loss(name).defaults)
+    c.rl.estimators = ml_collections.ConfigDict()
+    for name in objectives.estimator_names():
+        c.rl.estimators[name] = ml_collections.ConfigDict(objectives.estimator(name).defaults)
 
     # The prompt selector; each registered selector's own fields live in selector.<name>.
     from frontier_rl import selection
@@ -600,7 +635,11 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "rollout.sglang.backoff", _nonneg, "a number >= 0 (seconds)")
     _check(cfg, "rollout.sglang.concurrency", _pos_int, "an integer >= 1")
     _check(cfg, "rollout.sglang.max_rows", _pos_int, "an integer >= 1")
-    _check(cfg, "rl.loss", _in("grpo", "dapo"), "'grpo' or 'dapo'")
+    from frontier_rl.rl import losses, objectives  # the loss and estimator registries
+
+    _check(cfg, "rl.loss", _in(*objectives.loss_names()), f"one of {objectives.loss_names()}")
+    _check(cfg, "rl.adv_estimator", _in(*objectives.estimator_names()),
+           f"one of {objectives.estimator_names()}")
     _check(cfg, "rl.group_size", lambda x: _pos_int(x) and x >= 2, "an integer >= 2 (G)")
     _check(cfg, "rl.batch_size", _pos_int, "an integer >= 1 (B)")
     _check(cfg, "rl.num_steps", lambda x: isinstance(x, int) and x >= 0, "an integer >= 0")
@@ -618,8 +657,20 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "rl.eps_low", lambda x: 0 < x < 1, "a number in (0, 1)")
     _check(cfg, "rl.eps_high", _pos, "a number > 0")
     _check(cfg, "rl.clip_ratio_c", lambda x: x == 0 or x > 1, "0 (no dual clip) or a number > 1")
-    _check(cfg, "rl.loss_agg", _in("", "token_mean", "seq_mean_token_mean"),
-           "'' (the loss's own), 'token_mean' or 'seq_mean_token_mean'")
+    _check(cfg, "rl.loss_agg", _in("", *losses.AGGREGATIONS),
+           "'' (the loss's own) or one of " + ", ".join(map(repr, losses.AGGREGATIONS)))
+    _check(cfg, "rl.loss_scale_factor", lambda x: isinstance(x, int) and not isinstance(
+        x, bool) and x >= 0, "an integer >= 0 (tokens; 0 = rollout.max_new_tokens)")
+    _check(cfg, "rl.log_ratio_clamp", _nonneg, "a number >= 0 (0 = no clamp; verl's is 20)")
+    _check(cfg, "rl.kl_estimator", _in(*losses.KL_ESTIMATORS),
+           f"one of {list(losses.KL_ESTIMATORS)}")
+    _check(cfg, "rl.rollout_is", _in(*losses.ROLLOUT_IS), f"one of {list(losses.ROLLOUT_IS)}")
+    _check(cfg, "rl.rollout_rs", _in(*losses.ROLLOUT_RS), f"one of {list(losses.ROLLOUT_RS)}")
+    if cfg.rl.rollout_rs:
+        _check(cfg, "rl.rs_low", lambda x: _pos(x) and x <= 1,
+               "a number in (0, 1] (an on-policy response, ratio 1, is always kept)")
+        _check(cfg, "rl.rs_high", lambda x: _nonneg(x) and x >= 1,
+               "a number >= 1 (an on-policy response, ratio 1, is always kept)")
     _check(cfg, "rl.entropy_coef", _nonneg, "a number >= 0 (0 = no entropy bonus)")
     _check(cfg, "rl.kl_coef", _nonneg, "a number >= 0")
     _check(cfg, "rl.recompute_old_logp", _in("auto", "always", "never"),
@@ -633,6 +684,9 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
                "untruncated distribution)")
         _check(cfg, "rl.tis_cap", lambda x: x == 0,
                "0 with rl.recompute_old_logp='never' (TIS needs the trainer's log-probs)")
+        _check(cfg, "rl.rollout_rs", lambda x: x == "",
+               "'' with rl.recompute_old_logp='never' (rejection needs the trainer's "
+               "log-probs)")
     _check(cfg, "rl.tis_cap", lambda x: _nonneg(x) and (x == 0 or x >= 1),
            "0 (off) or a cap >= 1 on the importance weight (verl uses 2)")
     _check(cfg, "rl.adv_std_norm", lambda x: isinstance(x, bool), "True or False")
@@ -643,8 +697,18 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
            "rl.group_size / rl.minibatches)")
     _check(cfg, "rl.max_bad_steps", _pos_int, "an integer >= 1")
     _check(cfg, "rl.packing", _in("pad", "trim", "pack"), "'pad', 'trim' or 'pack'")
-    if cfg.rl.loss == "dapo":
-        _check(cfg, "rl.kl_coef", lambda x: x == 0, "0 with rl.loss='dapo' (DAPO has no KL)")
+    for field, name, entry in (("losses", cfg.rl.loss, objectives.loss(cfg.rl.loss)),
+                               ("estimators", cfg.rl.adv_estimator,
+                                objectives.estimator(cfg.rl.adv_estimator))):
+        section = cfg.rl[field].get(name) if field in cfg.rl else None
+        if section is None:
+            raise ConfigError(f"rl.{field}.{name} is missing: the config has no section for "
+                              f"the chosen {name!r} (default_config() builds one per entry)")
+        if entry.validate is not None:
+            try:
+                entry.validate(section, cfg.rl)
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
     _check(cfg, "rl.overlong_buffer",
            lambda x: isinstance(x, int) and 0 <= x < cfg.rollout.max_new_tokens,
            f"an integer in [0, rollout.max_new_tokens={cfg.rollout.max_new_tokens})")

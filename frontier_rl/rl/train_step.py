@@ -1,4 +1,5 @@
-"""One jitted, sharded RL update: PPO epochs x minibatches of the GRPO/DAPO loss.
+"""One jitted, sharded RL update: PPO epochs x minibatches of the policy loss (`rl.loss`,
+rl/losses.py and the registry of rl/objectives.py).
 
 `Trainer.step` takes a packed batch of N sequences (prompt left-padded, response right-padded)
 and runs `epochs` passes over `minibatches` shuffled minibatches, one optimizer update each, as
@@ -18,8 +19,8 @@ Memory at real sizes (vocab 151,936, 5k-token rows):
   * each optimizer update may run its minibatch as micro-batches of `micro_batch_size` rows
     (verl's `ppo_micro_batch_size`), accumulating float32 gradients in a `lax.scan`. The loss
     of each micro-batch is weighted by its share of the minibatch's normaliser (response tokens
-    for token-mean, responses with tokens for seq-mean-token-mean), so the accumulated gradient
-    is the whole minibatch's, for either aggregation.
+    for token-mean, responses with tokens for the seq-mean modes, none for token-sum), so the
+    accumulated gradient is the whole minibatch's, for every aggregation.
   * parameters stay split over `fsdp` between updates; each micro-batch gathers them in the
     compute dtype, 16-bit when the policy computes in 16 bits, and its gradient is
     reduce-scattered back in float32 (`sharding.map_rows`: each device computes its own rows'
@@ -27,6 +28,10 @@ Memory at real sizes (vocab 151,936, 5k-token rows):
     weights, not in the matmul's dtype as XLA's partitioner would place the sum).
   * `lower_step` / `lower_logps` lower both programs for abstract parameters without placing
     anything, for `frontier-rl fit`'s ahead-of-time memory check.
+
+Rollout rejection (`rl.rollout_rs`, losses.rejection_keep) depends on no parameter: it is
+applied to the whole step's loss mask before the minibatches are drawn, so the loss, its
+normalisers and the metrics all count only the kept responses (`rs_rejected_frac`).
 
 A non-finite loss or gradient norm skips that update (parameters and optimizer state kept) and
 is counted in the `skipped_updates` metric; the train loop decides when that is a divergence.
@@ -48,8 +53,11 @@ from frontier_rl import distributed
 from frontier_rl.accounting import abstract, compiled_flops
 from frontier_rl.models.transformer import SegmentMask, attention_of, cost_model
 from frontier_rl.rl import batch as batch_lib
-from frontier_rl.rl import sharding
-from frontier_rl.rl.losses import LossConfig, policy_loss
+from frontier_rl.rl import (
+    objectives,  # noqa: F401  (registers every built-in loss)
+    sharding,
+)
+from frontier_rl.rl.losses import LossConfig, policy_loss, rejection_keep
 
 log = logging.getLogger("frontier_rl")
 
@@ -360,12 +368,30 @@ class Trainer:
         loss, metrics = policy_loss(logp, mb["old_logp"], mb["advantages"], mask, self.loss_cfg,
                                     ref_logp=ref, rollout_logp=mb["rollout_logp"],
                                     entropy=entropy if self.loss_cfg.entropy_coef > 0 else None,
-                                    seq_weight=mb.get("seq_weight"))
+                                    seq_weight=mb.get("seq_weight"),
+                                    segments=self._segments(mb))
         metrics["entropy"] = jnp.sum(entropy * mask) / jnp.maximum(jnp.sum(mask), 1.0)
         return loss, metrics
 
+    def _segments(self, mb):
+        """Each target token's response index within its row, where rows hold several
+        responses ("pack"); None otherwise (`losses.sequence_sums`)."""
+        return mb["valid"][:, 1:] if self.layout == "pack" else None
+
+    def _reject(self, batch):
+        """(batch with the rejected responses out of its loss mask, their share of the
+        responses) under `rl.rollout_rs`; the batch as it is when rejection is off."""
+        if not self.loss_cfg.rollout_rs:
+            return batch, None
+        mask = batch["loss_mask"].astype(jnp.float32)
+        keep = rejection_keep(batch["old_logp"], batch["rollout_logp"], mask, self.loss_cfg,
+                              self._segments(batch))
+        kept = dict(batch, loss_mask=mask * keep)
+        return kept, 1.0 - _sequences(kept) / jnp.maximum(_sequences(batch), 1.0)
+
     def _step_impl(self, params, opt_state, batch, key):
         self.compile_count += 1
+        batch, rejected = self._reject(batch)
         n = batch["tokens"].shape[0]
         m = self.minibatches
 
@@ -395,6 +421,8 @@ class Trainer:
 
         metrics = {k: mean(v) for k, v in metrics.items()}
         metrics["skipped_updates"] = jnp.sum(skipped)
+        if rejected is not None:
+            metrics["rs_rejected_frac"] = rejected
         return params, opt_state, metrics
 
     def _update(self, params, opt_state, mb, cost: bool = False):
@@ -430,7 +458,7 @@ class Trainer:
         mask = mb["loss_mask"].astype(jnp.float32)
         tokens = jnp.maximum(jnp.sum(mask), 1.0)
         seqs = jnp.maximum(_sequences(mb), 1.0)
-        token_mean = self.loss_cfg.aggregation == "token_mean"
+        aggregation = self.loss_cfg.aggregation
         micro = jax.lax.with_sharding_constraint(
             sharding.split_rows(mb, k), sharding.stacked_batch_sharding(self.mesh))
 
@@ -438,7 +466,12 @@ class Trainer:
             loss, metrics = self._loss(p, part)
             m = part["loss_mask"].astype(jnp.float32)
             w_tok = jnp.sum(m) / tokens
-            w_agg = w_tok if token_mean else _sequences(part) / seqs
+            if aggregation == "token_mean":
+                w_agg = w_tok
+            elif aggregation == "token_sum":  # sums add up
+                w_agg = jnp.ones_like(w_tok)
+            else:  # the seq-mean modes
+                w_agg = _sequences(part) / seqs
             metrics = {key: v * (w_agg if key in _AGGREGATED_METRICS else w_tok)
                        for key, v in metrics.items()}
             return loss * w_agg, dict(metrics, loss=loss * w_agg)
@@ -511,6 +544,7 @@ class Trainer:
         batch = self._place(batch)
 
         def go(params, mb):
+            mb, _ = self._reject(mb)
             k = self._micro_batches(mb["tokens"].shape[0])
             if k == 1:
                 (loss, metrics), grads = jax.value_and_grad(

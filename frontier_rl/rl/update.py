@@ -1,8 +1,9 @@
-"""One RL update from a step's groups: pack, old and reference log-probs, the optimizer step,
-the FLOPs charge and the divergence guard.
+"""One RL update from a step's groups: advantages, pack, old and reference log-probs, the
+optimizer step, the FLOPs charge and the divergence guard.
 
-`Updater.update(params, opt_state, groups, step)` packs the groups into the padded batch the
-train step compiles for (rl/batch.py), recomputes the old policy's log-probs when the engine's
+`Updater.update(params, opt_state, groups, step)` gives the responses their advantages
+(`rl.adv_estimator`, rl/objectives.py), packs the groups into the padded batch the train step
+compiles for (rl/batch.py), recomputes the old policy's log-probs when the engine's
 cannot serve (another implementation, or top-p truncation; `rl.recompute_old_logp`), adds the
 KL reference's log-probs, runs the epochs x minibatches of the train step and charges every
 device program to the accountant. A step whose every update was skipped for a non-finite loss
@@ -12,6 +13,7 @@ in a row.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import jax
@@ -21,7 +23,7 @@ import numpy as np
 from frontier_rl import distributed
 from frontier_rl.errors import RunError
 from frontier_rl.rl import batch as batch_lib
-from frontier_rl.rl import losses
+from frontier_rl.rl import losses, objectives
 from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
 from frontier_rl.rollout.sampler import PROMPT_BUCKETS, ROW_BUCKETS
 
@@ -31,10 +33,7 @@ log = logging.getLogger("frontier_rl")
 def make_trainer(config, graphdef, mesh) -> Trainer:
     """The train step of `config.rl` (loss, clip range, KL, optimizer, micro-batches)."""
     r = config.rl
-    loss_cfg = losses.LossConfig(
-        aggregation=r.loss_agg or losses.LOSSES[r.loss].aggregation, eps_low=r.eps_low,
-        eps_high=r.eps_high, clip_ratio_c=r.clip_ratio_c, kl_coef=r.kl_coef, tis_cap=r.tis_cap,
-        entropy_coef=r.entropy_coef)
+    loss_cfg = objectives.loss_config(config)
     tx = make_optimizer(OptimConfig(
         learning_rate=r.learning_rate, b1=r.b1, b2=r.b2, weight_decay=r.weight_decay,
         grad_clip=r.grad_clip, warmup_steps=r.warmup_steps))
@@ -65,11 +64,31 @@ def reward_shaper(config, values=(1.0, 0.0, -1.0)):
     return lambda outcomes, lengths: base(outcomes)
 
 
+def with_advantages(config, groups) -> list:
+    """Copies of `groups` that carry `config.rl.adv_estimator`'s advantages for rl/batch.py.
+
+    batch.pack computes a group's advantages as (rewards - adv_baseline) / adv_scale when a
+    selector set a baseline, so each copy holds its advantages in place of its rewards, with
+    baseline 0 and scale 1 (exact in float32). A group whose selector set its own baseline
+    (Reinforce-Ada) is passed as it is. The selector's groups are not modified."""
+    sizes = {g.size for g in groups}
+    if len(sizes) != 1:
+        return list(groups)  # batch.pack says what is wrong
+    size = sizes.pop()
+    rewards = np.concatenate([g.rewards for g in groups])
+    lengths = np.concatenate([np.asarray(g.lengths) for g in groups])
+    adv = objectives.estimate(config, rewards, size, lengths)
+    return [g if getattr(g, "adv_baseline", None) is not None else dataclasses.replace(
+        g, rewards=adv[j * size:(j + 1) * size], adv_baseline=0.0, adv_scale=1.0)
+        for j, g in enumerate(groups)]
+
+
 class Updater:
     def __init__(self, config, trainer: Trainer, params, *, accountant, encode, pad_id: int,
                  recompute_old: bool, seed: int):
         self.trainer, self.accountant, self.encode = trainer, accountant, encode
         self.pad_id, self.recompute_old, self.seed = pad_id, recompute_old, seed
+        self.config = config
         self.std_norm = config.rl.adv_std_norm
         self.gap_tol = config.rollout.probe_tol  # largest engine-vs-trainer gap, nats/token
         self.max_bad_steps = config.rl.max_bad_steps
@@ -80,7 +99,8 @@ class Updater:
     def update(self, params, opt_state, groups, step: int):
         """(params, opt_state, train metrics, engine log-prob gap or None) after one step."""
         trainer, accountant = self.trainer, self.accountant
-        batch = batch_lib.pack(groups, [self.encode(g.index) for g in groups],
+        batch = batch_lib.pack(with_advantages(self.config, groups),
+                               [self.encode(g.index) for g in groups],
                                pad_id=self.pad_id, prompt_buckets=PROMPT_BUCKETS,
                                row_buckets=ROW_BUCKETS, row_multiple=trainer.row_multiple,
                                std_norm=self.std_norm, layout=trainer.layout)
