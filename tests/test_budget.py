@@ -35,8 +35,9 @@ def test_train_and_the_synthetic_learner_stop_at_the_same_step(tmp_path):
 
 
 def test_runs_record_their_compiles(tmp_path):
-    """perf/compile_s and perf/compiles in every step record: what this run compiled, so a
-    second run of the same shapes in the same process records none."""
+    """perf/compile_s and perf/compiles in every step record: what this run compiled (a run's
+    jitted functions are its own, so a second run in the process compiles again, and records
+    only that)."""
     def run(d):
         c = config_lib.shrink_for_smoke(config_lib.default_config())
         c.log.progress = c.log.tensorboard = False
@@ -44,8 +45,14 @@ def test_runs_record_their_compiles(tmp_path):
         train.run(config_lib.validate(c), str(tmp_path / d))
         return metrics.read(os.path.join(tmp_path, d, "metrics.jsonl"))[-1]
 
+    from frontier_rl import compile_cache
+
+    before = compile_cache.compile_log().metrics()["perf/compiles"]
     first, second = run("a"), run("b")
     assert first["perf/compiles"] > 0 and first["perf/compile_s"] > 0
     kinds = {k for k in first if k.startswith("perf/compiles/")}
     assert sum(first[k] for k in kinds) == first["perf/compiles"]
-    assert second["perf/compiles"] < first["perf/compiles"]
+    # each run records its own compiles, not the process's running total
+    total = compile_cache.compile_log().metrics()["perf/compiles"] - before
+    assert 0 < second["perf/compiles"] <= first["perf/compiles"]
+    assert total >= first["perf/compiles"] + second["perf/compiles"]
