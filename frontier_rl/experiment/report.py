@@ -327,8 +327,8 @@ def controls_text(results: dict) -> str:
             "**every null verdict in this report is uninformative** (it would have been null "
             "whatever the method did). At the measured per-seed spread "
             f"(sd {head['sd']:.2f}) and headroom, {need_txt}; a larger budget (more updates "
-            "for selection to compound) or a pool with more prompts at the policy's frontier "
-            "widens the headroom itself.")
+            "for selection to compound) or a pool on which uniform wastes more groups (fewer "
+            "prompts at the policy's frontier, pool.composition) widens the headroom itself.")
     if harm is not None and "mean" in harm:
         if harm["verdict"] == "worse":
             out.append(f"Training only on prompts measured at pass rate 0 or 1 costs "
