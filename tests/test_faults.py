@@ -289,3 +289,17 @@ def test_data_prepares_hint_works_as_printed(tmp_path):
     assert r.returncode == 1 and "no such field" not in r.stderr
     assert "Could not open TFDS dataset 'nosuch_corpus'" in r.stderr
     assert f"data_dir={tmp_path}" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_warm_start_cache_of_another_model_is_refused(tmp_path):
+    """The cached warm start was made for a 2-layer model; a run asking for 3 layers stops
+    naming the differing field (it used to train the cached architecture after a warning)."""
+    from frontier_rl import config_lib, train
+
+    cache = str(tmp_path / "ws")
+    train.run(_smoke(**{"rl.num_steps": 1, "warmstart.cache_dir": cache}), str(tmp_path / "a"))
+    c = _smoke(**{"rl.num_steps": 1, "warmstart.cache_dir": cache})
+    c.model.num_layers = c.model.num_layers + 1
+    with pytest.raises(RunError, match=r"cached warm start .* made for another config \(.*"
+                                       r"model.num_layers: \d+ -> \d+"):
+        train.run(config_lib.validate(c), str(tmp_path / "b"))
