@@ -23,7 +23,9 @@ Args:
            candidates whose measured current pass rate is nearest 0.5, never 0 or 1) and the
            negative control `oracle_negative` (only those measured at 0 or 1); seeds 0,1,2 with
            their own warm starts, 38,400 rollouts; the report opens with the selection
-           headroom (oracle - uniform) and harm (oracle_negative - uniform), paired per seed
+           headroom (oracle - uniform) and harm (oracle_negative - uniform), paired per seed.
+           Measured: headroom +0.2 [-0.4, +0.7] points on 4op (MDD 0.7), harm -1.1 [-3.7, +1.4]
+           (MDD 3.2): neither distinguishable, so this budget cannot show selection's effect
   hive_steps HIVE's claim in its paper's design (HIVE Table 1): DS, GRESO and HIVE for the
            same 50 steps from each seed's warm start (seeds 0,1,2); the rollouts each spent,
            DS / HIVE with a paired log-ratio interval, and HIVE's accuracy against DS's by two
