@@ -51,6 +51,11 @@ Experiment settings, and why (no method's algorithm is changed):
 - rollout.max_new_tokens=24: the longest response, "<answer>-40</answer>", is 20 characters.
 - Evaluation: 6 evaluations per run plus step 0, Avg@8 at T=0.7, top-p 0.7, no greedy pass.
 
+Controls (`:controls` with --config.compare.shared_start=True
+--config.compare.rollout_budget=19200, seeds 0-2 from seed 0's warm start): headroom -0.8
+[-3.6, +2.0] points on num_terms=5 (MDD 3.5), harm -3.6 [-9.5, +2.3] (MDD 7.4), harm on all
+buckets -2.2 [-2.5, -1.9]: selection's effect on the primary bucket is not visible here.
+
 Measured (`frontier-rl compare --config=configs/compare_gym.py`, a clean checkout, one core,
 39 minutes with the three warm starts): uniform 62.5, HIVE 61.5 Avg@8 on num_terms=5, HIVE
 minus uniform -1.1 [-5.7, +3.6] points (not distinguishable; MDD 5.8) with 45 +- 6 steps
