@@ -93,6 +93,29 @@ def _make_engine(config, workdir: str, sampler, trainer, graphdef, mcfg, tokeniz
         max_rows=c.sglang.max_rows, sync_every=c.sync_every)
 
 
+def _check_engine(config) -> None:
+    """Before anything slow: the engine `rollout.engine` names is reachable (an SGLang server
+    answers /health; the embedded sampler always is)."""
+    if config.rollout.engine == "sglang":
+        sglang_engine.check_server(config.rollout.sglang.url)
+
+
+def _compose_pool(config, task, ctx, engine, params, workdir: str, say) -> tuple[list, dict]:
+    """`pool.composition`: the train split cut to the asked shares of prompts the starting
+    policy solves / cannot solve / sits at the frontier of (tasks/composition.py), and the
+    metrics recording them; the split as it is when no composition is asked for."""
+    if config.pool.composition:
+        _sync(engine, params, 0, workdir)  # measured under the starting policy
+    ctx.begin_step(0, params)
+    try:
+        return composition.apply(
+            config.pool, task.train, functools.partial(ctx.measure_pass_rates,
+                                                       batch=config.rl.batch_size),
+            config.seed, workdir, say, distributed.is_primary())
+    except ValueError as e:
+        raise RunError(str(e)) from None
+
+
 def run(config: ml_collections.ConfigDict, workdir: str, *,
         allow_config_change: bool = False) -> dict[str, float]:
     """Trains per `config` in `workdir`; returns the last evaluation's metrics. Process 0 holds
@@ -126,8 +149,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
                                   config=config.to_dict())
     say = print if config.log.progress and primary else (lambda *a, **k: None)
     task = _make_task(config, say)
-    if config.rollout.engine == "sglang":  # fail in seconds, not after the warm start
-        sglang_engine.check_server(config.rollout.sglang.url)
+    _check_engine(config)  # a server that is not there fails now, not after the warm start
 
     # ======================================================================= policy
     # The mesh comes first: a loaded checkpoint's tensors go straight into their shardings.
@@ -173,18 +195,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
         prompt_entropy_fn=entropy_fn, flops_per_token=2.0 * mcfg.num_params(),
         accountant=accountant, verify_many=task.verify_many, engine=engine,
         prompt_wrapper=task.prompt_wrapper)
-    # pool.composition: the train split cut to the asked shares of prompts the starting policy
-    # solves / cannot solve / sits at the frontier of (tasks/composition.py)
-    if config.pool.composition:
-        _sync(engine, params, 0, workdir)  # measured under the starting policy
-    ctx.begin_step(0, params)
-    try:
-        task.train, pool_metrics = composition.apply(
-            config.pool, task.train, functools.partial(ctx.measure_pass_rates,
-                                                       batch=config.rl.batch_size),
-            seed, workdir, say, primary)
-    except ValueError as e:
-        raise RunError(str(e)) from None
+    task.train, pool_metrics = _compose_pool(config, task, ctx, engine, params, workdir, say)
     ctx.prompts = list(task.train)
     selector = selection.make(config.selector.name, config.selector, len(task.train), seed)
     updater = update.Updater(
