@@ -2,12 +2,18 @@
 # Golden outputs of verl's own functions (policy losses, aggregations, KL estimators, rollout
 # correction, advantage estimators) on fixed inputs, written to tests/fixtures/verl_goldens.json
 # for tests/test_verl_conformance.py, which compares every registered mode of frontier_rl
-# against them. The tests read the file; this script is only needed to regenerate it.
+# against them; and of verl's reward scorers (math_dapo, math_verify) on fixed responses, under
+# this verl and an older one (HeaPA's math_dapo is verl 0.9.0's), written to
+# tests/fixtures/verl_reward_goldens.json for tests/test_verl_reward_conformance.py. The tests
+# read the files; this script is only needed to regenerate them.
 #
 #   launch/verl_conformance.sh
 #
 # Environment: VERL_VERSION (default 0.9.1), VERL_VENV (default .cache/venv-verl), PYTHON
-# (makes the venv, default python3, >= 3.10), OUT (default tests/fixtures/verl_goldens.json).
+# (makes the venv, default python3, >= 3.10), OUT (default tests/fixtures/verl_goldens.json),
+# VERL_OLD_VERSION (default 0.9.0) and VERL_OLD_DIR (default .cache/verl-$VERL_OLD_VERSION:
+# that verl alone, `pip install --target`, imported ahead of the venv's for the reward scorers),
+# REWARD_OUT (default tests/fixtures/verl_reward_goldens.json).
 #
 # The venv is made when missing: the CPU torch wheel pinned exactly (torch==2.13.0+cpu), then
 # verl without its declared dependencies (vllm, flash-attn, a CUDA torch, ...) plus only the
@@ -20,11 +26,16 @@ VERL_VERSION=${VERL_VERSION:-0.9.1}
 VERL_VENV=${VERL_VENV:-.cache/venv-verl}
 PYTHON=${PYTHON:-python3}
 OUT=${OUT:-tests/fixtures/verl_goldens.json}
+VERL_OLD_VERSION=${VERL_OLD_VERSION:-0.9.0}
+VERL_OLD_DIR=${VERL_OLD_DIR:-.cache/verl-$VERL_OLD_VERSION}
+REWARD_OUT=${REWARD_OUT:-tests/fixtures/verl_reward_goldens.json}
 TORCH="torch==2.13.0+cpu"
 
-CHECK="import torch, verl, verl.trainer.ppo.core_algos, verl.trainer.ppo.rollout_corr_helper
+CHECK="import importlib.metadata, torch, verl, verl.trainer.ppo.core_algos, math_verify
+import verl.trainer.ppo.rollout_corr_helper
 assert torch.__version__ == '2.13.0+cpu' and torch.version.cuda is None, torch.__version__
-assert verl.__version__ == '$VERL_VERSION', verl.__version__"
+assert verl.__version__ == '$VERL_VERSION', verl.__version__
+assert importlib.metadata.version('math-verify') == '0.9.0'"
 
 if ! [ -x "$VERL_VENV/bin/python" ] || ! "$VERL_VENV/bin/python" -c "$CHECK" 2>/dev/null; then
   echo "making the verl venv in $VERL_VENV" >&2
@@ -54,8 +65,22 @@ if ! [ -x "$VERL_VENV/bin/python" ] || ! "$VERL_VENV/bin/python" -c "$CHECK" 2>/
     "transformers==5.25.0" "tokenizers==0.23.3" "safetensors==0.8.0" "regex==2026.11.19" \
     "huggingface_hub==2.4.0" "tqdm==4.70.1" "httpx2==2.16.2" "httpcore2==2.16.2" \
     "h11==0.16.0" "truststore==0.10.5"
+  # the reward scorers' math-verify, at the versions frontier_rl's tests run (they check it)
+  nice -n 19 "${pip[@]}" "math-verify==0.9.0" "latex2sympy2_extended==1.11.0" \
+    "antlr4-python3-runtime==4.13.2"
   "$VERL_VENV/bin/python" -c "$CHECK"
 fi
 
 "$VERL_VENV/bin/python" launch/verl_goldens.py --out "$OUT"
 echo "wrote $OUT" >&2
+
+OLD_CHECK="import verl; assert verl.__version__ == '$VERL_OLD_VERSION', verl.__version__"
+if ! PYTHONPATH="$VERL_OLD_DIR" "$VERL_VENV/bin/python" -c "$OLD_CHECK" 2>/dev/null; then
+  echo "installing verl $VERL_OLD_VERSION alone in $VERL_OLD_DIR" >&2
+  nice -n 19 "$VERL_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --no-deps --upgrade --target "$VERL_OLD_DIR" "verl==$VERL_OLD_VERSION"
+  PYTHONPATH="$VERL_OLD_DIR" "$VERL_VENV/bin/python" -c "$OLD_CHECK"
+fi
+"$VERL_VENV/bin/python" launch/verl_reward_goldens.py --out "$REWARD_OUT" \
+  --verl "" --verl "$VERL_OLD_DIR"
+echo "wrote $REWARD_OUT" >&2
