@@ -107,7 +107,7 @@ SOURCES: dict[str, dict[str, str]] = {
         "task.chat_template": "code: HeaPA verl/utils/dataset/rl_dataset.py (the model's chat "
                               "template)",
         "task.reward": "code: HeaPA verl/utils/reward_score/math_dapo.py (reward_manager=dapo: "
-                       "+1 / -1)",
+                       "+1 / -1; verl 0.9.0's file, without 0.9.1's \\boxed{} fallback)",
         "task.eval_reward": "code: HeaPA eval_avg_at_k_multi.py (string or sympy equality)",
         "task.eval_fraction": "ours: the papers evaluate on benchmarks only, so every corpus row "
                               "trains",

@@ -29,12 +29,19 @@ are reduced to the part after the last "####".
 The reward, a named variant (`reward`, `REWARDS`): how a response is scored and what each
 outcome is worth (correct / extracted but wrong / invalid):
 
-- "ternary": `verifier` scores, "math_verify" (the last \\boxed{} of the response against the
-  reference, LaTeX-aware; no box = invalid) or "numeric"; rewards 1 / 0 / -1.
+- "ternary": `verifier` scores, "math_verify" or "numeric"; rewards 1 / 0 / -1. "math_verify"
+  is math-verify's extraction from the whole response against the reference, LaTeX-aware:
+  correct exactly where verl's `math_verify.compute_score` is
+  (tests/test_verl_reward_conformance.py); with `require_boxed` a response without a complete
+  \\boxed{} is invalid. It does not read the last box alone: boxes that text joins (a comma,
+  "and", "or", words between them) are read as one set, so "First \\boxed{3}, corrected:
+  \\boxed{5}" is wrong for the answer 5; a box takes precedence over an "Answer:" line.
 - "hive": GRESO's `latex_math` scorer, which HIVE trains and evaluates with (the last \\boxed{},
   math-verify); rewards 1.0 / 0.1 / 0.0 (HIVE App. B; GRESO's code).
 - "heapa": HeaPA's released training reward (`math_dapo`: the last "Answer:" line of the final
   300 characters, Minerva-normalised, string equality); rewards +1 / -1 / -1 (HeaPA's code).
+  HeaPA's `math_dapo` is verl 0.9.0's; verl 0.9.1 falls back to a \\boxed{} when no "Answer:"
+  line is found, which this variant does not.
 - "heapa_sympy": the same line and normalisation with sympy / float equality as a fallback:
   HeaPA's evaluation script (`eval_avg_at_k_multi.py`); for `eval_reward`.
 

@@ -124,8 +124,12 @@ def math_verify_reward(response: str, answer: str, finished: bool = True,
                        require_boxed: bool = True) -> int:
     """1/0/-1 via math-verify: LaTeX-aware equivalence ("\\boxed{1/2}" vs "0.5" is correct).
 
-    -1 if unfinished, if `require_boxed` and the response has no \\boxed{...}, or if nothing
-    in it parses. Thread-safe: no signal-based timeouts (see module docstring).
+    The whole response goes to math-verify's `parse`: without `require_boxed` it is correct
+    exactly where verl's `math_verify.compute_score` scores 1
+    (tests/test_verl_reward_conformance.py). That is not the last box alone: boxes joined by
+    text ("\\boxed{3}, corrected: \\boxed{5}") parse as one set, which matches neither 3 nor 5.
+    -1 if unfinished, if `require_boxed` and the response has no complete \\boxed{...}, or if
+    nothing in it parses. Thread-safe: no signal-based timeouts (see module docstring).
     """
     from math_verify import parse, verify
 
@@ -250,11 +254,12 @@ def _sympy_equal(a: str, b: str) -> bool:
 
 def answer_line_reward(response: str, answer: str, finished: bool = True,
                        sympy: bool = False) -> int:
-    """HeaPA's scorer (its `math_dapo.compute_score`, the reward of its released training
-    runs): the last "Answer:" line in the response's final 300 characters and the reference,
-    both Minerva-normalised, must be equal strings; with `sympy` (its evaluation script) equal
-    sympy expressions or floats also count. 1 / 0 / -1 (correct / wrong / no "Answer:" line);
-    `finished` is ignored, as in the code (a cut-off response is scored as it is)."""
+    """HeaPA's scorer (its `math_dapo.compute_score`, verl 0.9.0's, the reward of its released
+    training runs): the last "Answer:" line in the response's final 300 characters and the
+    reference, both Minerva-normalised, must be equal strings (no \\boxed{} fallback, which
+    verl 0.9.1 added); with `sympy` (its evaluation script) equal sympy expressions or floats
+    also count. 1 / 0 / -1 (correct / wrong / no "Answer:" line); `finished` is ignored, as in
+    the code (a cut-off response is scored as it is)."""
     got = answer_line(response)
     if got is None:
         return REWARD_INVALID
