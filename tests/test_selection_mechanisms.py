@@ -142,6 +142,41 @@ def test_counts_against_the_context():
     assert m["prefiltered_out"] == N - sel.kept.size >= 150
 
 
+# ----------------------------------------------------------------------------- declarations
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_declared_counters_split_the_reported_ones(case):
+    """Each selector's `proof_counters` splits exactly the counters it reports under that
+    configuration into proof and information (selection/mechanisms.py)."""
+    name, fields, want = CASES[case]
+    proof, info = selection.proof_counters(name, fields)
+    assert proof and not set(proof) & set(info), (proof, info)
+    assert sorted(proof + info) == sorted(want)
+
+
+@pytest.mark.parametrize("name", selection.names())
+def test_every_registered_selector_declares_its_counters(name):
+    proof, info = selection.proof_counters(name)  # the registered defaults
+    assert all(isinstance(m, str) for m in proof + info) and not set(proof) & set(info)
+    if selection.is_control(name):  # a control arm has no method's mechanism to prove
+        assert (proof, info) == ([], [])
+        return
+    fields = {"teacher_workers": 0} if "teacher_workers" in selection.defaults(name) else {}
+    sel = selection.make(name, {name: fields}, N, seed=0)
+    assert proof and sorted(proof + info) == sorted(sel.mechanisms())
+
+
+def test_a_selector_without_declared_counters_is_refused():
+    class Bare:
+        def __init__(self, cfg, *, num_prompts, seed):
+            pass
+
+    with pytest.raises(TypeError, match="'bare' declares no proof counters"):
+        selection.register("bare")(Bare)
+    assert "bare" not in selection.names()
+
+
 # ----------------------------------------------------------------------------- golden batches
 
 # sha256 (first 16 hex digits) of the prompt ids of 12 steps, taken with the code as it was

@@ -20,9 +20,10 @@ from frontier_rl.selection.base import (
     is_control,
     make,
     names,
+    proof_counters,
     register,
     validate,
 )
 
 __all__ = ["Group", "Selector", "StepContext", "defaults", "is_control", "make", "names",
-           "register", "validate"]
+           "proof_counters", "register", "validate"]

@@ -17,6 +17,7 @@ inside the trainer and inside the synthetic learner, and its cost is measurable 
 from __future__ import annotations
 
 import dataclasses
+import types
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -129,6 +130,13 @@ class Selector(Protocol):
 
     def load_state_dict(self, state: dict) -> None: ...
 
+    @classmethod
+    def proof_counters(cls, cfg: Any) -> tuple[list[str], list[str]]:
+        """(proof, information): which `mechanisms()` counters a run with config section `cfg`
+        (its fields, defaults filled in) must show non-zero to have exercised the method, and
+        which it shows as information only (selection/mechanisms.py says which is which and
+        why). Required: `register` refuses a selector that does not declare it."""
+
 
 SelectorFactory = Callable[..., Selector]
 
@@ -153,12 +161,18 @@ def register(name: str, *, defaults: dict | None = None,
     overridden from the command line); `validate(section)` checks it before anything compiles.
     The factory is called as `factory(section, num_prompts=..., seed=...)`. `control=True`
     marks a control arm (it reads `ctx.pass_rates`): reports show it in the controls table,
-    never among the methods whose claims are tested.
+    never among the methods whose claims are tested. The factory must declare its proof
+    counters (`Selector.proof_counters`), so a new selector cannot enter a comparison with
+    none by omission.
     """
 
     def wrap(factory: SelectorFactory) -> SelectorFactory:
         if name in _REGISTRY:
             raise ValueError(f"selector {name!r} is registered twice")
+        if not callable(getattr(factory, "proof_counters", None)):
+            raise TypeError(f"selector {name!r} declares no proof counters: give it a "
+                            "classmethod proof_counters(cfg) -> (proof, information) "
+                            "(selection/base.py Selector, selection/mechanisms.py)")
         _REGISTRY[name] = Entry(factory, dict(defaults or {}), validate, control)
         return factory
 
@@ -182,6 +196,20 @@ def validate(name: str, section: Any) -> None:
     entry = _REGISTRY[name]
     if entry.validate is not None:
         entry.validate(section)
+
+
+def proof_counters(name: str, section: Any = None) -> tuple[list[str], list[str]]:
+    """(proof, information) counters of the selector registered as `name` under its config
+    section `config.selector.<name>` (a ConfigDict, a dict or None; unset fields take the
+    registered defaults), as the selector declares them (`Selector.proof_counters`)."""
+    if name not in _REGISTRY:
+        raise ValueError(f"selector.name={name!r} is not one of {names()}")
+    entry = _REGISTRY[name]
+    values = dict(entry.defaults)
+    if section is not None:
+        values.update(section.items() if hasattr(section, "items") else vars(section).items())
+    proof, info = entry.factory.proof_counters(types.SimpleNamespace(**values))
+    return list(proof), list(info)
 
 
 def make(name: str, cfg: Any, num_prompts: int, seed: int) -> Selector:

@@ -266,10 +266,11 @@ class StepStats:
 
 
 class StreamSelector:
-    """The Selector methods besides `build_batch` of a selector whose only state across steps
-    is its place in the shuffled prompt stream and its mechanism tally (DS, Reinforce-Ada, the
-    oracle controls): a subclass sets `self.stream` (PromptStream), `self.mech` (Tally) and
-    `self._last` (the step's `select/` metrics) and writes `build_batch`."""
+    """The Selector methods besides `build_batch` of a selector that reads the shuffled prompt
+    stream (every selector but the HeaPA family): a subclass sets `self.stream` (PromptStream),
+    `self.mech` (Tally) and `self._last` (the step's `select/` metrics), writes `build_batch`
+    and `proof_counters`, and extends the state methods when it keeps more than its place in
+    the stream and its tally."""
 
     def after_update(self, ctx, groups: list[Group]) -> None:
         pass
@@ -286,6 +287,34 @@ class StreamSelector:
     def load_state_dict(self, state: dict) -> None:
         self.stream.load_state_dict(state["stream"])
         self.mech.load_state_dict(state.get("mechanisms"))
+
+
+class ExplorationSelector(StreamSelector):
+    """A StreamSelector whose exploration probabilities p_easy and p_hard move after each
+    update, the step GRESO and HIVE share (GRESO's code, HIVE Eq. 4). Besides StreamSelector's
+    attributes a subclass sets `self.cfg` (alpha, delta_p, p_min, p_max, skip_first_epoch),
+    `self.p_easy`, `self.p_hard`, and `self._stats` (the step's StepStats) in build_batch."""
+
+    def after_update(self, ctx, groups: list[Group]) -> None:
+        """Moves p_easy and p_hard by delta_p toward the targets alpha/3 and 2*alpha/3 of this
+        step's easy / hard zero-variance ratios (not during the first epoch when
+        `skip_first_epoch`), counting the updates that changed them in `mech`."""
+        st, c = self._stats, self.cfg
+        if st is None:
+            return
+        st.resume()
+        if st.groups and not (c.skip_first_epoch and self.stream.epoch == 0):
+            p_easy = adjust_p(self.p_easy, st.ratio(EASY), c.alpha / 3, c.delta_p, c.p_min,
+                              c.p_max)
+            p_hard = adjust_p(self.p_hard, st.ratio(HARD), 2 * c.alpha / 3, c.delta_p,
+                              c.p_min, c.p_max)
+            self.mech.add("p_easy_moves", p_easy != self.p_easy)
+            self.mech.add("p_hard_moves", p_hard != self.p_hard)
+            self.p_easy, self.p_hard = p_easy, p_hard
+        self._last["p_easy"] = self.p_easy
+        self._last["p_hard"] = self.p_hard
+        st.pause()
+        self._last["host_ms"] = 1e3 * st.host_s()
 
 
 def adjust_p(p: float, ratio: float, target: float, step: float, p_min: float,
@@ -375,25 +404,3 @@ def scaled_b_min(b_min: int, batch_size: int) -> int:
     """The top-up floor b_min, given for B_t = 256, at batch size B_t: max(1, ⌈b_min B_t / 256⌉)
     (64 at 256, 16 at 64)."""
     return max(1, math.ceil(b_min * batch_size / B_REF - 1e-9))
-
-
-def adapt_exploration(sel) -> None:
-    """The after-update step GRESO and HIVE share (GRESO's code, HIVE Eq. 4): move p_easy and
-    p_hard by delta_p toward the targets alpha/3 and 2*alpha/3 of this step's easy / hard
-    zero-variance ratios (skipped during the first epoch when `skip_first_epoch`). Counts the
-    updates that changed p_easy / p_hard in `sel.mech`."""
-    st, c = sel._stats, sel.cfg
-    if st is None:
-        return
-    st.resume()
-    if st.groups and not (c.skip_first_epoch and sel.stream.epoch == 0):
-        p_easy = adjust_p(sel.p_easy, st.ratio(EASY), c.alpha / 3, c.delta_p, c.p_min, c.p_max)
-        p_hard = adjust_p(sel.p_hard, st.ratio(HARD), 2 * c.alpha / 3, c.delta_p,
-                          c.p_min, c.p_max)
-        sel.mech.add("p_easy_moves", p_easy != sel.p_easy)
-        sel.mech.add("p_hard_moves", p_hard != sel.p_hard)
-        sel.p_easy, sel.p_hard = p_easy, p_hard
-    sel._last["p_easy"] = sel.p_easy
-    sel._last["p_hard"] = sel.p_hard
-    st.pause()
-    sel._last["host_ms"] = 1e3 * st.host_s()

@@ -63,6 +63,10 @@ class DynamicSampling(StreamSelector):
         self.mech = Tally("topup_rounds", "groups_discarded")
         self._last: dict[str, float] = {}
 
+    @classmethod
+    def proof_counters(cls, cfg) -> tuple[list[str], list[str]]:
+        return ["pool_passes", "topup_rounds", "groups_discarded"], []
+
     def build_batch(self, ctx: StepContext) -> list[Group]:
         c = self.cfg
         st = StepStats()

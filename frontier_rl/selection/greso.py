@@ -54,10 +54,10 @@ from frontier_rl.selection.base import REWARD_CORRECT, Group, StepContext, regis
 from frontier_rl.selection.common import (
     MIXED,
     Checker,
+    ExplorationSelector,
     PromptStream,
     StepStats,
     Tally,
-    adapt_exploration,
     classify,
     decode_array,
     encode_array,
@@ -109,7 +109,7 @@ def validate(section) -> None:
 
 
 @register("greso", defaults=DEFAULTS, validate=validate)
-class Greso:
+class Greso(ExplorationSelector):
     def __init__(self, cfg, *, num_prompts: int, seed: int):
         self.cfg = read_config(cfg, DEFAULTS)
         validate(vars(self.cfg))
@@ -123,6 +123,10 @@ class Greso:
         self.mech = Tally("skipped", "topup_rounds", "p_easy_moves", "p_hard_moves")
         self._stats: StepStats | None = None
         self._last: dict[str, float] = {}
+
+    @classmethod
+    def proof_counters(cls, cfg) -> tuple[list[str], list[str]]:
+        return ["pool_passes", "skipped", "topup_rounds"], ["p_easy_moves", "p_hard_moves"]
 
     def skip(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(skipped as easy, skipped as hard) for prompts `idx`: one draw of the skip rule."""
@@ -207,15 +211,6 @@ class Greso:
         })
         st.pause()
         return batch
-
-    def after_update(self, ctx: StepContext, groups: list[Group]) -> None:
-        adapt_exploration(self)
-
-    def metrics(self) -> dict[str, float]:
-        return dict(self._last)
-
-    def mechanisms(self) -> dict[str, int]:
-        return {"pool_passes": self.stream.epoch, **self.mech.counts}
 
     def state_dict(self) -> dict:
         return {"num_prompts": self.num_prompts, "stream": self.stream.state_dict(),

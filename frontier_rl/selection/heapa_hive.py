@@ -125,6 +125,11 @@ class HeapaHive(Heapa):
     def check_config(cls, cfg) -> None:
         validate(cfg)
 
+    @classmethod
+    def proof_counters(cls, cfg) -> tuple[list[str], list[str]]:
+        proof, info = super().proof_counters(cfg)
+        return proof, info + ["stage2_dropped"]  # non-zero by construction (over-drawn)
+
     def _make_pool(self):
         c = self.c
         return pool.Pool(alpha=c.alpha, capacity=c.capacity, sampling=c.sampling,

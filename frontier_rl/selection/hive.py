@@ -79,7 +79,8 @@ p_hard_moves (updates that changed p_easy / p_hard). stage2_dropped is non-zero 
 construction (the band drops at least half of every gated set whatever the entropies are, and
 the random ablation drops the same number), so it shows that the gate ran, not that entropy chose
 well; likewise the p moves happen every step after the first epoch unless p sits at a clip
-bound. selection/mechanisms.py says which counters are proof and which are information.
+bound. `proof_counters` declares which counters are proof and which are information;
+selection/mechanisms.py says why.
 """
 
 from __future__ import annotations
@@ -92,10 +93,10 @@ from frontier_rl.selection.base import Group, StepContext, register
 from frontier_rl.selection.common import (
     MIXED,
     Checker,
+    ExplorationSelector,
     PromptStream,
     StepStats,
     Tally,
-    adapt_exploration,
     classify,
     decode_array,
     encode_array,
@@ -204,7 +205,7 @@ class _Stats(StepStats):
 
 
 @register("hive", defaults=DEFAULTS, validate=validate)
-class Hive:
+class Hive(ExplorationSelector):
     def __init__(self, cfg, *, num_prompts: int, seed: int):
         self.cfg = read_config(cfg, DEFAULTS)
         validate(vars(self.cfg))
@@ -224,6 +225,14 @@ class Hive:
                           "p_hard_moves")
         self._stats: _Stats | None = None
         self._last: dict[str, float] = {}
+
+    @classmethod
+    def proof_counters(cls, cfg) -> tuple[list[str], list[str]]:
+        # stage1=False never rejects: stage1_rejected stays 0 by construction there
+        stage1 = ["stage1_rejected"] if cfg.stage1 else []
+        info = [] if stage1 else ["stage1_rejected"]
+        return (["pool_passes", *stage1, "topup_rounds"],
+                info + ["stage2_dropped", "p_easy_moves", "p_hard_moves"])
 
     # ------------------------------------------------------------------ Stage 1
 
@@ -398,15 +407,6 @@ class Hive:
             self._last["stage2_threshold"] = float(np.mean(st.thresholds))
         st.pause()
         return batch
-
-    def after_update(self, ctx: StepContext, groups: list[Group]) -> None:
-        adapt_exploration(self)
-
-    def metrics(self) -> dict[str, float]:
-        return dict(self._last)
-
-    def mechanisms(self) -> dict[str, int]:
-        return {"pool_passes": self.stream.epoch, **self.mech.counts}
 
     def state_dict(self) -> dict:
         return {

@@ -10,6 +10,12 @@ the policy or the mechanism's inputs, proves nothing and is information
 counter can answer, e.g. whether HIVE's entropy gate keeps better prompts than a coin would;
 those are the ablation arms' (hive stage2="random", heapa sampling="uniform", ...).
 
+Each selector declares its own split, beside its code: the classmethod `proof_counters(cfg)` of
+its class (selection/base.py `Selector`), computed from its config section. `register` refuses
+a selector that does not declare one, and this module only asks the registry
+(`selection.proof_counters`). The lists below say why each counter is where its selector puts
+it.
+
 Proof, and why each can be zero:
 - pool_passes (stream methods but prefilter, pcl, reinforce_ada): 0 when the budget ends within
   the first pass, so no prompt is revisited and history-based rules never act.
@@ -62,70 +68,13 @@ from __future__ import annotations
 
 import ml_collections
 
-HEAPA_FAMILY = ("heapa", "heapa_hive", "ps")
+from frontier_rl import selection
 
 
 def _split(cfg: ml_collections.ConfigDict) -> tuple[list[str], list[str]]:
-    """(proof, information) counters of the config's method (module docstring)."""
+    """(proof, information) counters of the config's method, as its selector declares them."""
     name = cfg.selector.name
-    s = cfg.selector.get(name, {})
-    if name == "uniform":
-        return ["pool_passes"], []
-    if name == "ds":
-        return ["pool_passes", "topup_rounds", "groups_discarded"], []
-    if name == "greso":
-        return ["pool_passes", "skipped", "topup_rounds"], ["p_easy_moves", "p_hard_moves"]
-    if name == "hive":
-        stage1 = ["stage1_rejected"] if s.get("stage1", True) else []
-        info = [] if stage1 else ["stage1_rejected"]
-        return (["pool_passes", *stage1, "topup_rounds"],
-                info + ["stage2_dropped", "p_easy_moves", "p_hard_moves"])
-    if name == "prefilter":
-        return ["prefiltered_out"], ["offline_rollouts", "pool_passes"]
-    if name == "pcl":
-        decided = ["value_decided"] if s.get("k", 4) > 1 else []
-        return decided, (["value_decided"] if not decided else []) + [
-            "value_selected", "value_fitted", "pool_passes"]
-    if name == "reinforce_ada":  # spends many responses per prompt: it need not pass the pool
-        return ["extra_rounds"], ["resampled_prompts", "pool_passes"]
-    if name in HEAPA_FAMILY:
-        return _split_heapa(cfg, name, s)
-    return [], []
-
-
-def _split_heapa(cfg, name: str, s) -> tuple[list[str], list[str]]:
-    augment = s.get("augment", name != "ps")
-    proof, info = [], ["cold_draws"]
-    if name == "ps":
-        proof.append("priority_selective")
-        info.append("priority_draws")
-    elif s.get("sampling", "boundary") == "uniform":
-        proof.append("uniform_selective")
-        info.append("uniform_draws")
-    else:
-        proof.append("boundary_selective")
-        info.append("boundary_draws")
-        if s.get("sampling", "boundary") == "mixed":
-            info.append("easy_draws")
-    info.append("evicted")
-    if augment:
-        # without the capacity check children enter a full pool and evict; with it the bound
-        # need not bind again after the fill
-        after = "evicted_after_fill"
-        (info if s.get("aug_require_capacity", True) else proof).append(after)
-        proof += ["children_rolled_out", "children_trained"]
-        if s.get("teacher_error_rate", 0.0) > 0:
-            info.append("teacher_wrong_labels")
-    if name != "ps":  # PS has no archive
-        recycles = s.get("recycle_archive_max", 0) > 0
-        (proof if recycles else info).append("recycled")
-        if augment and s.get("refresh", "path") != "none":  # a lineage needs children
-            (proof if recycles else info).extend(["lineage_refreshes", "parents_refreshed"])
-    if s.get("filter_groups", False):
-        proof += ["topup_rounds", "groups_discarded"]
-    if name == "heapa_hive":
-        info.append("stage2_dropped")
-    return proof, info
+    return selection.proof_counters(name, cfg.selector.get(name))
 
 
 def required_mechanisms(cfg: ml_collections.ConfigDict) -> list[str]:

@@ -98,6 +98,10 @@ class Oracle(StreamSelector):
         self.mech = Tally("candidates_measured", "candidates_kept")
         self._last: dict[str, float] = {}
 
+    @classmethod
+    def proof_counters(cls, cfg) -> tuple[list[str], list[str]]:
+        return [], []  # a control arm: no method's mechanism to prove
+
     def build_batch(self, ctx: StepContext) -> list[Group]:
         c = self.cfg
         st = StepStats()

@@ -54,6 +54,7 @@ from frontier_rl.selection.common import (
     Checker,
     PromptStream,
     StepStats,
+    StreamSelector,
     Tally,
     classify,
     decode_array,
@@ -88,7 +89,7 @@ def validate(section) -> None:
 
 
 @register("pcl", defaults=DEFAULTS, validate=validate)
-class PCL:
+class PCL(StreamSelector):
     def __init__(self, cfg, *, num_prompts: int, seed: int):
         self.cfg = read_config(cfg, DEFAULTS)
         validate(vars(self.cfg))
@@ -105,8 +106,14 @@ class PCL:
         self._bucket_names: list[str] = []
         self._bucket_ids: dict[str, int] = {}
         self.mech = Tally("value_selected", "value_decided", "value_fitted")
-        self._stats: StepStats | None = None
         self._last: dict[str, float] = {}
+
+    @classmethod
+    def proof_counters(cls, cfg) -> tuple[list[str], list[str]]:
+        # with k = 1 every candidate is rolled out: V decides nothing
+        decided = ["value_decided"] if cfg.k > 1 else []
+        return decided, (["value_decided"] if not decided else []) + [
+            "value_selected", "value_fitted", "pool_passes"]
 
     # ------------------------------------------------------------------ V
 
@@ -164,7 +171,6 @@ class PCL:
 
     def build_batch(self, ctx: StepContext) -> list[Group]:
         st = StepStats()
-        self._stats = st
         m, g = ctx.batch_size, ctx.group_size
         self.t += 1
         cand = self.stream.next(self.cfg.k * m)
@@ -195,15 +201,6 @@ class PCL:
         })
         st.pause()
         return groups
-
-    def after_update(self, ctx: StepContext, groups: list[Group]) -> None:
-        pass
-
-    def metrics(self) -> dict[str, float]:
-        return dict(self._last)
-
-    def mechanisms(self) -> dict[str, int]:
-        return {"pool_passes": self.stream.epoch, **self.mech.counts}
 
     def state_dict(self) -> dict:
         return {"num_prompts": self.num_prompts, "stream": self.stream.state_dict(),

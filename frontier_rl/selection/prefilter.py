@@ -33,6 +33,7 @@ from frontier_rl.selection.common import (
     Checker,
     PromptStream,
     StepStats,
+    StreamSelector,
     classify,
     decode_array,
     encode_array,
@@ -65,7 +66,7 @@ def validate(section) -> None:
 
 
 @register("prefilter", defaults=DEFAULTS, validate=validate)
-class Prefilter:
+class Prefilter(StreamSelector):
     def __init__(self, cfg, *, num_prompts: int, seed: int):
         self.cfg = read_config(cfg, DEFAULTS)
         validate(vars(self.cfg))
@@ -75,8 +76,12 @@ class Prefilter:
         self.kept: np.ndarray | None = None  # prompt indices of the fixed subset
         self.stream: PromptStream | None = None
         self.offline = {"estimated": 0, "rollouts": 0}
-        self._stats: StepStats | None = None
         self._last: dict[str, float] = {}
+
+    @classmethod
+    def proof_counters(cls, cfg) -> tuple[list[str], list[str]]:
+        # a fixed subset need not be passed whole within the budget
+        return ["prefiltered_out"], ["offline_rollouts", "pool_passes"]
 
     def _offline_pass(self, ctx: StepContext, st: StepStats) -> None:
         c = self.cfg
@@ -99,7 +104,6 @@ class Prefilter:
 
     def build_batch(self, ctx: StepContext) -> list[Group]:
         st = StepStats()
-        self._stats = st
         first = self.kept is None
         if first:
             self._offline_pass(ctx, st)
@@ -118,12 +122,7 @@ class Prefilter:
         st.pause()
         return groups
 
-    def after_update(self, ctx: StepContext, groups: list[Group]) -> None:
-        pass
-
-    def metrics(self) -> dict[str, float]:
-        return dict(self._last)
-
+    # the stream and its subset exist only after the offline pass; no tally
     def mechanisms(self) -> dict[str, int]:
         kept = 0 if self.kept is None else int(self.kept.size)
         return {"offline_rollouts": self.offline["rollouts"],

@@ -149,6 +149,11 @@ class ReinforceAda(StreamSelector):
         self.mech = Tally("extra_rounds", "resampled_prompts")
         self._last: dict[str, float] = {}
 
+    @classmethod
+    def proof_counters(cls, cfg) -> tuple[list[str], list[str]]:
+        # many responses per prompt: the budget may end before the pool is passed
+        return ["extra_rounds"], ["resampled_prompts", "pool_passes"]
+
     def build_batch(self, ctx: StepContext) -> list[Group]:
         c = self.cfg
         big_b, g = ctx.batch_size, ctx.group_size

@@ -11,16 +11,19 @@ stream's epoch, restored with it).
 from __future__ import annotations
 
 from frontier_rl.selection.base import Group, StepContext, register
-from frontier_rl.selection.common import PromptStream
+from frontier_rl.selection.common import PromptStream, StreamSelector, Tally
 
 
 @register("uniform")
-class Uniform:
+class Uniform(StreamSelector):
     def __init__(self, cfg, *, num_prompts: int, seed: int):
-        if num_prompts < 1:
-            raise ValueError("the training pool is empty")
         self.stream = PromptStream(num_prompts, seed)
+        self.mech = Tally()  # pool_passes, the stream's epoch, is its only counter
         self._last: dict[str, float] = {}
+
+    @classmethod
+    def proof_counters(cls, cfg) -> tuple[list[str], list[str]]:
+        return ["pool_passes"], []
 
     def next_indices(self, k: int) -> list[int]:
         """The next k prompts of the shuffled stream (crossing epochs as needed)."""
@@ -31,15 +34,7 @@ class Uniform:
         self._last = {"epoch": float(self.stream.epoch)}
         return groups
 
-    def after_update(self, ctx: StepContext, groups: list[Group]) -> None:
-        pass
-
-    def metrics(self) -> dict[str, float]:
-        return dict(self._last)
-
-    def mechanisms(self) -> dict[str, int]:
-        return {"pool_passes": self.stream.epoch}
-
+    # uniform's state is its place in the stream alone (the layout of its checkpoints)
     def state_dict(self) -> dict:
         return self.stream.state_dict()
 

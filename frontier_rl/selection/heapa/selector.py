@@ -198,6 +198,32 @@ class Heapa:
     def check_config(cls, cfg) -> None:
         checker(cls.kind, cls.defaults)(cfg)
 
+    @classmethod
+    def proof_counters(cls, cfg) -> tuple[list[str], list[str]]:
+        sampling = "uniform" if cfg.sampling == "uniform" else "boundary"
+        proof, info = [f"{sampling}_selective"], ["cold_draws", f"{sampling}_draws"]
+        if cfg.sampling == "mixed":
+            info.append("easy_draws")
+        info.append("evicted")
+        cls._augment_counters(cfg, proof, info)
+        archive = proof if cfg.recycle_archive_max > 0 else info  # recycling needs a threshold
+        archive.append("recycled")
+        if cfg.augment and cfg.refresh != "none":  # a lineage needs children
+            archive += ["lineage_refreshes", "parents_refreshed"]
+        if cfg.filter_groups:
+            proof += ["topup_rounds", "groups_discarded"]
+        return proof, info
+
+    @staticmethod
+    def _augment_counters(cfg, proof: list[str], info: list[str]) -> None:
+        if cfg.augment:
+            # without the capacity check children enter a full pool and evict; with it the
+            # bound need not bind again after the fill
+            (info if cfg.aug_require_capacity else proof).append("evicted_after_fill")
+            proof += ["children_rolled_out", "children_trained"]
+            if cfg.teacher_error_rate > 0:
+                info.append("teacher_wrong_labels")
+
     def _make_pool(self):
         c = self.c
         return pool.Pool(alpha=c.alpha, capacity=c.capacity, candidate_factor=c.candidate_factor,
@@ -617,6 +643,14 @@ class PrioritizedSampling(Heapa):
 
     kind = "ps"
     defaults = PS_DEFAULTS
+
+    @classmethod
+    def proof_counters(cls, cfg) -> tuple[list[str], list[str]]:
+        proof, info = ["priority_selective"], ["cold_draws", "priority_draws", "evicted"]
+        cls._augment_counters(cfg, proof, info)  # no archive
+        if cfg.filter_groups:
+            proof += ["topup_rounds", "groups_discarded"]
+        return proof, info
 
     def _make_pool(self):
         c = self.c
