@@ -24,7 +24,8 @@ from frontier_rl.accounting import abstract, compiled_flops
 from frontier_rl.models.transformer import cost_model
 from frontier_rl.rl import sharding
 from frontier_rl.rl.train_step import compute_dtype, sequence_logps
-from frontier_rl.rollout.sampler import bucket, left_pad
+from frontier_rl.rollout.sampler import left_pad
+from frontier_rl.shapes import bucket
 
 
 class PromptEntropy:

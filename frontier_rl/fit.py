@@ -262,13 +262,8 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     from frontier_rl.models.transformer import attention_impl
     from frontier_rl.rl import sharding, update
     from frontier_rl.rollout.engine import recompute_old_logp
-    from frontier_rl.rollout.sampler import (
-        PROMPT_BUCKETS,
-        ROW_BUCKETS,
-        Sampler,
-        SampleShape,
-        bucket,
-    )
+    from frontier_rl.rollout.sampler import Sampler, SampleShape
+    from frontier_rl.shapes import PROMPT_BUCKETS, ROW_BUCKETS, bucket
 
     if target is None and device not in perf.DEVICE_BYTES:
         raise ValueError(f"--device={device!r} is not one of {sorted(perf.DEVICE_BYTES)}")

@@ -42,8 +42,9 @@ from frontier_rl.rl import sharding, update
 from frontier_rl.rollout import sglang as sglang_engine
 from frontier_rl.rollout.context import PolicyContext, encode_prompt
 from frontier_rl.rollout.engine import EngineError, JaxEngine, recompute_old_logp
-from frontier_rl.rollout.sampler import PROMPT_BUCKETS, Sampler
+from frontier_rl.rollout.sampler import Sampler
 from frontier_rl.rollout.sglang import SGLangEngine
+from frontier_rl.shapes import PROMPT_BUCKETS
 from frontier_rl.tasks import composition
 
 log = logging.getLogger("frontier_rl")

@@ -331,7 +331,8 @@ def frontier_bucket(task, buckets: list[str]) -> str | None:
 def _attempt(config, task, graphdef, params, mcfg, tokenizer, seed: int, say) -> dict:
     """One attempt from `params` with `seed`: the params and what to record, `reached` saying
     whether the regime check passed before the cap."""
-    from frontier_rl.rollout.sampler import PROMPT_BUCKETS, Sampler
+    from frontier_rl.rollout.sampler import Sampler
+    from frontier_rl.shapes import PROMPT_BUCKETS
 
     c = config.warmstart
     buckets = [b for b in c.buckets.split(",") if b] or list(task.easy_buckets)

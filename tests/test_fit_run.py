@@ -5,7 +5,8 @@ evaluation), the sampler's row buckets, and the program that does not fit named 
 import pytest
 
 from frontier_rl import fit
-from frontier_rl.rollout.sampler import Sampler, row_bucket
+from frontier_rl.rollout.sampler import Sampler
+from frontier_rl.shapes import row_bucket
 
 
 def _max_rows(sim, kind):

@@ -127,7 +127,7 @@ def bench_sampler_early(work: dict, repeats: int) -> dict:
     preset computes in float32 (bfloat16 matmuls are emulated there)."""
     import dataclasses
 
-    from frontier_rl.rollout.sampler import DECODE_BUCKET
+    from frontier_rl.shapes import DECODE_BUCKET
 
     cfg = work["model"]
     if jax.default_backend() == "cpu":
@@ -333,7 +333,7 @@ def bench_entropy(work: dict, repeats: int) -> dict:
     of the same B prompts x G on the embedded config (arith prompts, d=64 policy)."""
     from frontier_rl.entropy import PromptEntropy
     from frontier_rl.rollout.context import encode_prompt
-    from frontier_rl.rollout.sampler import PROMPT_BUCKETS
+    from frontier_rl.shapes import PROMPT_BUCKETS
 
     c, task, tok, cfg = _embedded()
     graphdef, params = _model(cfg)
@@ -357,7 +357,7 @@ def bench_flops(work: dict, repeats: int) -> dict:
     from frontier_rl.entropy import PromptEntropy
     from frontier_rl.rl import batch as batch_lib
     from frontier_rl.rollout.context import PolicyContext
-    from frontier_rl.rollout.sampler import PROMPT_BUCKETS, ROW_BUCKETS
+    from frontier_rl.shapes import PROMPT_BUCKETS, ROW_BUCKETS
 
     c, task, tok, cfg = _embedded()
     graphdef, params = _model(cfg)

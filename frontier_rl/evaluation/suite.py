@@ -203,7 +203,8 @@ def run(config, workdir: str, *, step: int | None = None, model: str | None = No
     from frontier_rl import config_lib, policy, tasks
     from frontier_rl.errors import RunError
     from frontier_rl.rl import sharding
-    from frontier_rl.rollout.sampler import PROMPT_BUCKETS, Sampler
+    from frontier_rl.rollout.sampler import Sampler
+    from frontier_rl.shapes import PROMPT_BUCKETS
 
     if not workdir:
         raise RunError("--workdir is required (the run to evaluate, or with --model the "

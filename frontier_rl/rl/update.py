@@ -25,7 +25,7 @@ from frontier_rl.errors import RunError
 from frontier_rl.rl import batch as batch_lib
 from frontier_rl.rl import losses, objectives
 from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
-from frontier_rl.rollout.sampler import PROMPT_BUCKETS, ROW_BUCKETS
+from frontier_rl.shapes import PROMPT_BUCKETS, ROW_BUCKETS
 
 log = logging.getLogger("frontier_rl")
 

@@ -1,17 +1,17 @@
 """The embedded rollout engine: a jitted KV-cache sampler for the NNX policy.
 
 Prompts are left-padded to a prompt-length bucket and the batch is padded to a row bucket
-(`row_bucket`: under 10% padding above 1,024 rows; then to a multiple of the mesh's row
-shards), so the generate function compiles once per (row bucket, prompt bucket, greedy, top-p,
-top-k) and never again. Decoding stops as soon as every row has emitted a stop token (any of
+(`shapes.row_bucket`: under 10% padding above 1,024 rows; then to a multiple of the mesh's
+row shards), so the generate function compiles once per (row bucket, prompt bucket, greedy,
+top-p, top-k) and never again. Decoding stops as soon as every row has emitted a stop token (any of
 `eos_ids`) or the token cap is reached, so short answers do not pay for the full cap.
 
 Decode segments: the decode attends over the filled part of the KV cache only, in buckets. It
 runs as a few `lax.while_loop`s in turn, each over a cache of static width plen + w_i slots
 (prompt bucket + the segment's bound on the decode steps so far), which it grows by padding once
-before the next. Bucket rule (`decode_segments`): the bounds w_i are the powers of two from
-`decode_bucket` (16 by default) below the token cap, then the cap itself; when that makes more
-than `max_decode_segments` (4) segments only the largest that many are kept (the first then
+before the next. Bucket rule (`shapes.decode_segments`): the bounds w_i are the powers of two
+from `decode_bucket` (16 by default) below the token cap, then the cap itself; when that makes
+more than `max_decode_segments` (4) segments only the largest that many are kept (the first then
 starts wider). So a cap of 256 decodes in 32 + 32 + 64 + 128 steps over plen + 32, + 64, + 128,
 + 256 slots; a cap of 32 in 16 + 16 steps over plen + 16, + 32; a cap of 16 or less in one
 full-width loop as before; a cap of 4,096 in 512 + 512 + 1,024 + 2,048. Step t never attends
@@ -84,6 +84,13 @@ from frontier_rl.accounting import abstract, compiled_flops
 from frontier_rl.models import ModelConfig, init_cache
 from frontier_rl.models.transformer import cost_model
 from frontier_rl.rl import sharding
+from frontier_rl.shapes import (
+    DECODE_BUCKET,
+    MAX_DECODE_SEGMENTS,
+    bucket,
+    decode_segments,
+    row_bucket,
+)
 
 # Candidates the nucleus is looked for among before the full-vocabulary sort: a nucleus of a
 # trained policy at top_p <= 0.95 rarely needs more than a few dozen tokens.
@@ -92,10 +99,6 @@ TOP_K = 64
 # tokens; 0 = all rows at once): bounds the prefill's activations and [rows, heads, plen, plen]
 # attention scores. An embedded run's rollouts (512 rows of <= 32 tokens) are one group.
 PREFILL_TOKENS = 32768
-# Decode segments (see the module docstring): the first segment's decode-slot bound, doubled per
-# segment up to the token cap, and the most segments one generate program holds.
-DECODE_BUCKET = 16
-MAX_DECODE_SEGMENTS = 4
 # Positions of the generate function's static arguments (max_new, greedy, use_top_p,
 # sample_top_k): jit takes no keyword arguments once it has in_shardings.
 _STATIC = (7, 8, 9, 10)
@@ -144,57 +147,6 @@ def concat(parts: Sequence[SampleResult]) -> SampleResult:
     return SampleResult(tokens=cat("tokens"), logps=cat("logps"), entropies=cat("entropies"),
                         lengths=cat("lengths"), finished=cat("finished"),
                         prompt_lens=cat("prompt_lens"), parts=tuple(parts))
-
-
-def bucket(n: int, buckets: Sequence[int]) -> int:
-    """Smallest bucket >= n; beyond the largest, the next multiple of it."""
-    for b in buckets:
-        if n <= b:
-            return b
-    top = buckets[-1]
-    return -(-n // top) * top
-
-
-def decode_segments(max_new: int, first: int = DECODE_BUCKET,
-                    most: int = MAX_DECODE_SEGMENTS) -> tuple[int, ...]:
-    """The decode segments' bounds on the steps run (increasing, the last = `max_new`): the
-    powers of two from `first` below `max_new`, then `max_new`, of which only the largest `most`
-    are kept. Segment i runs steps [w_(i-1), w_i) over a cache of prompt + w_i slots. `first`
-    <= 0 (or >= max_new): one segment, the full cache."""
-    if first <= 0 or first >= max_new:
-        return (max_new,)
-    bounds = []
-    w = first
-    while w < max_new:
-        bounds.append(w)
-        w *= 2
-    bounds.append(max_new)
-    return tuple(bounds[-max(1, most):])
-
-
-# The embedded sampler's rows per call: at least this many, then `row_bucket`'s steps.
-MIN_ROWS = 8
-
-
-# Up to 1,024 rows, the buckets the embedded runs have always used: padding costs little there,
-# and another bucket would change a run's random draws (the sampler draws for the padded batch),
-# so the published figures of those runs would no longer be reproduced.
-SMALL_BUCKETS = (MIN_ROWS, 64, 256, 512, 1024)
-
-
-def row_bucket(n: int) -> int:
-    """The rows a sampler call of `n` rows runs at (before the mesh's row multiple): up to
-    1,024 rows the next of SMALL_BUCKETS; above, in each octave (2^k, 2^(k+1)] the next
-    multiple of 2^k / 16 up to 1.25 x 2^k, beyond it the next multiple of 2^k / 8. Each step
-    above 1,024 is at most a tenth of the bucket below it, so at the papers' sizes padding stays
-    under 10% of the rows asked for (3,136 rows run as 3,328, not 4,096), with ten buckets per
-    octave: a selector whose calls vary in size (HIVE's top-ups, DS's rounds) compiles a few more
-    programs, each for at most ~10% more rows than it needs."""
-    if n <= SMALL_BUCKETS[-1]:
-        return next(b for b in SMALL_BUCKETS if b >= n)
-    base = 1 << ((n - 1).bit_length() - 1)  # 2^k < n <= 2^(k+1)
-    step = base // 16 if n <= base + base // 4 else base // 8
-    return -(-n // step) * step
 
 
 def left_pad(seqs: Sequence[Sequence[int]], length: int, rows: int,
@@ -261,12 +213,6 @@ def _sample_token(logits, key, temperature, top_p, greedy: bool, use_top_p: bool
         cutoff = _nucleus_cutoff(scaled, top_p, top_k)
         scaled = jnp.where(scaled < cutoff, -jnp.inf, scaled)
     return jax.random.categorical(key, scaled, axis=-1).astype(jnp.int32)
-
-
-# Shape buckets of the embedded programs: prompt lengths (sampler, entropy pass, warm-start
-# check) and rows per call (one compile per bucket used).
-PROMPT_BUCKETS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
-ROW_BUCKETS = (64, 128, 256, 512, 1024, 2048)
 
 
 class Sampler:

@@ -43,7 +43,8 @@ import uuid
 
 import numpy as np
 
-from frontier_rl.rollout.sampler import PROMPT_BUCKETS, Sampler
+from frontier_rl.rollout.sampler import Sampler
+from frontier_rl.shapes import PROMPT_BUCKETS
 
 
 class Policy:
