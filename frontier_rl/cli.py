@@ -186,11 +186,11 @@ def _main(argv: list[str]) -> int:
 
             print(protocol.table(FLAGS.config) + hub_fetch.hub_table(FLAGS.config))
         elif command == "export":
-            from frontier_rl import export
+            from frontier_rl import policy
 
             if not FLAGS.workdir:
                 raise train.RunError("--workdir is required (the run directory to export)")
-            out = export.export_run(FLAGS.workdir, FLAGS.out, FLAGS.step)
+            out = policy.export_run(FLAGS.workdir, FLAGS.out, FLAGS.step)
             print(f"exported {FLAGS.workdir} to {out}")
     except (config_lib.ConfigError, train.RunError, FileNotFoundError, ValueError) as e:
         print(f"frontier-rl {command}: error: {e}", file=sys.stderr)

@@ -1,10 +1,13 @@
 """Hugging Face export of a run's policy, loadable by transformers, vLLM and SGLang.
 
-`frontier-rl export --workdir=DIR [--step=N] --out=HF_DIR` writes the parameters of checkpoint
-N (default: the newest) as safetensors shards + index, config.json, generation_config.json and
-the tokenizer; `export.every` in the config does the same during training. What the export
-needs besides the checkpoint (the architecture, the tokenizer, the precision) is written by
-the training run into WORKDIR/policy when it starts, so an export never rebuilds the task.
+`export_params` writes parameters as safetensors shards + index, config.json,
+generation_config.json and the tokenizer; `export.every` in the config calls it during training
+and `frontier-rl export --workdir=DIR [--step=N] --out=HF_DIR` on checkpoint N (default: the
+newest) of a finished run (`policy.export_run`, which restores the checkpoint first). What the
+export needs besides the checkpoint (the architecture, the tokenizer, the precision) is written
+by the training run into WORKDIR/policy when it starts, so an export never rebuilds the task.
+This module knows models and files only, not runs, so the trainer and the server use it
+without the policy builders.
 
 Each export is written to `<out>.tmp` and renamed into place, so an interrupted export never
 leaves a half-written directory that a server would load.
@@ -18,7 +21,6 @@ import time
 
 from flax import nnx
 
-from frontier_rl import policy
 from frontier_rl.models import ModelConfig, hf
 
 
@@ -40,11 +42,3 @@ def export_params(graphdef, params, mcfg: ModelConfig, tokenizer, out: str, *,
     if timings is not None:
         timings["write"] = timings.get("write", 0.0) + time.perf_counter() - t0
     return out
-
-
-def export_run(workdir: str, out: str, step: int | None = None) -> str:
-    """Exports checkpoint `step` (None = the newest) of the run in `workdir` to `out`."""
-    if not out:
-        raise ValueError("--out is required (the directory to write the checkpoint to)")
-    graphdef, params, mcfg, tokenizer, _ = policy.restore(os.path.abspath(workdir), step)
-    return export_params(graphdef, params, mcfg, tokenizer, out)

@@ -1,4 +1,4 @@
-"""The policy: building it, loading it, warm-starting it, and its flat checkpoint form.
+"""The policy: building it, loading it, restoring and exporting a run's, and its flat form.
 
 One module for every command that needs a policy (train, fit, eval, export, serve, bench):
 
@@ -11,8 +11,9 @@ One module for every command that needs a policy (train, fit, eval, export, serv
 - `alphabet`, `stop_ids`: the char-level tokenizer's characters for a task, and every id that
   ends a response;
 - `prepare`: the policy a run starts from: the cached warm start if there is one, else the
-  checkpoint or a random init, warm-started (warmstart.py) and cached;
-- `flat` / `unflat`: parameters as a flat dict of arrays for checkpoints and export.
+  checkpoint or a random init, which the caller then warm-starts (`warmstart.apply`);
+- `flat` / `unflat`: parameters as a flat dict of arrays for checkpoints and export;
+- `restore`, `export_run`: a run's checkpoint, and its Hugging Face export (export.py).
 """
 
 from __future__ import annotations
@@ -21,22 +22,19 @@ import dataclasses
 import json
 import logging
 import os
-import shutil
 
 import jax
 import ml_collections
 import numpy as np
 from flax import nnx
 
-from frontier_rl import config_lib, distributed, hub, tasks, warmstart
+from frontier_rl import distributed, export, hub, tasks, warmstart
 from frontier_rl.errors import RunError
 from frontier_rl.models import ModelConfig, Transformer, abstract_params, hf, presets
 from frontier_rl.rl import sharding
 
 log = logging.getLogger("frontier_rl")
 
-WARMSTART_KEY = "frontier_rl_warmstart.json"  # the config the cached warm start was made with
-WARMSTART_RESULT = "frontier_rl_warmstart_result.json"  # where it stopped: steps, loss, accuracy
 POLICY_DIR = "policy"  # WORKDIR/policy: the run's architecture, tokenizer and precision
 RUNTIME_NAME = "frontier_rl_policy.json"
 
@@ -76,7 +74,8 @@ class Policy:
     params: object
     mcfg: ModelConfig
     tokenizer: object
-    warmstart: dict  # where the warm start stopped ({} without one)
+    warmstart: dict  # where the warm start stopped ({} without one; set by warmstart.apply)
+    from_cache: bool = False  # loaded from the warm-start cache: warm-started already
 
 
 def flat(tree) -> dict[str, np.ndarray]:
@@ -166,55 +165,29 @@ def stop_ids(mcfg: ModelConfig, tokenizer) -> tuple[int, ...]:
     return tuple(dict.fromkeys(int(i) for i in ids if i is not None))
 
 
-def warmstart_dir(config, workdir: str) -> str:
-    return config.warmstart.cache_dir or os.path.join(workdir, "warmstart")
-
-
 def prepare(config, task, workdir: str, mesh, say=print, *,
             allow_config_change: bool = False) -> Policy:
-    """The policy a run starts from. A cached warm start (`warmstart.cache_dir`, default
-    DIR/warmstart) is loaded; otherwise the checkpoint `model.path` or a random init (seeded by
-    `warmstart.seed`, -1 = the run's seed) is warm-started if enabled and the result cached
-    (written by process 0, atomically). Every process calls this. A Hugging Face id in
-    `model.path` (or `task.path`, `eval.sets`) is resolved through the hub's cache, and the commit
-    each resolved to is recorded in DIR/hub_sources.json (frontier_rl/hub.py)."""
+    """The policy a run starts from, before its warm start. The cached warm start
+    (`warmstart.cache_dir`, default DIR/warmstart; warmstart.cached) is loaded if there is one;
+    otherwise the checkpoint `model.path` or a random init (seeded by the warm-start seed,
+    `warmstart.seed`, -1 = the run's seed), which the caller passes to `warmstart.apply`. Every
+    process calls this. A Hugging Face id in `model.path` (or `task.path`, `eval.sets`) is
+    resolved through the hub's cache, and the commit each resolved to is recorded in
+    DIR/hub_sources.json (frontier_rl/hub.py)."""
     primary = distributed.is_primary()
-    seed = config.seed
-    ws_dir = config.warmstart.cache_dir or os.path.join(workdir, "warmstart")
-    ws_seed = seed if config.warmstart.seed < 0 else config.warmstart.seed
-    # What the warm start depends on (not where it is cached, nor how its seed was given).
-    ws_fields = {k: v for k, v in config.warmstart.items() if k not in ("cache_dir", "seed")}
-    ws_key = json.loads(ml_collections.ConfigDict(
-        {"seed": ws_seed, "task": config.task, "model": config.model, "warmstart": ws_fields}
-    ).to_json_best_effort())
-    if os.path.exists(os.path.join(ws_dir, "model.safetensors")):
-        key_path = os.path.join(ws_dir, WARMSTART_KEY)
-        if os.path.exists(key_path):
-            with open(key_path) as f:
-                changes = config_lib.changed_fields(config_lib.flatten(json.load(f)),
-                                                    config_lib.flatten(ws_key))
-            if changes and not allow_config_change:
-                raise RunError(
-                    f"the cached warm start in {ws_dir} was made for another config ("
-                    + "; ".join(changes[:8]) + "): delete that directory to redo it, point "
-                    "warmstart.cache_dir elsewhere, or pass --allow_config_change to use it")
-            if changes:
-                log.warning("using the warm start in %s made for another config "
-                            "(--allow_config_change): %s", ws_dir, "; ".join(changes[:8]))
+    ws_dir = warmstart.cached(config, workdir, allow_config_change)
+    if ws_dir:
         graphdef, params, mcfg = load(ws_dir, config, mesh)
         tokenizer = hf.load_tokenizer(ws_dir)
         say(f"warm start: loaded cached policy from {ws_dir}")
-        warm = False
     elif config.model.path:
         model_dir = hub.model_dir(config.model.path)
         graphdef, params, mcfg = load(model_dir, config, mesh)
         tokenizer = hf.load_tokenizer(model_dir)
-        warm = config.warmstart.enabled and config.warmstart.steps > 0
     else:
         tokenizer = tasks.build_char_tokenizer(alphabet(task))
         mcfg = random_config(config, tokenizer)
-        graphdef, params = random_params(mcfg, ws_seed, mesh)
-        warm = config.warmstart.enabled and config.warmstart.steps > 0
+        graphdef, params = random_params(mcfg, warmstart.seed_of(config), mesh)
     say(f"policy: {mcfg.family}, {mcfg.num_params():,} parameters, vocab {mcfg.vocab_size}, "
         f"params {mcfg.param_dtype}, compute {mcfg.dtype}, mesh {dict(mesh.shape)}")
     if primary:
@@ -223,32 +196,7 @@ def prepare(config, task, workdir: str, mesh, say=print, *,
         write_spec(workdir, mcfg, tokenizer)
     # every process resolves the ids (a missing one stops them all); process 0 records them
     hub.write_record(workdir, config, say, write=primary)
-
-    # ======================================================================= warm start
-    if warm:
-        ws_info = warmstart.run(config, task, graphdef, params, mcfg, tokenizer, ws_seed, say)
-        params = ws_info.pop("params")
-        ws_info.pop("reached")
-        # Gathering is a collective (every process); writing is process 0's.
-        host_params = distributed.gather(params)
-        if primary:
-            tmp = ws_dir + ".tmp"
-            shutil.rmtree(tmp, ignore_errors=True)
-            hf.save_pretrained(nnx.merge(graphdef, host_params), mcfg, tmp)
-            hf.save_tokenizer(tokenizer, tmp)
-            with open(os.path.join(tmp, WARMSTART_KEY), "w") as f:
-                json.dump(ws_key, f, indent=2)
-            with open(os.path.join(tmp, WARMSTART_RESULT), "w") as f:
-                json.dump(ws_info, f, indent=2)
-            os.replace(tmp, ws_dir)  # atomic: a killed warm start leaves no half-written cache
-            say(f"warm start: cached in {ws_dir}")
-    elif os.path.exists(os.path.join(ws_dir, WARMSTART_RESULT)):
-        with open(os.path.join(ws_dir, WARMSTART_RESULT)) as f:
-            ws_info = json.load(f)
-    else:
-        ws_info = {}
-
-    return Policy(graphdef, params, mcfg, tokenizer, ws_info)
+    return Policy(graphdef, params, mcfg, tokenizer, {}, from_cache=bool(ws_dir))
 
 
 def restore(workdir: str, step: int | None = None, config=None):
@@ -278,3 +226,12 @@ def restore(workdir: str, step: int | None = None, config=None):
     finally:
         ckpt.close()
     return graphdef, unflat(params, state["params"]), mcfg, tokenizer, step
+
+
+def export_run(workdir: str, out: str, step: int | None = None) -> str:
+    """Exports checkpoint `step` (None = the newest) of the run in `workdir` to `out` as a
+    Hugging Face checkpoint directory (export.py)."""
+    if not out:
+        raise ValueError("--out is required (the directory to write the checkpoint to)")
+    graphdef, params, mcfg, tokenizer, _ = restore(os.path.abspath(workdir), step)
+    return export.export_params(graphdef, params, mcfg, tokenizer, out)

@@ -33,6 +33,7 @@ from frontier_rl import (
     policy,
     selection,
     tasks,
+    warmstart,
 )
 from frontier_rl.accounting import Accountant
 from frontier_rl.entropy import PromptEntropy
@@ -157,6 +158,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
     mesh = sharding.make_mesh(config.mesh.data, config.mesh.fsdp, config.mesh.model)
     pol = policy.prepare(config, task, workdir, mesh, say,
                          allow_config_change=allow_config_change)
+    pol = warmstart.apply(config, task, pol, workdir, say)  # trained and cached, or the cache's
     graphdef, mcfg, tokenizer = pol.graphdef, pol.mcfg, pol.tokenizer
     prompt_cap = _prompt_cap(config, mcfg)
     task.train = _drop_overlong(task, "train", tokenizer, prompt_cap)

@@ -17,7 +17,9 @@ frontier bucket, and training stops at the first check where the easy exact matc
 silently different starting point: the attempt is redone from a fresh init with the next seed
 (`attempts`), then the run stops with an error naming the fields. The result is saved in Hugging
 Face format in the cache directory (weights, config, tokenizer, where it stopped), so reruns and
-every run of a comparison at that seed start from the same policy.
+every run of a comparison at that seed start from the same policy. The caller runs it
+explicitly: `policy.prepare` builds or loads the policy (the cached warm start if `cached` finds
+one), then `apply` warm-starts and caches it.
 
 Where the examples come from: a procedural task (arith, reasoning-gym) draws fresh ones from
 its own stream, apart from the eval set and the training pool (`Task.examples`), so the policy
@@ -30,18 +32,23 @@ have been seen with their answers.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import os
+import shutil
 import time
 from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+import ml_collections
 import numpy as np
 import optax
 from flax import nnx
 
-from frontier_rl import tasks
+from frontier_rl import config_lib, distributed, tasks
 from frontier_rl.errors import RunError
+from frontier_rl.models import Transformer, hf
 from frontier_rl.rl.train_step import sequence_logps
 from frontier_rl.rollout.context import encode_prompt
 
@@ -413,8 +420,6 @@ def run(config, task, graphdef, params, mcfg, tokenizer, seed: int, say=print) -
     """The warm start of a run: attempts until the regime check passes (up to
     `warmstart.attempts`, each from a fresh init with the next seed). Returns the trained params
     and what to record (steps, accuracies, attempts, seconds); raises RunError if none passed."""
-    from frontier_rl.models import Transformer
-
     c = config.warmstart
     failures, seconds = [], 0.0
     for attempt in range(c.attempts):
@@ -434,3 +439,84 @@ def run(config, task, graphdef, params, mcfg, tokenizer, seed: int, say=print) -
         f"targets warmstart.target_acc={c.target_acc}, warmstart.frontier_min="
         f"{c.frontier_min}, dose warmstart.frontier_dose={c.frontier_dose}); raise "
         "warmstart.steps or warmstart.frontier_dose, or lower the targets")
+
+
+# ============================================================================ the cache
+
+KEY_NAME = "frontier_rl_warmstart.json"  # the config the cached warm start was made with
+RESULT_NAME = "frontier_rl_warmstart_result.json"  # where it stopped: steps, loss, accuracy
+
+
+def cache_dir(config, workdir: str) -> str:
+    """Where the warm start is cached: `warmstart.cache_dir`, default WORKDIR/warmstart."""
+    return config.warmstart.cache_dir or os.path.join(workdir, "warmstart")
+
+
+def seed_of(config) -> int:
+    """The warm start's seed: `warmstart.seed`, -1 = the run's."""
+    return config.seed if config.warmstart.seed < 0 else config.warmstart.seed
+
+
+def cache_key(config) -> dict:
+    """What the warm start depends on (not where it is cached, nor how its seed was given)."""
+    fields = {k: v for k, v in config.warmstart.items() if k not in ("cache_dir", "seed")}
+    return json.loads(ml_collections.ConfigDict(
+        {"seed": seed_of(config), "task": config.task, "model": config.model, "warmstart": fields}
+    ).to_json_best_effort())
+
+
+def cached(config, workdir: str, allow_config_change: bool = False) -> str | None:
+    """The cache directory if it holds a warm start, else None. One made for another config
+    (its recorded `cache_key` differs) stops the run naming the fields, unless
+    `allow_config_change` (then it is used, with a warning)."""
+    ws_dir = cache_dir(config, workdir)
+    if not os.path.exists(os.path.join(ws_dir, "model.safetensors")):
+        return None
+    key_path = os.path.join(ws_dir, KEY_NAME)
+    if os.path.exists(key_path):
+        with open(key_path) as f:
+            changes = config_lib.changed_fields(config_lib.flatten(json.load(f)),
+                                                config_lib.flatten(cache_key(config)))
+        if changes and not allow_config_change:
+            raise RunError(
+                f"the cached warm start in {ws_dir} was made for another config ("
+                + "; ".join(changes[:8]) + "): delete that directory to redo it, point "
+                "warmstart.cache_dir elsewhere, or pass --allow_config_change to use it")
+        if changes:
+            log.warning("using the warm start in %s made for another config "
+                        "(--allow_config_change): %s", ws_dir, "; ".join(changes[:8]))
+    return ws_dir
+
+
+def apply(config, task, pol, workdir: str, say=print):
+    """`pol` (policy.prepare's Policy) warm-started. Unless it is the cached warm start
+    (`pol.from_cache`) or `warmstart.enabled` is off (or `warmstart.steps` is 0), `run` trains
+    it at the warm-start seed and the result is cached (written by process 0, atomically).
+    `warmstart` of the returned Policy is where the warm start stopped: this run's, the cache's
+    record, or {}. Every process calls this."""
+    ws_dir = cache_dir(config, workdir)
+    c = config.warmstart
+    if pol.from_cache or not (c.enabled and c.steps > 0):
+        info = {}
+        if os.path.exists(os.path.join(ws_dir, RESULT_NAME)):
+            with open(os.path.join(ws_dir, RESULT_NAME)) as f:
+                info = json.load(f)
+        return dataclasses.replace(pol, warmstart=info)
+    info = run(config, task, pol.graphdef, pol.params, pol.mcfg, pol.tokenizer, seed_of(config),
+               say)
+    params = info.pop("params")
+    info.pop("reached")
+    # Gathering is a collective (every process); writing is process 0's.
+    host_params = distributed.gather(params)
+    if distributed.is_primary():
+        tmp = ws_dir + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        hf.save_pretrained(nnx.merge(pol.graphdef, host_params), pol.mcfg, tmp)
+        hf.save_tokenizer(pol.tokenizer, tmp)
+        with open(os.path.join(tmp, KEY_NAME), "w") as f:
+            json.dump(cache_key(config), f, indent=2)
+        with open(os.path.join(tmp, RESULT_NAME), "w") as f:
+            json.dump(info, f, indent=2)
+        os.replace(tmp, ws_dir)  # atomic: a killed warm start leaves no half-written cache
+        say(f"warm start: cached in {ws_dir}")
+    return dataclasses.replace(pol, params=params, warmstart=info)

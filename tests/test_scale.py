@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from frontier_rl import config_lib, export, fit, perf, train
+from frontier_rl import config_lib, fit, perf, policy, train
 from frontier_rl.models import presets
 
 # Parameter counts of the released checkpoints (model cards: total, and without embeddings
@@ -84,7 +84,7 @@ def test_export_every_and_cli_export_load_in_transformers(tmp_path):
     # export.every wrote steps 2 and 4; the CLI's export of the last checkpoint matches step 4.
     exported = tmp_path / "run" / "export"
     assert sorted(os.listdir(exported)) == ["step_2", "step_4"]
-    out = export.export_run(workdir, str(tmp_path / "hf"), step=None)
+    out = policy.export_run(workdir, str(tmp_path / "hf"), step=None)
     for name in ("config.json", "generation_config.json", "tokenizer.json"):
         assert os.path.isfile(os.path.join(out, name)), name
     tokens = np.array([[1, 5, 7, 9, 3, 4]], np.int32)
@@ -99,7 +99,7 @@ def test_export_every_and_cli_export_load_in_transformers(tmp_path):
     assert not np.allclose(np.asarray(step2(tokens, np.arange(6)[None])[0]), mine)
     # A bad step is named.
     with pytest.raises(ValueError, match="--step=3"):
-        export.export_run(workdir, str(tmp_path / "hf3"), step=3)
+        policy.export_run(workdir, str(tmp_path / "hf3"), step=3)
     # log.profile_steps wrote a trace.
     traces = [f for _, _, fs in os.walk(tmp_path / "run" / "profile") for f in fs]
     assert any(f.endswith(".xplane.pb") for f in traces), traces

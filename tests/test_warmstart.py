@@ -7,7 +7,7 @@ import os
 import ml_collections
 import pytest
 
-from frontier_rl import config_lib, policy, train, warmstart
+from frontier_rl import config_lib, train, warmstart
 
 
 def _pairs(n=400):
@@ -89,7 +89,7 @@ def test_an_attempt_outside_the_regime_is_redone_with_the_next_seed(tmp_path, mo
                     "warmstart.check_every": 10, "warmstart.check_size": 16,
                     "warmstart.attempts": 2})
     train.run(cfg, str(tmp_path))
-    info = json.load(open(tmp_path / "warmstart" / policy.WARMSTART_RESULT))
+    info = json.load(open(tmp_path / "warmstart" / warmstart.RESULT_NAME))
     assert info["attempts"] == 2 and info["seed"] == 1 and info["steps"] == 10
     assert info["failed"] == ["seed 0: held-out exact match 0.000, 4op 0.000 after 20 steps"]
 
@@ -226,7 +226,7 @@ def test_reached_target_is_recorded_with_the_cache(tmp_path, monkeypatch):
                     "warmstart.check_every": 10, "warmstart.check_size": 16,
                     "warmstart.frontier_min": 0.0})
     train.run(cfg, str(tmp_path))
-    info = json.load(open(tmp_path / "warmstart" / policy.WARMSTART_RESULT))
+    info = json.load(open(tmp_path / "warmstart" / warmstart.RESULT_NAME))
     assert calls == [16, 16]
     assert info["steps"] == 20 and info["check_acc"] == 0.9 and info["check_prompts"] == 16
     assert [c[0] for c in info["checks"]] == [10, 20]
@@ -359,7 +359,7 @@ def test_bench_with_a_workdir_caches_where_a_comparison_looks(tmp_path, monkeypa
     assert first["easy_acc"] == 0.9
     cache = tmp_path / "warmstart" / "s3"
     assert (cache / "model.safetensors").exists()
-    assert json.load(open(cache / policy.WARMSTART_RESULT))["seed"] == 3
+    assert json.load(open(cache / warmstart.RESULT_NAME))["seed"] == 3
     n_calls = len(calls)
     # a second bench reads the cache: same figures, no training, marked cached
     again = bench_warmstart.main(cfg, "3", verbose=False, workdir=str(tmp_path))["seeds"][0]

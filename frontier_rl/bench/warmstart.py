@@ -94,12 +94,14 @@ def _row(cfg, seed: int, info: dict | None, seconds: float, cached: bool | None 
 
 
 def _cached_seed(cfg, task, mesh, seed: int, workdir: str, say) -> dict:
-    """one_seed through the run's own cache (policy.prepare): trained and cached, or read."""
+    """one_seed through the run's own cache (policy.prepare, warmstart.apply): trained and
+    cached, or read."""
     cfg.warmstart.cache_dir = os.path.join(workdir, "warmstart", f"s{seed}")
-    cached = os.path.exists(os.path.join(cfg.warmstart.cache_dir, policy.WARMSTART_RESULT))
+    cached = os.path.exists(os.path.join(cfg.warmstart.cache_dir, warmstart.RESULT_NAME))
     t0 = time.perf_counter()
     try:
-        info = policy.prepare(cfg, task, workdir, mesh, say=say).warmstart
+        pol = policy.prepare(cfg, task, workdir, mesh, say=say)
+        info = warmstart.apply(cfg, task, pol, workdir, say=say).warmstart
     except RunError as e:
         say(str(e))
         return _row(cfg, seed, None, time.perf_counter() - t0, cached=False)

@@ -249,13 +249,14 @@ def model_dir(model: str | None, workdir: str | None) -> str:
         return model
     if not workdir:
         raise ValueError("serve needs --model=HF_DIR or --workdir=RUN_DIR")
-    from frontier_rl import checkpoint, export
+    from frontier_rl import checkpoint
+    from frontier_rl import policy as policy_lib
 
     ckpts = checkpoint.Checkpointer(os.path.join(workdir, "checkpoints"))
     steps = ckpts.all_steps()
     ckpts.close()
     if steps:
-        return export.export_run(workdir, os.path.join(tempfile.mkdtemp(), "policy"))
+        return policy_lib.export_run(workdir, os.path.join(tempfile.mkdtemp(), "policy"))
     ws = os.path.join(workdir, "warmstart")
     if os.path.isfile(os.path.join(ws, "config.json")):
         return ws
