@@ -339,7 +339,7 @@ def children_through_the_teacher(sel, n):
     texts = [f"{a}+{b}=" for a in range(11, 999) for b in range(1, 10)
              if str(a)[-1] != "0"][:n]
     sel.teacher.submit([cand(t, cid=10_000 + i, step=0) for i, t in enumerate(texts)])
-    sel._drain()
+    sel._drain(ctx)
     got = {r.text: r.answer for r in sel.pool.records.values() if r.aug}
     assert len(got) == n
     return got
@@ -364,6 +364,33 @@ def test_exact_teacher_reports_no_wrong_labels():
     got = children_through_the_teacher(sel, 500)
     assert all(a == tasks.solve(t) for t, a in got.items())
     assert "teacher_wrong_labels" not in sel.mechanisms()
+
+
+def test_only_process_0_talks_to_the_teacher():
+    """The teacher's drains and submissions go through `StepContext.on_primary` (a collective
+    in the trainer): the selector of another process never calls its own teacher, takes
+    process 0's results and grows the same pool."""
+    results = []
+
+    class Primary(ArithCtx):
+        def on_primary(self, fn):
+            results.append(fn())
+            return results[-1]
+
+    class Other(ArithCtx):
+        calls = 0
+
+        def on_primary(self, fn):
+            self.calls += 1
+            return results[self.calls - 1]
+
+    sels, ctxs = (fair(), fair()), (Primary(120, junk=0.0), Other(120, junk=0.0))
+    for step in range(1, 5):
+        for sel, ctx in zip(sels, ctxs, strict=True):
+            run_steps(sel, ctx, 1, start=step)
+    children = [{r.text: r.answer for r in s.pool.records.values() if r.aug} for s in sels]
+    assert children[0] and children[0] == children[1]
+    assert ctxs[1].calls == len(results) and sels[1].teacher.depth() == (0, 0)
 
 
 def test_selector_latency_delays_children_by_whole_steps():

@@ -227,6 +227,10 @@ class PolicyContext:
             self.accountant.charge_generation(res)
         return out
 
+    def on_primary(self, fn):
+        """fn()'s result on process 0, broadcast to every process (a collective)."""
+        return distributed.broadcast_object(fn() if distributed.is_primary() else None)
+
 
 class RolledGroups:
     """This step's rolled-out groups, every round and discarded ones included: zero-variance

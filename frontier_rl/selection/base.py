@@ -104,6 +104,20 @@ class StepContext(Protocol):
         """Makes new prompts (augmented queries) rollable; returns their indices."""
         ...
 
+    def on_primary(self, fn: Callable[[], Any]) -> Any:
+        """fn() run by process 0 alone, its result returned on every process (a collective:
+        every process calls it): for what depends on the wall clock or on a service only
+        process 0 talks to (HeaPA's teacher). Optional: a context of one process leaves it out
+        and `on_primary(ctx, fn)` below calls fn itself. Keeps this package free of jax."""
+        ...
+
+
+def on_primary(ctx: StepContext, fn: Callable[[], Any]) -> Any:
+    """fn() as process 0 computes it, on every process: `ctx.on_primary(fn)`, or fn() where
+    the context has no such method (one process: the synthetic learner, scripted contexts)."""
+    run = getattr(ctx, "on_primary", None)
+    return fn() if run is None else run(fn)
+
 
 class Selector(Protocol):
     """What the trainer calls, once per step, in this order."""

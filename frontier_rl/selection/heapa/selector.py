@@ -103,12 +103,12 @@ import time
 
 import numpy as np
 
-from frontier_rl import distributed
 from frontier_rl.selection.base import (
     REWARD_CORRECT,
     REWARD_WRONG,
     Group,
     StepContext,
+    on_primary,
     register,
 )
 from frontier_rl.selection.common import Tally, read_config, rng_state, set_rng_state
@@ -313,7 +313,7 @@ class Heapa:
         self._last = {}
         if not self.seeded:
             self._seed(ctx)
-        self._drain()
+        self._drain(ctx)
         B, G = ctx.batch_size, ctx.group_size
         kept: list[Group] = []
         last: list[Group] = []
@@ -452,10 +452,9 @@ class Heapa:
 
     # ------------------------------------------------------------------ teacher results
 
-    def _drain(self) -> None:
+    def _drain(self, ctx: StepContext) -> None:
         # Which verdicts a drain returns depends on the wall clock: process 0 decides, for all.
-        drained = distributed.broadcast_object(
-            self.teacher.drain(step=self.step) if distributed.is_primary() else None)
+        drained = on_primary(ctx, lambda: self.teacher.drain(step=self.step))
         for cand, verdict in drained:
             if not verdict.ok:
                 self._step[f"reject_{verdict.reason}"] += 1
@@ -511,8 +510,7 @@ class Heapa:
                     self.seen.add(key)
                     fresh.append(cand)
                 # Only process 0 queries the teacher; its drains are broadcast (_drain).
-                rejects["queue_full"] += distributed.broadcast_object(
-                    self.teacher.submit(fresh) if distributed.is_primary() else 0)
+                rejects["queue_full"] += on_primary(ctx, lambda: self.teacher.submit(fresh))
                 self._step["aug_candidates"] += len(cands) + sum(
                     v for k, v in rejects.items() if k not in ("duplicate", "queue_full")
                     and not k.startswith("note_"))
