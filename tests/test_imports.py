@@ -1,19 +1,45 @@
-"""The package's import graph, built from the source: no cycles, no private names across
-modules.
+"""The package's import graph, built from the source: no cycles, the layer order, no private
+names across modules, and no jax under selection/.
 
 Every `import` / `from ... import` of a `frontier_rl` module counts, at module level or inside a
 function (a deferred import still makes two modules depend on each other; it only hides the
-cycle from the interpreter). A name with a leading underscore belongs to its module: importing
-it from another module, or reaching it as `module._name`, is an error.
+cycle from the interpreter). A module imports only modules of its own layer (`LAYERS`) or of a
+lower one. A name with a leading underscore belongs to its module: importing it from another
+module, or reaching it as `module._name`, is an error.
 """
 
 import ast
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKG = os.path.join(ROOT, "frontier_rl")
+
+# The package's layers, lowest first: (name, modules and packages under frontier_rl). A module
+# belongs to the layer of the longest entry naming it or a package above it ("" is the
+# package's own __init__); a new module must be given one. Plain utilities and the shape
+# buckets; the model and its files; tasks and data; the selectors (host-side, no jax); the RL
+# losses and update; generation (sampler, engines, the entropy pass, scoring); the config, which
+# composes the registries of everything below; the policy and its warm start; the runs (train,
+# fit, the synthetic learner, eval, serve); the studies and benches that run them; the CLI.
+LAYERS = (
+    ("base", ("", "errors", "shapes", "budget", "compile_cache", "gpu_specs", "targets", "hub",
+              "lock", "metrics", "perf", "checkpoint", "distributed")),
+    ("models", ("models", "accounting", "export")),
+    ("tasks", ("tasks", "data")),
+    ("selection", ("selection",)),
+    ("rl", ("rl",)),
+    ("rollout", ("rollout", "entropy", "evaluation")),
+    ("config", ("config_lib",)),
+    ("policy", ("policy", "warmstart", "data.fixtures")),
+    ("run", ("train", "fit", "sim", "evaluation.suite", "rollout.serve")),
+    ("experiment", ("experiment", "bench", "sim.controls")),
+    ("cli", ("cli", "__main__")),
+)
 
 
 def modules(pkg_dir: str = PKG) -> dict[str, str]:
@@ -106,9 +132,40 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def layer_of(mod: str, layers=LAYERS) -> int | None:
+    """Index in `layers` of the layer holding `mod` (a dotted name), None if none names it."""
+    rel = mod.partition(".")[2]
+    best, level = -1, None
+    for i, (_, names) in enumerate(layers):
+        for n in names:
+            if (rel == n or (n and rel.startswith(n + "."))) and len(n) > best:
+                best, level = len(n), i
+    return level
+
+
+def upward(edges: dict[str, set[str]], layers=LAYERS) -> list[str]:
+    """Every import of a module in a higher layer, and every module in no layer."""
+    bad = []
+    for m in sorted(edges):
+        lm = layer_of(m, layers)
+        if lm is None:
+            bad.append(f"{m} is in no layer")
+            continue
+        for d in sorted(edges[m]):
+            ld = layer_of(d, layers)
+            if ld is not None and ld > lm:
+                bad.append(f"{m} ({layers[lm][0]}) imports {d} ({layers[ld][0]})")
+    return bad
+
+
 def test_the_package_has_no_import_cycle():
     edges, _ = graph(modules())
     assert cycles(edges) == []
+
+
+def test_imports_follow_the_layer_order():
+    edges, _ = graph(modules())
+    assert upward(edges) == []
 
 
 def test_no_module_uses_another_modules_private_names():
@@ -128,8 +185,63 @@ def test_the_checks_see_a_cycle_and_a_private_import(tmp_path):
     assert bad == ["frontier_rl.a uses frontier_rl.b._g", "frontier_rl.c imports frontier_rl.b._g"]
 
 
+def test_the_layer_check_sees_an_upward_import(tmp_path):
+    pkg = tmp_path / "frontier_rl"
+    (pkg / "low").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "low" / "__init__.py").write_text("")
+    (pkg / "low" / "a.py").write_text("def f():\n    from frontier_rl import high\n")
+    (pkg / "low" / "b.py").write_text("from frontier_rl.low import a\n")  # same layer
+    (pkg / "low" / "up.py").write_text("from frontier_rl.high import g\n")  # low.up: the top
+    (pkg / "high.py").write_text("from frontier_rl.low import b\n\ndef g():\n    pass\n")
+    (pkg / "stray.py").write_text("")
+    layers = (("low", ("", "low")), ("high", ("high", "low.up")))
+    edges, _ = graph(modules(str(pkg)))
+    assert upward(edges, layers) == [
+        "frontier_rl.low.a (low) imports frontier_rl.high (high)",
+        "frontier_rl.stray is in no layer",
+    ]
+
+
+# Run in a fresh interpreter: imports `MODULES` and prints null, or the package source lines
+# (file:line) through which the first of jax, jaxlib or flax was imported.
+_NO_JAX = """
+import importlib, json, sys, traceback
+
+HEAVY = ("jax", "jaxlib", "flax")
+seen = []
+
+
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in HEAVY and not seen:
+            seen.append([f"{f.filename.split('frontier_rl/')[-1]}:{f.lineno}"
+                         for f in traceback.extract_stack() if "/frontier_rl/" in f.filename])
+        return None
+
+
+sys.meta_path.insert(0, Watch())
+for m in MODULES:
+    importlib.import_module(m)
+print(json.dumps(seen[0] if seen else None))
+"""
+
+
+def test_selection_imports_no_jax():
+    """The selectors are host-side Python + numpy (selection/base.py): importing the package
+    and every module under it loads neither jax nor flax, so the synthetic learner and the
+    selection bench run without them."""
+    names = sorted(m for m in modules() if m.split(".")[:2] == ["frontier_rl", "selection"])
+    assert len(names) > 10
+    out = subprocess.run([sys.executable, "-c", f"MODULES = {names!r}\n" + _NO_JAX],
+                         cwd=ROOT, capture_output=True, text=True, check=True)
+    chain = json.loads(out.stdout)
+    assert chain is None, "jax is imported through " + " -> ".join(chain)
+
+
 if __name__ == "__main__":
     e, b = graph(modules())
     print(cycles(e))
+    print("\n".join(upward(e)))
     print("\n".join(b))
     pytest.main([__file__])
