@@ -155,20 +155,12 @@ def default_config() -> ml_collections.ConfigDict:
     # against Megatron at step 0, vllm-project/vime#64); other weights differ by ~0.1 and more.
     # `frontier-rl serve` (the trainer's own sampler) agrees to ~1e-6: tighten it there.
     c.rollout.probe_tol = 0.05
-    c.rollout.sglang = ml_collections.ConfigDict()
-    c.rollout.sglang.url = ""  # e.g. http://127.0.0.1:31000 (launch/run_gpu.sh)
-    # A request's rows decode together with the other requests in flight, so one lasts about as
-    # long as the whole call: at the papers' sizes (thousands of rows x 2,560-20,480 tokens)
-    # that is many minutes, and a timed-out request is generated again from scratch, so the
-    # timeout is generous. launch/run_gpu.sh also sends real SGLang requests of 512 rows (a
-    # retry redoes those, not the call); a call in one request is what `frontier-rl serve`
-    # reproduces the embedded sampler's tokens for, hence the larger default.
-    c.rollout.sglang.timeout = 1800.0  # seconds one request may take
-    c.rollout.sglang.deadline = 7200.0  # seconds of retries before a call fails the step
-    c.rollout.sglang.retries = 8  # attempts per request within the deadline
-    c.rollout.sglang.backoff = 1.0  # first retry delay in seconds, doubled each retry
-    c.rollout.sglang.concurrency = 8  # /generate requests in flight at once
-    c.rollout.sglang.max_rows = 4096  # responses per /generate request
+    # Each registered engine's own fields live in rollout.<name> (rollout/engines.py); the
+    # SGLang client's (rollout.sglang.url, timeouts, retries) are in rollout/sglang.py.
+    from frontier_rl.rollout import engines
+
+    for name, section in engines.sections().items():
+        c.rollout[name] = section
 
     # The RL update. `loss` picks the registered policy loss (rl/objectives.py): "grpo"
     # (clipped surrogate, seq-mean-token-mean, optional KL), "dapo" (the same, token-mean, no
@@ -517,6 +509,7 @@ def _check_teacher_url(cfg: ml_collections.ConfigDict) -> None:
 def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     """Raises ConfigError on the first bad field; returns cfg unchanged otherwise."""
     from frontier_rl import selection  # registry of selector names
+    from frontier_rl.rollout import engines  # registry of rollout engines
 
     _check(cfg, "seed", lambda x: isinstance(x, int) and x >= 0, "an integer >= 0")
     _check(cfg, "task.name", lambda x: isinstance(x, str) and bool(x),
@@ -618,23 +611,17 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
         x, bool) and x >= 0, "an integer >= 0 (tokens; 0 = the model's context less "
            "rollout.max_new_tokens)")
     _check(cfg, "rollout.entropy_batch", _pos_int, "an integer >= 1")
-    _check(cfg, "rollout.engine", _in("jax", "sglang"), "'jax' or 'sglang'")
+    _check(cfg, "rollout.engine", _in(*engines.names()), f"one of {engines.names()}")
     _check(cfg, "rollout.sync_every", _pos_int, "an integer >= 1 (steps)")
     _check(cfg, "rollout.rows_per_call", lambda x: isinstance(x, int) and not isinstance(
         x, bool) and (x == 0 or x >= cfg.rl.group_size),
            f"0 (all at once) or an integer >= rl.group_size={cfg.rl.group_size} (whole prompts)")
     _check(cfg, "rollout.sync_dir", lambda x: isinstance(x, str), "a directory ('' = DIR/sync)")
     _check(cfg, "rollout.probe_tol", _pos, "a number > 0 (nats per token)")
-    if cfg.rollout.engine == "sglang":
-        _check(cfg, "rollout.sglang.url", lambda x: isinstance(x, str) and x.startswith(
-            ("http://", "https://")), "the server's address, e.g. http://127.0.0.1:31000")
-    _check(cfg, "rollout.sglang.timeout", _pos, "a number > 0 (seconds)")
-    _check(cfg, "rollout.sglang.deadline", lambda x: _pos(x) and x >= cfg.rollout.sglang.timeout,
-           f"a number >= rollout.sglang.timeout={cfg.rollout.sglang.timeout} (seconds)")
-    _check(cfg, "rollout.sglang.retries", _pos_int, "an integer >= 1 (attempts)")
-    _check(cfg, "rollout.sglang.backoff", _nonneg, "a number >= 0 (seconds)")
-    _check(cfg, "rollout.sglang.concurrency", _pos_int, "an integer >= 1")
-    _check(cfg, "rollout.sglang.max_rows", _pos_int, "an integer >= 1")
+    try:
+        engines.validate(cfg)  # the chosen engine's own section (rollout.<name>)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     from frontier_rl.rl import losses, objectives  # the loss and estimator registries
 
     _check(cfg, "rl.loss", _in(*objectives.loss_names()), f"one of {objectives.loss_names()}")

@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from frontier_rl import perf, targets
+from frontier_rl import hub, perf, targets
 from frontier_rl.accounting import COST_ROWS
 from frontier_rl.models import ModelConfig, abstract_params, hf, presets
 
@@ -114,7 +114,8 @@ def model_config(config: ml_collections.ConfigDict) -> ModelConfig:
     m = config.model
     runtime = policy.runtime_fields(config)
     if m.path:
-        with open(os.path.join(m.path, "config.json"), encoding="utf-8") as f:
+        # a Hugging Face id resolves through the hub's cache (fetched when online)
+        with open(os.path.join(hub.model_dir(m.path), "config.json"), encoding="utf-8") as f:
             mcfg = hf.config_from_hf(json.load(f))
         if m.dtype != "auto":
             runtime["dtype"] = m.dtype
@@ -261,6 +262,7 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     from frontier_rl.entropy import PromptEntropy
     from frontier_rl.models.transformer import attention_impl
     from frontier_rl.rl import sharding, update
+    from frontier_rl.rollout import engines
     from frontier_rl.rollout.engine import recompute_old_logp
     from frontier_rl.rollout.sampler import Sampler, SampleShape
     from frontier_rl.shapes import PROMPT_BUCKETS, ROW_BUCKETS, bucket
@@ -292,7 +294,7 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
             "learner ...", flush=True)
         sim = simulate(config)
     ro, rl = config.rollout, config.rl
-    external = ro.engine != "jax"
+    external = engines.entry(ro.engine).external
     plen = bucket(config.fit.prompt_len, PROMPT_BUCKETS)
     length = plen + ro.max_new_tokens
 

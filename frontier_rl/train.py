@@ -40,11 +40,10 @@ from frontier_rl.entropy import PromptEntropy
 from frontier_rl.errors import RunError
 from frontier_rl.evaluation import suite as eval_suite
 from frontier_rl.rl import sharding, update
-from frontier_rl.rollout import sglang as sglang_engine
+from frontier_rl.rollout import engines
 from frontier_rl.rollout.context import PolicyContext, encode_prompt
-from frontier_rl.rollout.engine import EngineError, JaxEngine, recompute_old_logp
+from frontier_rl.rollout.engine import EngineError, recompute_old_logp
 from frontier_rl.rollout.sampler import Sampler
-from frontier_rl.rollout.sglang import SGLangEngine
 from frontier_rl.shapes import PROMPT_BUCKETS
 from frontier_rl.tasks import composition
 
@@ -75,31 +74,17 @@ def _peak_rss_gib() -> float:
 
 def _make_engine(config, workdir: str, sampler, trainer, graphdef, mcfg, tokenizer,
                  probe_ids: list[int]):
-    """The rollout engine `rollout.engine` names (rollout/engine.py). An SGLang engine gets the
-    export of the policy (to `rollout.sync_dir`) and the trainer's log-probs for its probe."""
-    if config.rollout.engine == "jax":
-        return JaxEngine(sampler, rows_per_call=config.rollout.rows_per_call)
-    c = config.rollout
-
+    """The rollout engine `rollout.engine` names, built from what this run offers
+    (rollout/engines.py): an engine that loads files gets the policy's export, and the
+    trainer's log-probs to probe a sync with."""
     def export_fn(params, path):
         return export.export_params(graphdef, params, mcfg, tokenizer, path)
 
-    probe_fn = functools.partial(trainer.response_logps, pad_id=tokenizer.pad_token_id)
-
-    return SGLangEngine(
-        c.sglang.url, pad_id=tokenizer.pad_token_id, stop_ids=policy.stop_ids(mcfg, tokenizer),
-        max_new_tokens=c.max_new_tokens, sync_dir=c.sync_dir or os.path.join(workdir, "sync"),
-        export_fn=export_fn, probe_fn=probe_fn, probe_ids=probe_ids, probe_tol=c.probe_tol,
-        temperature=c.temperature, timeout=c.sglang.timeout, deadline=c.sglang.deadline,
-        retries=c.sglang.retries, backoff=c.sglang.backoff, concurrency=c.sglang.concurrency,
-        max_rows=c.sglang.max_rows, sync_every=c.sync_every)
-
-
-def _check_engine(config) -> None:
-    """Before anything slow: the engine `rollout.engine` names is reachable (an SGLang server
-    answers /health; the embedded sampler always is)."""
-    if config.rollout.engine == "sglang":
-        sglang_engine.check_server(config.rollout.sglang.url)
+    return engines.build(engines.EngineParts(
+        config=config, workdir=workdir, sampler=sampler, export_fn=export_fn,
+        probe_fn=functools.partial(trainer.response_logps, pad_id=tokenizer.pad_token_id),
+        probe_ids=probe_ids, pad_id=tokenizer.pad_token_id,
+        stop_ids=policy.stop_ids(mcfg, tokenizer)))
 
 
 def _compose_pool(config, task, ctx, engine, params, workdir: str, say) -> tuple[list, dict]:
@@ -151,7 +136,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
                                   config=config.to_dict())
     say = print if config.log.progress and primary else (lambda *a, **k: None)
     task = _make_task(config, say)
-    _check_engine(config)  # a server that is not there fails now, not after the warm start
+    engines.check(config)  # a server that is not there fails now, not after the warm start
 
     # ======================================================================= policy
     # The mesh comes first: a loaded checkpoint's tensors go straight into their shardings.

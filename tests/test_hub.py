@@ -330,3 +330,20 @@ def test_paper_tables_name_every_model_corpus_and_benchmark():
     ids = paper.hub_ids(c)
     assert ids["model.path"] == ("Qwen/Qwen3-8B@main",) and len(ids) == 2 + 7
     assert c.model.path == "checkpoints/Qwen3-8B"  # the config keeps its local path
+
+
+def test_fit_sizes_a_hub_model_id_from_the_cache(hub_cache):
+    """`fit` reads the architecture of `model.path=org/name` from the hub's cache, as the run
+    would (the same config as the local directory's), and a missing id is one line."""
+    from frontier_rl import fit
+
+    f = fixtures.math_smoke("qwen2")
+    put_repo(hub_cache, "tiny-org/tiny-qwen2-math", _model_files(f["model"]))
+    c = _config("math_grpo.py", "smoke")
+    local = fit.model_config(c)
+    c.model.path = "tiny-org/tiny-qwen2-math"
+    assert fit.model_config(c) == local
+    c.model.path = "tiny-org/absent"
+    with pytest.raises(hub.HubError, match="tiny-org/absent") as e:
+        fit.model_config(c)
+    assert "\n" not in str(e.value)

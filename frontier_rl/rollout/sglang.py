@@ -74,6 +74,7 @@ import numpy as np
 
 from frontier_rl.errors import RunError
 from frontier_rl.rollout.engine import EngineError, Sampling
+from frontier_rl.rollout.registry import EngineParts, register_engine
 from frontier_rl.rollout.sampler import SampleResult
 
 log = logging.getLogger("frontier_rl")
@@ -626,3 +627,64 @@ class SGLangEngine:
         self._served = None
         self.transport.close()
         self.client.close()
+
+
+# ------------------------------------------------------------------ registration (rollout.sglang)
+DEFAULTS = {
+    "url": "",  # e.g. http://127.0.0.1:31000 (launch/run_gpu.sh)
+    # A request's rows decode together with the other requests in flight, so one lasts about
+    # as long as the whole call: at the papers' sizes (thousands of rows x 2,560-20,480 tokens)
+    # that is many minutes, and a timed-out request is generated again from scratch, so the
+    # timeout is generous. launch/run_gpu.sh also sends real SGLang requests of 512 rows (a
+    # retry redoes those, not the call); a call in one request is what `frontier-rl serve`
+    # reproduces the embedded sampler's tokens for, hence the larger default.
+    "timeout": 1800.0,  # seconds one request may take
+    "deadline": 7200.0,  # seconds of retries before a call fails the step
+    "retries": 8,  # attempts per request within the deadline
+    "backoff": 1.0,  # first retry delay in seconds, doubled each retry
+    "concurrency": 8,  # /generate requests in flight at once
+    "max_rows": 4096,  # responses per /generate request
+}
+
+
+def _validate(s, config) -> None:
+    """`rollout.sglang`'s fields; ValueError naming the first bad one."""
+    def number(x, lo, strict):
+        return (isinstance(x, (int, float)) and not isinstance(x, bool) and x == x
+                and abs(x) != float("inf") and (x > lo if strict else x >= lo))
+
+    def count(x):
+        return isinstance(x, int) and not isinstance(x, bool) and x >= 1
+
+    checks = (
+        ("url", isinstance(s.url, str) and s.url.startswith(("http://", "https://")),
+         "the server's address, e.g. http://127.0.0.1:31000"),
+        ("timeout", number(s.timeout, 0, True), "a number > 0 (seconds)"),
+        ("deadline", number(s.deadline, 0, True) and number(s.timeout, 0, True)
+         and s.deadline >= s.timeout, f"a number >= rollout.sglang.timeout={s.timeout} (seconds)"),
+        ("retries", count(s.retries), "an integer >= 1 (attempts)"),
+        ("backoff", number(s.backoff, 0, False), "a number >= 0 (seconds)"),
+        ("concurrency", count(s.concurrency), "an integer >= 1"),
+        ("max_rows", count(s.max_rows), "an integer >= 1"),
+    )
+    for field, ok, allowed in checks:
+        if not ok:
+            raise ValueError(f"rollout.sglang.{field}={s[field]!r} is not allowed: {allowed}")
+
+
+def _check(config) -> None:
+    check_server(config.rollout.sglang.url)
+
+
+@register_engine("sglang", external=True, defaults=DEFAULTS, validate=_validate, check=_check)
+def _build(parts: EngineParts) -> SGLangEngine:
+    """An HTTP client of the server at `rollout.sglang.url`, synced by exporting the policy to
+    `rollout.sync_dir` (DIR/sync by default) and probed with the trainer's log-probs."""
+    r, s = parts.config.rollout, parts.config.rollout.sglang
+    return SGLangEngine(
+        s.url, pad_id=parts.pad_id, stop_ids=parts.stop_ids, max_new_tokens=r.max_new_tokens,
+        sync_dir=r.sync_dir or os.path.join(parts.workdir, "sync"), export_fn=parts.export_fn,
+        probe_fn=parts.probe_fn, probe_ids=parts.probe_ids, probe_tol=r.probe_tol,
+        temperature=r.temperature, timeout=s.timeout, deadline=s.deadline, retries=s.retries,
+        backoff=s.backoff, concurrency=s.concurrency, max_rows=s.max_rows,
+        sync_every=r.sync_every)
