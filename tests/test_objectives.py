@@ -3,6 +3,7 @@ LossConfig a config builds, advantages reaching the packed batch, and the train 
 the new aggregations and of rollout rejection."""
 
 import dataclasses
+import os
 
 import jax
 import jax.numpy as jnp
@@ -275,3 +276,31 @@ def test_sequence_terms_on_packed_rows_match_one_response_per_row(tiny_policy):
     assert m1["tis_weight"] == pytest.approx(m0["tis_weight"], rel=1e-5)
     for a, c in zip(jax.tree.leaves(g0), jax.tree.leaves(g1), strict=True):
         np.testing.assert_allclose(c, a, atol=1e-6)
+
+
+def _pairs():
+    """Every registered loss and every registered estimator at least once, in as few runs."""
+    ls, es = objectives.loss_names(), objectives.estimator_names()
+    return [(ls[i % len(ls)], es[i % len(es)]) for i in range(max(len(ls), len(es)))]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loss,estimator", _pairs())
+def test_train_runs_from_the_command_line_with_every_registered_loss_and_estimator(
+        tmp_path, loss, estimator):
+    import json
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    subprocess.run([sys.executable, "-m", "frontier_rl", "train",
+                    "--config=configs/arith_grpo.py:smoke", f"--workdir={tmp_path}",
+                    f"--config.rl.loss={loss}", f"--config.rl.adv_estimator={estimator}",
+                    "--config.rl.num_steps=2", "--config.eval.every=0"],
+                   cwd=root, check=True, capture_output=True, text=True)
+    with open(tmp_path / "config.json") as f:
+        cfg = json.load(f)
+    assert (cfg["rl"]["loss"], cfg["rl"]["adv_estimator"]) == (loss, estimator)
+    with open(tmp_path / "metrics.jsonl") as f:
+        steps = [r for r in map(json.loads, f) if "train/loss" in r]
+    assert len(steps) == 2 and all(np.isfinite(r["train/loss"]) for r in steps)
