@@ -447,7 +447,32 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     if report["advice"] and not tpu:
         report["advice"].append(f"or give JAX more of each GPU ({source}; launch/env.sh sets it "
                                 "for every launch script, JAX_MEM_FRACTION)")
+    report["churn"] = compile_churn(
+        config, sim, mesh, graphdef, mcfg, trainer, None if external else sampler,
+        logps=recompute or rl.kl_coef > 0,
+        platform=target.platform if target is not None else ("tpu" if tpu else "gpu"))
     return report
+
+
+def compile_churn(config, sim: dict, mesh, graphdef, mcfg, trainer, sampler, *, logps: bool,
+                  platform: str) -> dict:
+    """The distinct programs the run compiles per kind, their bound and padding (churn.py),
+    from `sim`'s calls padded by the run's own `sampler` (None: an external engine generates)
+    and `trainer`, with the batch layout the trainer takes on `platform`'s attention."""
+    from frontier_rl import churn
+    from frontier_rl.entropy import PromptEntropy
+    from frontier_rl.models.transformer import attention_impl
+    from frontier_rl.rl import batch as batch_lib
+    from frontier_rl.shapes import PROMPT_BUCKETS
+
+    entropy = PromptEntropy(graphdef, pad_id=0, prompt_buckets=PROMPT_BUCKETS, mesh=mesh,
+                            micro_batch=config.rollout.entropy_batch)
+    layout = batch_lib.layout_for(config.rl.packing, attention_impl(mcfg, platform))
+    return churn.count(
+        sim["calls"], _sampler_variants(config, sim), prompt_len=config.fit.prompt_len,
+        max_new=config.rollout.max_new_tokens, layout=layout, row_multiple=trainer.row_multiple,
+        sampler_rows=sampler.padded_rows if sampler is not None else None,
+        entropy_shape=entropy.padded_shape, logps=logps, seed=config.seed)
 
 
 def _compile(plans: list[_Plan], target, usable: float, say=print) -> list[dict]:
@@ -543,6 +568,10 @@ def print_report(r: dict, say=print) -> None:
         say(f"cost program (host CPU) of {c['program']}: {c['compile_s']:.1f} s, "
             + (f"error: {c['error']}" if c.get("error") else
                f"{sum(np.atleast_1d(c['flops'])) / 1e9:.3g} GFLOPs at {c['rows']} rows"))
+    if r.get("churn"):
+        from frontier_rl import churn
+
+        churn.print_churn(r["churn"], say)
     for name, why in r["not_sized"]:
         say(f"not sized: {name}: {why}")
     say("fits: yes" if r["fits"] else "fits: NO\n  " + "\n  ".join(r["advice"]))

@@ -25,7 +25,8 @@ PKG = os.path.join(ROOT, "frontier_rl")
 # buckets; the model and its files; tasks and data; the selectors (host-side, no jax); the RL
 # losses and update; generation (sampler, engines, the entropy pass, scoring); the config, which
 # composes the registries of everything below; the policy and its warm start; the runs (train,
-# fit, the synthetic learner, eval, serve); the studies and benches that run them; the CLI.
+# fit and its compile churn, the synthetic learner, eval, serve); the studies and benches that
+# run them; the CLI.
 LAYERS = (
     ("base", ("", "errors", "shapes", "budget", "compile_cache", "gpu_specs", "targets", "hub",
               "lock", "metrics", "perf", "checkpoint", "distributed")),
@@ -36,7 +37,7 @@ LAYERS = (
     ("rollout", ("rollout", "entropy", "evaluation")),
     ("config", ("config_lib",)),
     ("policy", ("policy", "warmstart", "data.fixtures")),
-    ("run", ("train", "fit", "sim", "evaluation.suite", "rollout.serve")),
+    ("run", ("train", "fit", "churn", "sim", "evaluation.suite", "rollout.serve")),
     ("experiment", ("experiment", "bench", "sim.controls")),
     ("cli", ("cli", "__main__")),
 )
