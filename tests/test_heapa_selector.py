@@ -256,7 +256,9 @@ def test_training_continues_when_the_teacher_is_down():
                teacher_workers=2, teacher_timeout_s=0.2, teacher_backoff_s=0.01)
     ctx = ArithCtx(60, junk=0.0)
     run_steps(sel, ctx, 3)
-    time.sleep(0.3)
+    deadline = time.monotonic() + 30  # the calls fail in the background, however loaded
+    while sel.teacher.counters["fault_connection_error"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
     run_steps(sel, ctx, 2, start=4)
     sel.close()
     assert sel.teacher.counters["fault_connection_error"] > 0
