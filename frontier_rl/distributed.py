@@ -185,6 +185,20 @@ def is_primary() -> bool:
     return jax.process_index() == 0
 
 
+def barrier(name: str, timeout_s: float = 1800.0) -> None:
+    """Every process waits here until all arrive, through the coordination service (no device
+    collective). Called before the first collective a run makes: XLA:CPU's gloo gives each new
+    communicator 30 s for all its processes to connect, and process 0's own work (warm-start
+    cache, records) or a loaded host can put the processes further apart than that."""
+    if jax.process_count() == 1:
+        return
+    from jax._src import distributed as jax_distributed  # the client JAX's own tests wait on
+
+    client = jax_distributed.global_state.client
+    if client is not None:
+        client.wait_at_barrier(f"frontier_rl:{name}", int(timeout_s * 1000))
+
+
 def describe(mesh) -> str:
     """One line: processes, global and local devices, the mesh."""
     return (f"{jax.process_count()} process(es), {jax.device_count()} {jax.default_backend()} "

@@ -193,6 +193,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
                                          engine, config.rollout.top_k))
 
     # ======================================================================= restore
+    distributed.barrier("restore")  # the processes meet before the checkpointer's first sync
     run_state = _RunState(workdir, config, selector, ctx, engine, accountant,
                           allow_config_change)
     params, opt_state, start_step = run_state.restore(params, opt_state, trainer, writer, say)

@@ -93,14 +93,21 @@ def _files(workdir: str) -> set[str]:
 def _assert_same_run(a: list[dict], b: list[dict]) -> None:
     """Equal records but for wall-clock figures; the loss and gradient figures (and the warm
     start's loss) may differ in the last bits, since gloo's cross-process all-reduce sums in
-    another order than the in-process one. Rollouts, rewards, selection and evals are exact."""
-    assert [r.keys() for r in a] == [r.keys() for r in b]
+    another order than the in-process one. Rollouts, rewards, selection and evals are exact.
+    Measured keys (perf/*) may differ too: perf/compiles/<program> names what each process
+    compiled, and two processes compile their cross-process gathers besides."""
+    def computed(r):
+        return sorted(k for k in r if not k.startswith("perf/"))
+
+    assert [computed(r) for r in a] == [computed(r) for r in b]
     for x, y in zip(a, b, strict=True):
         for k in x:
             if k.startswith("perf/"):
                 continue
             if k.startswith("train/") or k == "warmstart/loss":
-                assert y[k] == pytest.approx(x[k], rel=1e-4, abs=1e-7), (x["step"], k)
+                # abs: a mean of log-prob differences (train/ppo_kl, ~1e-4) cancels log-probs
+                # of order 1, whose float32 rounding in another order is ~1e-7 each
+                assert y[k] == pytest.approx(x[k], rel=1e-4, abs=2e-6), (x["step"], k)
             else:
                 assert y[k] == x[k], (x["step"], k)
 
