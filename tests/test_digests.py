@@ -25,9 +25,9 @@ from frontier_rl.experiment import compare
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 RECORDED = {  # recorded through pytest (conftest's devices) on a 2-core x86-64 CPU
-    "configs/arith_grpo.py:smoke": "33ad5a24197ef6f1",
-    "configs/compare_arith.py:smoke": "1c74cb52e3ac58b1,c3274ffdf2ebe053",
-    "configs/math_hive.py:smoke": "23e6a758cc253aeb",
+    "configs/arith_grpo.py:smoke": "aadc85ec2a58ccda",
+    "configs/compare_arith.py:smoke": "4c523a02bd7946d9,50e5ad11f01e2a97",
+    "configs/math_hive.py:smoke": "c3fd54218c3650e7",
 }
 
 
