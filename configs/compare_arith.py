@@ -12,8 +12,9 @@ on the pre-registered frontier bucket and a per-(method, seed) proof that each m
 
 Args:
   ''       uniform, hive, heapa; seeds 0,1,2; 25,600 rollouts each (50 uniform steps), one
-           warm start shared by every seed (what fits 15 minutes on 2 cores): its verdicts are
-           conditional on that starting point, and the report says so
+           warm start shared by every seed, two runs at once (compare.workers = 2; what fits
+           15 minutes on 2 cores): its verdicts are conditional on that starting point, and
+           the report says so
   claims   every claim of the report and the four ablation arms: uniform, ds, greso, hive,
            hive_random_drop, hive_no_stage1, heapa, heapa_uniform_pool, heap_only,
            heapa_childagg, ps_aug, heapa_hive; seeds 0,1,2, each with its own warm start;
@@ -75,7 +76,10 @@ zero under them):
   they stopped). Were a retry ever needed, its start comes from the next seed's init, and the
   report flags two seeds that share a starting point.
 
-Hardware: 2 CPU cores (see README for the measured time of the default). Writes
+Hardware: 2 CPU cores (see README for the measured time of the default). The default runs
+two runs at once, each in its own process (`compare.workers`, frontier_rl/experiment/workers.py),
+with the same results.json as `--config.compare.workers=1`, which runs them one after another in
+one process. Writes
 DIR/results.json (mechanisms per method and seed, steps, updates), DIR/report.md and
 DIR/plots/*.png; rerunning after a kill skips finished runs and resumes the interrupted one.
 """
@@ -178,6 +182,9 @@ def get_config(arg: str | None = None):
     c.compare.equivalence_margin = 1.5
     c.compare.rollout_reference = "ds"  # rollouts-to-target ratios are against this method
     c.compare.shared_start = arg == ""  # True: one warm start for every seed (the default only)
+    # Runs at once, each in its own process (experiment/workers.py); the default's two fill
+    # 2 cores (docstring). The other presets keep one, the runs one after another.
+    c.compare.workers = 2 if arg == "" else 1
     c.compare.ablations = ml_collections.ConfigDict()  # name -> (method, ablation, question)
 
     if arg in ("claims", "full"):

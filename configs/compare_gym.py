@@ -136,6 +136,7 @@ def get_config(arg: str | None = None):
     c.compare.equivalence_margin = 1.5
     c.compare.rollout_reference = "ds"
     c.compare.shared_start = False  # False: one warm start per seed; True: one for all seeds
+    c.compare.workers = 1  # runs at once, each in its own process (experiment/workers.py)
     c.compare.ablations = ml_collections.ConfigDict()  # name -> (method, ablation, question)
     c.compare.settings_notes = ml_collections.ConfigDict()  # method -> why non-default settings
 

@@ -715,3 +715,104 @@ def test_two_run_smoke_end_to_end(tmp_path, capsys):
     assert "Matched runs (compare.match_rollouts: pcl at greso's, pcl_own at greso's)" in text
     compare.run(_load_config("smoke,two_run", "compare_math"), workdir)
     assert capsys.readouterr().out.count("finished earlier, skipped") == 3
+
+
+def test_workers_is_validated(tmp_path):
+    cfg = _load_config()
+    cfg.compare.workers = 0
+    with pytest.raises(config_lib.ConfigError, match="compare.workers=0 is not allowed"):
+        compare.plan(cfg, str(tmp_path))
+
+
+def test_workers_wait_for_a_warm_start_cache_not_for_its_run(tmp_path):
+    """The first run of a warm start trains it; the others of that warm start wait for the
+    cache, not for that run; another seed's first run starts at once; a matched run waits for
+    its reference."""
+    from frontier_rl.experiment import workers
+
+    cfg = _load_config()
+    cfg.compare.seeds = "0,1"
+    specs = {s.name: s for s in compare.plan(cfg, str(tmp_path))}
+    all_specs = list(specs.values())
+
+    def ready(name, ended=(), running=()):
+        return workers._ready(specs[name], all_specs, set(ended), dict.fromkeys(running))
+
+    assert ready("uniform-s0") and ready("uniform-s1", running=["uniform-s0"])
+    assert not ready("hive-s0") and not ready("hive-s0", running=["uniform-s0"])
+    assert ready("hive-s0", ended=["uniform-s0"])  # it ended without caching: hive-s0 trains
+    cache = specs["hive-s0"].config.warmstart.cache_dir
+    os.makedirs(cache)
+    open(os.path.join(cache, "model.safetensors"), "w").close()
+    assert ready("hive-s0", running=["uniform-s0"]) and not ready("hive-s1")
+    matched = compare.RunSpec("late", 0, specs["hive-s0"].config, "", match="uniform")
+    assert not workers._ready(matched, all_specs, set(), {})
+    assert workers._ready(matched, all_specs, {"uniform-s0"}, {})
+
+
+def test_two_workers_give_the_sequential_results(tmp_path):
+    """compare.workers=2: the smoke comparison's results.json is the sequential one's but for
+    timing and compile counts, and each child's lines come prefixed with its run's name. Both
+    run as commands (at once), so both see the same devices: a worker is a process of its own,
+    outside conftest's one-device mesh."""
+    cmd = [sys.executable, "-m", "frontier_rl", "compare",
+           "--config=configs/compare_arith.py:smoke", "--config.log.progress=True"]
+    procs = {n: subprocess.Popen(cmd + [f"--workdir={tmp_path / str(n)}",
+                                        f"--config.compare.workers={n}"],
+                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)
+             for n in (1, 2)}
+    out = {n: p.communicate(timeout=900) for n, p in procs.items()}
+    for n, p in procs.items():
+        assert p.returncode == 0, out[n]
+    assert "[uniform-s0] eval step 0: avg@2" in out[2][0]
+    assert "[hive-s0] eval step 0: avg@2" in out[2][0]
+    results = {}
+    for n in (1, 2):
+        with open(tmp_path / str(n) / "results.json") as f:
+            results[n] = json.dumps(_timeless(json.load(f)), sort_keys=True)
+    assert results[2] == results[1]
+
+
+@pytest.mark.slow
+def test_sigterm_stops_every_worker_and_the_rerun_ends_as_an_uninterrupted_one(tmp_path):
+    """compare.workers=2 preempted while hive-s0 runs: every running child checkpoints, the
+    comparison exits 1 with one line naming the cut runs, no run is marked finished that did
+    not reach its budget, and the rerun ends with the sequential comparison's results.json."""
+    cmd = [sys.executable, "-m", "frontier_rl", "compare",
+           "--config=configs/compare_arith.py:smoke", "--config.compare.rollout_budget=600",
+           "--config.checkpoint.every=1", "--config.compare.seeds=0,1",
+           "--config.log.progress=True"]
+    whole = str(tmp_path / "whole")
+    subprocess.run(cmd + [f"--workdir={whole}"], cwd=ROOT, capture_output=True, text=True,
+                   check=True)
+    cut = str(tmp_path / "cut")
+    two = cmd + [f"--workdir={cut}", "--config.compare.workers=2"]
+    proc = subprocess.Popen(two, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    ckpts = os.path.join(cut, "runs", "hive-s0", "checkpoints")
+    deadline = time.time() + 600
+    while time.time() < deadline and proc.poll() is None:
+        if os.path.isdir(ckpts) and any(d.isdigit() for d in os.listdir(ckpts)):
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, "the comparison ended before it could be preempted"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 1, (out, err)
+    line = [x for x in err.splitlines() if "stopped by SIGTERM" in x]
+    assert len(line) == 1 and "hive-s0" in line[0] and "(no report written)" in line[0], err
+    assert "Traceback" not in err
+    assert not os.path.exists(os.path.join(cut, "runs", "hive-s0", compare.DONE))
+    for run in os.listdir(os.path.join(cut, "runs")):
+        d = os.path.join(cut, "runs", run)
+        assert os.path.exists(os.path.join(d, compare.DONE)) == os.path.exists(
+            os.path.join(d, compare.FINAL)), run
+    assert not os.path.exists(os.path.join(cut, "results.json"))
+    rerun = subprocess.run(two, cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert "[hive-s0] resumed from step" in rerun
+    with open(os.path.join(whole, "results.json")) as f:
+        want = _timeless(json.load(f))
+    with open(os.path.join(cut, "results.json")) as f:
+        got = _timeless(json.load(f))
+    assert got == want

@@ -36,14 +36,17 @@ ablation) pairs whose paired difference the report gives as the effect of a mech
 `results.json["mechanisms"][method][counter]` holds the counter's total over seeds and its
 value per seed; `required_mechanisms` says which must be non-zero, and every (method, seed,
 counter) left at zero is listed in `mechanisms_missing`, flagged in the report and on the
-console. Runs execute one after another in this process, sharing a persistent XLA compilation
-cache in DIR/.jax_cache, so later runs skip most compiles.
+console. With `compare.workers` = 1 (the default) runs execute one after another in this
+process, sharing a persistent XLA compilation cache, so later runs skip most compiles; with
+more, that many run at once, each in its own process, with the same results
+(frontier_rl/experiment/workers.py).
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -53,7 +56,7 @@ import ml_collections
 import numpy as np
 
 from frontier_rl import config_lib, lock, selection
-from frontier_rl.experiment import report, two_run
+from frontier_rl.experiment import report, two_run, workers
 from frontier_rl.experiment.stats import to_target
 from frontier_rl.selection.mechanisms import required_mechanisms
 
@@ -65,9 +68,10 @@ BUDGETS = ("rollouts", "steps")
 # equivalence_margin: accuracy points within which the equivalence test (stats.equivalence)
 # may call two methods equal; 1.5 is below the smallest gain the papers report for a method
 # (HeaPA: +1.8 points), so "equivalent" rules out an effect of the size they claim.
+# workers: runs at once, each in its own process (workers.py); 1 runs them in this process.
 DEFAULTS = {"budget": "rollouts", "steps": 0, "target_value": 0.0, "target_margin": 0.0,
             "equivalence_margin": 1.5, "shared_start": False, "ablations": {},
-            "settings_notes": {}, "match_rollouts": {}, "best_of": {}}
+            "settings_notes": {}, "match_rollouts": {}, "best_of": {}, "workers": 1}
 
 
 @dataclasses.dataclass
@@ -158,6 +162,11 @@ def validate(config: ml_collections.ConfigDict) -> None:
         raise config_lib.ConfigError(
             f"compare.equivalence_margin={delta!r} is not allowed: accuracy points > 0, the "
             "±margin within which the equivalence test calls two methods' accuracy equal")
+    workers = _get(c, "workers")
+    if not (isinstance(workers, int) and not isinstance(workers, bool) and workers >= 1):
+        raise config_lib.ConfigError(
+            f"compare.workers={workers!r} is not allowed: an integer >= 1 (the runs executed at "
+            "once, each in its own process; 1 runs them one after another in this one)")
     if not isinstance(_get(c, "shared_start"), bool):
         raise config_lib.ConfigError(
             f"compare.shared_start={_get(c, 'shared_start')!r} is not allowed: True or False")
@@ -354,30 +363,14 @@ def _run_all(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpe
             f.write(config.to_json_best_effort(indent=2))
         _enable_compile_cache(workdir)
     t_all = time.perf_counter()
-    for i, spec in enumerate(specs if not report_only else [], 1):
-        head = f"[{i}/{len(specs)}] {spec.name}"
-        if spec.match:  # its reference ran (or was found finished) earlier in this loop
-            resolve(spec, specs, config.compare)
-        if _finished(spec):
-            print(f"{head}: finished earlier, skipped", flush=True)
-            continue
-        budget = (f"{spec.config.rl.rollout_budget:,} rollouts" if spec.config.rl.rollout_budget
-                  else f"{spec.config.rl.num_steps:,} steps")
-        if spec.match:
-            budget += f" (what {spec.match}-s{spec.seed} spent)"
-        print(f"{head}: {spec.config.selector.name}, budget {budget} -> {spec.dir}", flush=True)
-        t0 = time.perf_counter()
-        train.run(spec.config, spec.dir)
-        if not os.path.exists(os.path.join(spec.dir, FINAL)):
-            # train checkpointed on SIGTERM and returned before its budget: the run is cut,
-            # not finished, and the comparison stops with it (a cluster's preemption)
-            raise train.RunError(
-                f"{spec.name} was stopped by SIGTERM before its budget and checkpointed; the "
-                f"comparison stopped with it (no report written): rerun the same command to "
-                f"resume {spec.name} and run the rest")
-        with open(os.path.join(spec.dir, DONE), "w") as f:
-            json.dump({"fingerprint": fingerprint(spec.config, workdir),
-                       "wall_s": time.perf_counter() - t0}, f)
+    if not report_only and _get(config.compare, "workers") > 1:
+        cut = workers.run_all(specs, workdir, _get(config.compare, "workers"),
+                              begin=functools.partial(_begin, specs=specs, c=config.compare),
+                              target=run_one)
+        if cut:  # SIGTERM: the runs checkpointed, and the comparison stops with them
+            raise train.RunError(cut_message(cut))
+    elif not report_only:
+        _run_in_turn(specs, workdir, config.compare)
     results = collect(config, specs)
     results["wall_s_this_invocation"] = time.perf_counter() - t_all
     with open(os.path.join(workdir, "results.json"), "w") as f:
@@ -390,6 +383,62 @@ def _run_all(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpe
     print(f"\nwrote {os.path.join(workdir, 'results.json')}, {os.path.join(workdir, 'report.md')}"
           f" and {len(text['plots'])} plots")
     return results
+
+
+def _run_in_turn(specs: list[RunSpec], workdir: str, c: ml_collections.ConfigDict) -> None:
+    """Every run, one after another in this process (compare.workers = 1)."""
+    from frontier_rl import train
+
+    for i, spec in enumerate(specs, 1):
+        if _begin(i, spec, lambda text: print(text, flush=True), specs, c) and not run_one(
+                spec, workdir):
+            # train checkpointed on SIGTERM and returned before its budget: the run is cut,
+            # not finished, and the comparison stops with it (a cluster's preemption)
+            raise train.RunError(cut_message([spec.name]))
+
+
+def _begin(i: int, spec: RunSpec, say, specs: list[RunSpec],
+           c: ml_collections.ConfigDict) -> bool:
+    """Announces run i of `specs` (its selector, budget and directory); False, saying so, when
+    it finished earlier. A matched run's budget is read here: its reference has run."""
+    head = f"[{i}/{len(specs)}] {spec.name}"
+    if spec.match:
+        resolve(spec, specs, c)
+    if _finished(spec):
+        say(f"{head}: finished earlier, skipped")
+        return False
+    budget = (f"{spec.config.rl.rollout_budget:,} rollouts" if spec.config.rl.rollout_budget
+              else f"{spec.config.rl.num_steps:,} steps")
+    if spec.match:
+        budget += f" (what {spec.match}-s{spec.seed} spent)"
+    say(f"{head}: {spec.config.selector.name}, budget {budget} -> {spec.dir}")
+    return True
+
+
+def run_one(spec: RunSpec, workdir: str) -> bool:
+    """Trains (or resumes) one run; True once it reached its budget, which DONE then records.
+    False when SIGTERM cut it: train checkpointed and returned, and nothing marks it finished."""
+    from frontier_rl import train
+
+    t0 = time.perf_counter()
+    train.run(spec.config, spec.dir)
+    if not os.path.exists(os.path.join(spec.dir, FINAL)):
+        return False
+    with open(os.path.join(spec.dir, DONE), "w") as f:
+        json.dump({"fingerprint": fingerprint(spec.config, workdir),
+                   "wall_s": time.perf_counter() - t0}, f)
+    return True
+
+
+def cut_message(names: list[str]) -> str:
+    """What a comparison stopped by SIGTERM says, naming the runs it cut."""
+    if len(names) == 1:
+        return (f"{names[0]} was stopped by SIGTERM before its budget and checkpointed; the "
+                f"comparison stopped with it (no report written): rerun the same command to "
+                f"resume {names[0]} and run the rest")
+    return (f"{', '.join(names)} were stopped by SIGTERM before their budgets and checkpointed; "
+            "the comparison stopped with them (no report written): rerun the same command to "
+            "resume them and run the rest")
 
 
 # ----------------------------------------------------------------------------- results

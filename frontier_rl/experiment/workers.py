@@ -1,0 +1,276 @@
+"""A comparison's runs in `compare.workers` child processes at once (compare.py).
+
+The runs of a comparison are independent once their warm start exists. At the embedded task's
+size a run is small programs dispatched from Python, and two at once on 2 cores finish sooner
+than one after another (README gives the measured figures).
+
+Scheduling, in plan order (compare.plan), whenever a worker is free:
+- a run whose warm start (DIR/warmstart[/s<seed>]) is not cached yet waits until no run of
+  that warm start is running and every earlier one has ended. So the first unfinished run of
+  each warm start trains and caches it and continues from it in memory, as in the sequential
+  loop, and the others start once the cache is on disk, not once that run has ended;
+- a matched run (compare.match_rollouts) waits for its reference at the same seed to finish.
+
+Each child calls the function compare passes, compare.run_one (the sequential loop's body:
+train.run, holding the run's own DIR/runs/<name>/.lock while this process keeps DIR/.lock,
+then DONE once the run reached its budget). Every line a child prints reaches this process's
+stdout or stderr prefixed with the run's name. The children share one persistent compile
+cache, DIR/.jax_cache (unless $JAX_COMPILATION_CACHE_DIR names one), so a program is compiled
+once for all of them. A run's randomness comes from its seed alone, so results.json equals
+the sequential one but for timing and compile counts (tests/test_compare.py).
+
+Stopping: the children run in their own session, so a terminal's Ctrl-C or a signal to this
+process group reaches this process alone. SIGTERM here is passed to every child (each
+checkpoints at the end of its step, train.py) and no further run starts; the comparison then
+stops with one line naming the runs it cut (compare.cut_message), none marked finished. A
+second SIGTERM ends the children and this process at once. A child whose parent dies is sent
+SIGTERM (Linux), so none runs on alone. A run that fails stops the others the same way, and
+its error is raised here. (A scheduler that signals every process of a job, such as Slurm,
+reaches the children directly as well; the forwarded SIGTERM is then their second and they
+stop without the last step's checkpoint, resuming from the one before.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pickle
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+
+from frontier_rl import config_lib
+from frontier_rl.errors import RunError
+
+# What a child's error is raised as here (the errors cli.py reports as one line).
+ERRORS = {"ConfigError": config_lib.ConfigError, "RunError": RunError,
+          "FileNotFoundError": FileNotFoundError, "ValueError": ValueError}
+POLL_S = 0.2
+BAR_EVERY_S = 10.0
+
+
+@dataclasses.dataclass
+class _Child:
+    spec: object  # compare.RunSpec
+    proc: subprocess.Popen
+    status_fd: int  # the read end of the pipe the child writes its outcome to
+    relays: list[threading.Thread]
+
+    def outcome(self) -> dict:
+        """{"status": "done" | "cut" | "error", ...} once the process ended; {} when it wrote
+        none (killed by a signal, or it crashed before writing)."""
+        for t in self.relays:
+            t.join()
+        data = b""
+        while chunk := os.read(self.status_fd, 1 << 16):
+            data += chunk
+        os.close(self.status_fd)
+        try:
+            return json.loads(data) if data else {}
+        except ValueError:
+            return {}
+
+
+def _ready(spec, specs: list, ended: set[str], running: dict[str, _Child]) -> bool:
+    """Whether `spec` (a compare.RunSpec) may start now (the rules in the docstring)."""
+    if spec.match:
+        ref = next(s for s in specs if s.method == spec.match and s.seed == spec.seed)
+        if ref.name not in ended:
+            return False
+    ws = spec.config.warmstart
+    if not (ws.enabled and ws.steps > 0) or os.path.exists(
+            os.path.join(ws.cache_dir, "model.safetensors")):
+        return True
+    group = [s for s in specs if s.config.warmstart.cache_dir == ws.cache_dir]
+    earlier = group[:group.index(spec)]
+    return (all(s.name in ended for s in earlier)
+            and not any(s.name in running for s in group))
+
+
+def child_env(workdir: str) -> dict[str, str]:
+    """The environment of a worker: this one, with the comparison's shared compile cache
+    (a size limit turns on JAX's lock on it, so no worker reads an entry another is still
+    writing) and unbuffered output."""
+    env = dict(os.environ)
+    env.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(workdir, ".jax_cache"))
+    env.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(4 << 30))
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _relay(stream, out, prefix: str, lock: threading.Lock) -> None:
+    """Copies a child's stream to `out`, each line prefixed. A progress bar redraws its line
+    after a carriage return at every step; of those redraws one per BAR_EVERY_S is kept."""
+    buf, last_bar = b"", float("-inf")
+    while chunk := stream.read1(1 << 16):
+        parts = re.split(rb"([\r\n])", buf + chunk)
+        buf = parts.pop()  # the unterminated rest
+        keep = []
+        for text, end in zip(parts[::2], parts[1::2], strict=True):
+            if not text.strip():
+                continue
+            if end == b"\r":
+                if time.monotonic() - last_bar < BAR_EVERY_S:
+                    continue
+                last_bar = time.monotonic()
+            keep.append(f"{prefix}{text.decode(errors='replace')}\n")
+        if keep:
+            with lock:
+                out.write("".join(keep))
+                out.flush()
+    if buf.strip():
+        with lock:
+            out.write(f"{prefix}{buf.decode(errors='replace')}\n")
+            out.flush()
+    stream.close()
+
+
+def _start(target: Callable, spec, workdir: str, lock: threading.Lock) -> _Child:
+    read_fd, write_fd = os.pipe()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "frontier_rl.experiment.workers", str(write_fd), str(os.getpid())],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        pass_fds=(write_fd,), env=child_env(workdir), start_new_session=True)
+    os.close(write_fd)
+    prefix = f"[{spec.name}] "
+    relays = [threading.Thread(target=_relay, args=(stream, out, prefix, lock), daemon=True)
+              for stream, out in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr))]
+    for t in relays:
+        t.start()
+    try:
+        proc.stdin.write(pickle.dumps((target, spec, workdir)))
+        proc.stdin.close()
+    except BrokenPipeError:  # it was stopped before it read its run
+        pass
+    return _Child(spec, proc, read_fd, relays)
+
+
+def run_all(specs: list, workdir: str, workers: int, *,
+            begin: Callable[[int, object, Callable[[str], None]], bool],
+            target: Callable[[object, str], bool]) -> list[str]:
+    """Runs every planned run (compare.RunSpec), `workers` at once, each as `target(spec,
+    workdir)` in a child process (True: it reached its budget; False: SIGTERM cut it).
+    `begin(i, spec, say)`, called here when a run may start, announces it through `say` and
+    returns False for one finished earlier (skipped). Returns the names of the runs SIGTERM
+    cut (none when all finished); raises the first failed run's error."""
+    waiting = list(enumerate(specs, 1))
+    running: dict[str, _Child] = {}
+    ended: set[str] = set()
+    cut: list[str] = []
+    failure: list[tuple[str, dict, int]] = []
+    sigterms = [0]
+    lock = threading.Lock()  # one writer at a time on this process's stdout and stderr
+
+    def say(text: str) -> None:
+        with lock:
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+
+    def stop_children() -> None:
+        for child in running.values():
+            if child.proc.poll() is None:
+                child.proc.send_signal(signal.SIGTERM)
+
+    def on_sigterm(signum, frame) -> None:
+        sigterms[0] += 1
+        stop_children()
+        if sigterms[0] > 1:  # a second SIGTERM: stop now, as train.py's loop does
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, on_sigterm) if main else None
+    try:
+        while waiting or running:
+            progressed = False
+            for name, child in list(running.items()):
+                if child.proc.poll() is None:
+                    continue
+                progressed = True
+                del running[name]
+                out = child.outcome()
+                if out.get("status") == "done":
+                    ended.add(name)
+                elif out.get("status") == "cut" or (sigterms[0] and not out):
+                    cut.append(name)  # checkpointed, or ended by SIGTERM before its first step
+                else:
+                    failure.append((name, out, child.proc.returncode))
+                    stop_children()
+            if sigterms[0] or failure:
+                waiting.clear()
+            for item in list(waiting):
+                i, spec = item
+                if len(running) >= workers:
+                    break
+                if not _ready(spec, specs, ended, running):
+                    continue
+                waiting.remove(item)
+                progressed = True
+                if not begin(i, spec, say):
+                    ended.add(spec.name)
+                    continue
+                running[spec.name] = _start(target, spec, workdir, lock)
+                if sigterms[0]:  # it came while this one was starting
+                    stop_children()
+            if waiting and not running and not progressed:
+                raise RuntimeError(f"no run can start: {[s.name for _, s in waiting]}")
+            if not progressed:
+                time.sleep(POLL_S)
+    finally:
+        if running:  # an exception here (KeyboardInterrupt): the children checkpoint and stop
+            stop_children()
+            for child in running.values():
+                child.proc.wait()
+                child.outcome()
+        if main:
+            signal.signal(signal.SIGTERM, previous)
+    if failure:
+        name, out, rc = failure[0]
+        if out.get("kind") in ERRORS:
+            raise ERRORS[out["kind"]](f"{name}: {out.get('error', '')}")
+        raise RunError(f"{name} failed ({out.get('kind') or f'exit code {rc}'}: "
+                       f"{out.get('error', 'no message')}; its output is above, prefixed "
+                       f"[{name}]); the other runs were stopped and checkpointed")
+    return cut
+
+
+# ----------------------------------------------------------------------------- the child
+
+
+def _stop_with_parent(parent: int) -> None:
+    """SIGTERM to this process when its parent dies (Linux PR_SET_PDEATHSIG), so an orphaned
+    worker checkpoints and stops instead of running on."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # it died before the request was in place
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _child(status_fd: int, parent: int) -> int:
+    _stop_with_parent(parent)
+    target, spec, workdir = pickle.load(sys.stdin.buffer)
+    out: dict = {"status": "error"}
+    try:
+        out["status"] = "done" if target(spec, workdir) else "cut"
+    except BaseException as e:  # noqa: BLE001 - reported to the parent, which raises it
+        out.update(kind=type(e).__name__, error=str(e)[:4000])
+        if type(e).__name__ not in ERRORS:
+            traceback.print_exc()
+    with os.fdopen(status_fd, "w") as f:
+        json.dump(out, f)
+    return 0 if out["status"] != "error" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(_child(int(sys.argv[1]), int(sys.argv[2])))
