@@ -78,17 +78,30 @@ def _stream(n: int, rng: np.random.Generator):
         yield from rng.permutation(n)
 
 
+def encode_pairs(tokenizer, pairs) -> list[tuple[list[int], list[int]]]:
+    """(prompt ids, response ids) of each (prompt, response) pair: the prompt as the sampler
+    sees it (`encode_prompt`: BOS, no EOS), the response without special tokens. One batched
+    call per side (a fast tokenizer encodes a list at once; ids equal encoding each text)."""
+    if not pairs:
+        return []
+    prompts = [p for p, _ in pairs]
+    responses = [r for _, r in pairs]
+    ids_p = tokenizer(prompts, add_special_tokens=False)["input_ids"]
+    ids_r = tokenizer(responses, add_special_tokens=False)["input_ids"]
+    bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+    return [(bos + list(p), list(r)) for p, r in zip(ids_p, ids_r, strict=True)]
+
+
 def make_batches(tokenizer, pairs, *, batch_size: int, seed: int, dose_pairs=(),
-                 dose: float = 0.0):
+                 dose: float = 0.0, encoded=None):
     """Yields (tokens, valid, loss_mask) batches forever, left-padded prompts.
 
     With `dose_pairs` and `dose` > 0, round(dose * batch_size) rows of every batch come from
     `dose_pairs` (the frontier bucket) and the rest from `pairs`; each set is passed in its own
-    random order, epoch after epoch."""
-    encoded = [(encode_prompt(tokenizer, p), tokenizer.encode(r, add_special_tokens=False))
-               for p, r in pairs]
-    dosed = [(encode_prompt(tokenizer, p), tokenizer.encode(r, add_special_tokens=False))
-             for p, r in dose_pairs]
+    random order, epoch after epoch. `encoded`: (encode_pairs(pairs), encode_pairs(dose_pairs))
+    when the caller already has them (a raised dose makes new batches from the same pairs)."""
+    encoded, dosed = encoded if encoded is not None else (
+        encode_pairs(tokenizer, pairs), encode_pairs(tokenizer, dose_pairs))
     n_dose = int(round(dose * batch_size)) if dosed else 0
     if len(encoded) < batch_size - n_dose:
         raise ValueError(f"{len(encoded)} warm-start pairs < {batch_size - n_dose} rows per "
@@ -226,8 +239,9 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
         updates = jax.tree.map(lambda u: (lr * u).astype(u.dtype), updates)
         return optax.apply_updates(params, updates), opt_state, loss
 
+    encoded = (encode_pairs(tokenizer, pairs), encode_pairs(tokenizer, dose_pairs))
     batches = make_batches(tokenizer, pairs, batch_size=batch_size, seed=seed,
-                           dose_pairs=dose_pairs, dose=dose)
+                           dose_pairs=dose_pairs, dose=dose, encoded=encoded)
     step_dose = dose
     ema, losses, checks, restarts = None, [], [], []
     best, best_at = -1.0, 0  # best easy accuracy since the decay (re)started, and its step
@@ -273,7 +287,7 @@ def train(graphdef, params, tokenizer, pairs, *, steps: int, batch_size: int,
                 # the easy slice is learnt, the frontier is not: more frontier rows from now on
                 dose = min(dose_max, dose + step_dose)
                 batches = make_batches(tokenizer, pairs, batch_size=batch_size, seed=seed + i,
-                                       dose_pairs=dose_pairs, dose=dose)
+                                       dose_pairs=dose_pairs, dose=dose, encoded=encoded)
                 if progress is not None:
                     progress(i, ema, None, None, dose)
         elif progress is not None and (i % 100 == 0 or i == steps):

@@ -173,6 +173,17 @@ def test_the_loss_counts_response_tokens_and_eos_only(tokenizer):
         assert v.sum() == len(encode_prompt(tokenizer, prompt)) + len(answer) + 1
 
 
+def test_pairs_encoded_in_one_call_equal_each_encoded_alone(tokenizer):
+    from frontier_rl.rollout.context import encode_prompt
+
+    pairs = [(f"{a}*{b}-{a}=", str(a * b - a)) for a in range(0, 120, 7) for b in (0, 3, 11)]
+    pairs += [("", "7"), ("1+1=", "")]
+    want = [(encode_prompt(tokenizer, p), tokenizer.encode(r, add_special_tokens=False))
+            for p, r in pairs]
+    assert warmstart.encode_pairs(tokenizer, pairs) == want
+    assert warmstart.encode_pairs(tokenizer, []) == []
+
+
 def test_a_dose_puts_that_share_of_frontier_rows_in_every_batch(tokenizer):
     easy = [(f"{a}+{b}=", str(a + b)) for a in range(10) for b in range(10)]
     hard = [(f"{a}+{b}+{c}=", str(a + b + c)) for a in range(5) for b in range(5)
