@@ -40,6 +40,9 @@ import `compiled_flops` from here, and are handed to `Accountant` by the caller.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -168,7 +171,7 @@ class Accountant:
     """
 
     def __init__(self, mcfg: ModelConfig, params: Any, *, sampler=None, entropy=None,
-                 trainer=None):
+                 trainer=None, store: str | None = None, store_key: Any = None):
         self.mcfg = mcfg
         self.sampler, self.entropy, self.trainer = sampler, entropy, trainer
         self._params = abstract(params)
@@ -176,17 +179,55 @@ class Accountant:
         self._points: dict[tuple, tuple] = {}  # (kind, *shape without rows) -> costs at COST_ROWS
         self.cost_compiles = 0  # cost programs compiled
         self.totals = {k: _zeros() for k in KINDS}
+        # Costs kept on disk (`store`, a directory) for other runs of the same programs: the
+        # runs of a comparison differ in selector and seed, not in what their device functions
+        # compute, and each lowering costs a second or so of host time. `store_key` must name
+        # everything the cost programs depend on beyond the shape (train.py passes the model,
+        # rl, rollout and mesh config, the stop and pad ids, the device count and JAX's version).
+        self._store = store if store and store_key is not None else None
+        self._store_key = json.dumps(store_key, sort_keys=True, default=str)
+
+    def _stored(self, key: tuple) -> str:
+        text = json.dumps([self._store_key, list(key), list(COST_ROWS)], default=str)
+        return os.path.join(self._store, hashlib.sha256(text.encode()).hexdigest() + ".json")
 
     def _cost(self, key: tuple, rows: int, compute: Callable[[int], Any]) -> Any:
         """XLA's cost of `key` ((kind, *shape without rows)) at `rows`: `compute(r)` analyses
-        the program at r rows, called only at COST_ROWS."""
+        the program at r rows, called only at COST_ROWS (or read from the store, when another
+        run with the same store key analysed it)."""
         full = (key[0], rows, *key[1:])
         if full not in self.costs:
             if key not in self._points:
+                self._points[key] = self._load(key)
+            if self._points[key] is None:
                 self._points[key] = tuple(compute(r) for r in COST_ROWS)
                 self.cost_compiles += len(COST_ROWS)
+                self._save(key, self._points[key])
             self.costs[full] = _line(*self._points[key], rows)
         return self.costs[full]
+
+    def _load(self, key: tuple) -> tuple | None:
+        if self._store is None:
+            return None
+        try:
+            with open(self._stored(key)) as f:
+                points = json.load(f)
+        except (OSError, ValueError):  # not there yet, or unreadable: analyse it again
+            return None
+        return tuple(tuple(p) if isinstance(p, list) else p for p in points)
+
+    def _save(self, key: tuple, points: tuple) -> None:
+        if self._store is None:
+            return
+        path = self._stored(key)
+        try:
+            os.makedirs(self._store, exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                json.dump(list(points), f)
+            os.replace(tmp, path)  # a reader sees the whole entry or none
+        except OSError:  # a read-only store: the costs stay in this run
+            pass
 
     def _add(self, kind: str, *, tokens: int, padded_tokens: int, xla: float, formula: float,
              padded_formula: float) -> None:

@@ -125,7 +125,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
     # ======================================================================= setup
     # Every process runs this same program; only process 0 writes files (distributed.py).
     primary = distributed.is_primary()
-    compile_cache.enable(workdir)  # a restart loads its compiled programs (compile_cache.py)
+    cache_dir = compile_cache.enable(workdir)  # a restart loads its compiled programs
     compiles = compile_cache.compile_log()  # this process's compiles, cumulative
     compiles_before = compiles.metrics()  # what earlier runs of this process compiled
     if primary and not os.path.exists(os.path.join(workdir, "config.json")):
@@ -165,7 +165,16 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
                                chunk=config.model.logits_chunk)
     # FLOPs of every rollout, entropy pass, old-logprob pass and update: XLA's cost analysis of
     # each compiled function x its calls, beside the 2N/6N formula (accounting.py).
-    accountant = Accountant(mcfg, params, sampler=sampler, entropy=entropy_fn, trainer=trainer)
+    # Their costs are kept beside the compiled programs, for the other runs of a comparison
+    # (or a restart), keyed by everything the cost programs depend on beyond their shapes.
+    cost_key = {"jax": jax.__version__, "devices": jax.device_count(), "mcfg": mcfg,
+                "stop": policy.stop_ids(mcfg, tokenizer), "pad": tokenizer.pad_token_id,
+                **{k: config[k].to_dict() for k in ("model", "rl", "rollout", "mesh")}}
+    for budget in ("num_steps", "rollout_budget"):  # how long a run is, not what it computes
+        cost_key["rl"].pop(budget, None)
+    accountant = Accountant(mcfg, params, sampler=sampler, entropy=entropy_fn, trainer=trainer,
+                            store=os.path.join(cache_dir, "frontier_rl_costs") if primary
+                            else None, store_key=cost_key)
     # With eval.sets the benchmark files replace the task's held-out split (eval_suite.py).
     if config.eval.get("sets"):
         task.eval = eval_suite.suite_task(config.task.name, _task_fields(config),

@@ -2,6 +2,7 @@
 bounds on real calls, compile-once caching and checkpoint round trips."""
 
 import json
+import os
 
 import jax
 import numpy as np
@@ -368,3 +369,30 @@ def test_cost_programs_never_lower_a_device_kernel_on_the_cpu(tokenizer, monkeyp
     for kind in KINDS:
         assert np.all(np.isfinite(costs[kind])) and np.all(np.asarray(costs[kind]) > 0)
         assert costs[kind] == xla[kind], kind
+
+
+def test_a_store_lets_another_run_skip_the_cost_programs(one_step, tiny_policy, tmp_path):
+    """A second accountant with the same store key reads the first one's costs instead of
+    compiling them, and charges the same FLOPs; another key compiles its own."""
+    sampler, entropy, tr = one_step["sampler"], one_step["entropy"], one_step["tr"]
+    batch, params = one_step["batch"], tiny_policy[2]  # one_step's were donated to updates
+    res = sampler.sample(params, PROMPTS, 4, seed=1)
+
+    def charged(key):
+        acc = Accountant(tiny_policy[0], params, sampler=sampler, entropy=entropy, trainer=tr,
+                         store=str(tmp_path), store_key=key)
+        acc.charge_entropy([5, 8, 3])
+        acc.charge_logps(batch)
+        acc.charge_train(batch)
+        acc.charge_generation(res)
+        return acc
+
+    first = charged({"run": "a"})
+    assert first.cost_compiles == 8 and len(os.listdir(tmp_path)) == 4
+    again = charged({"run": "a"})
+    assert again.cost_compiles == 0 and again.metrics() == first.metrics()
+    other = charged({"run": "b"})
+    assert other.cost_compiles == 8 and other.metrics() == first.metrics()
+    for name in os.listdir(tmp_path):  # a damaged entry is analysed again, never trusted
+        (tmp_path / name).write_text("{")
+    assert charged({"run": "a"}).cost_compiles == 8

@@ -96,9 +96,12 @@ def _ready(spec, specs: list, ended: set[str], running: dict[str, _Child]) -> bo
 def child_env(workdir: str) -> dict[str, str]:
     """The environment of a worker: this one, with the comparison's shared compile cache
     (a size limit turns on JAX's lock on it, so no worker reads an entry another is still
-    writing) and unbuffered output."""
+    writing), every program written to it however fast it compiled (the runs of a comparison
+    compile the same small sampler and evaluation programs, each a fraction of a second that
+    every later worker would pay again), and unbuffered output."""
     env = dict(os.environ)
     env.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(workdir, ".jax_cache"))
+    env.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")  # compile_cache.py
     env.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(4 << 30))
     env["PYTHONUNBUFFERED"] = "1"
     return env
