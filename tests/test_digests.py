@@ -25,9 +25,9 @@ from frontier_rl.experiment import compare
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 RECORDED = {  # recorded through pytest (conftest's devices) on a 2-core x86-64 CPU
-    "configs/arith_grpo.py:smoke": "aadc85ec2a58ccda",
-    "configs/compare_arith.py:smoke": "4c523a02bd7946d9,50e5ad11f01e2a97",
-    "configs/math_hive.py:smoke": "c3fd54218c3650e7",
+    "configs/arith_grpo.py:smoke": "6350ac54e80a0e1e",
+    "configs/compare_arith.py:smoke": "ec80b8246e3bba46,7dbdb69b574429b1",
+    "configs/math_hive.py:smoke": "6866b19eeea186f3",
 }
 
 

@@ -143,13 +143,14 @@ def test_llama3_rope_scaling_matches_transformers(tmp_path):
                                atol=1e-4, rtol=0)
 
 
-@pytest.mark.parametrize("family,scan", [("qwen3", False), ("qwen2", False), ("qwen3", True)])
-def test_kv_cache_decoding_matches_full_forward(family, scan):
+@pytest.mark.parametrize("family,scan,remat", [("qwen3", False, "none"), ("qwen2", False, "none"),
+                                               ("qwen3", True, "none"), ("qwen3", False, "full")])
+def test_kv_cache_decoding_matches_full_forward(family, scan, remat):
     cfg = family_preset(family, **TINY)
     model = perturbed_model(cfg, seed=2)
     ref_model = model
-    if scan:  # The same weights, run as one lax.scan over the layers.
-        cfg = dataclasses.replace(cfg, scan_layers=True)
+    if scan or remat != "none":  # The same weights, as one lax.scan over the layers / remat.
+        cfg = dataclasses.replace(cfg, scan_layers=scan, remat=remat)
         model = same_weights(model, cfg)
     batch, length, prompt_len, max_len = 3, 12, 5, 16
     rng = np.random.default_rng(3)
@@ -187,8 +188,13 @@ def test_kv_cache_decoding_matches_full_forward(family, scan):
         return jax.lax.fori_loop(prompt_len, length, step, (out, cache))
 
     out, cache = decode(params)
-    assert cache.k.shape == (cfg.num_layers, batch, max_len, cfg.num_kv_heads, cfg.head_dim)
-    assert not np.any(np.asarray(cache.k)[:, :, length:])  # unused slots never written
+    # Per layer ([layers, ...] arrays with scan_layers): keys [B, K, S, D], values [B, K, D, S].
+    assert isinstance(cache.k, tuple) == (not scan)
+    ks, vs = np.stack(cache.k), np.stack(cache.v)
+    assert ks.shape == (cfg.num_layers, batch, cfg.num_kv_heads, max_len, cfg.head_dim)
+    assert vs.shape == (cfg.num_layers, batch, cfg.num_kv_heads, cfg.head_dim, max_len)
+    # Unused slots are never written.
+    assert not np.any(ks[:, :, :, length:]) and not np.any(vs[..., length:])
     np.testing.assert_allclose(np.asarray(out)[valid], np.asarray(ref)[valid], atol=1e-5, rtol=0)
 
 
@@ -365,8 +371,11 @@ def test_tokenizer_round_trip(tmp_path):
         load_tokenizer(os.path.join(tmp_path, "missing"))
 
 
-def reference_attend(q, k, v, mask, implementation="xla", q_chunk=0):
-    """The grouped einsum attention the model used before jax.nn.dot_product_attention."""
+def reference_attend(q, k, v, mask, implementation="xla", q_chunk=0, heads_first=False):
+    """The grouped einsum attention the model used before jax.nn.dot_product_attention (k, v
+    [B, S, K, D], or a cache layer's k [B, K, S, D] and v [B, K, D, S] with `heads_first`)."""
+    if heads_first:
+        k, v = jnp.swapaxes(k, 1, 2), jnp.transpose(v, (0, 3, 1, 2))
     b, t, n, d = q.shape
     kv_heads = k.shape[2]
     q = q.reshape(b, t, kv_heads, n // kv_heads, d)
@@ -398,6 +407,21 @@ def test_attention_matches_einsum_reference(monkeypatch):
     assert out.shape == (2, 5, 48) and bool(jnp.all(jnp.isfinite(out)))
     np.testing.assert_allclose(out, reference_attend(q, k, v, jnp.asarray(mask)),
                                atol=1e-5, rtol=0)
+    # A KV cache layer's layout (keys [B, K, S, D], values [B, K, D, S]), three query heads per
+    # kv head.
+    kf, vf = jnp.swapaxes(k, 1, 2), jnp.transpose(v, (0, 2, 3, 1))
+    out_hf = transformer.attend(q, kf, vf, jnp.asarray(mask), heads_first=True)
+    assert out_hf.shape == (2, 5, 48) and bool(jnp.all(jnp.isfinite(out_hf)))
+    np.testing.assert_allclose(out_hf, out, atol=1e-6, rtol=0)
+    for dt in (jnp.bfloat16,):
+        low = [x.astype(dt) for x in (q, k, v)]
+        lo_hf = transformer.attend(low[0], jnp.swapaxes(low[1], 1, 2),
+                                   jnp.transpose(low[2], (0, 2, 3, 1)), jnp.asarray(mask),
+                                   heads_first=True)
+        lo = transformer.attend(*low, jnp.asarray(mask))
+        assert lo_hf.dtype == dt
+        np.testing.assert_allclose(lo_hf.astype(jnp.float32), lo.astype(jnp.float32),
+                                   atol=2e-2, rtol=0)
 
     cfg = family_preset("qwen3", **TINY)
     model = perturbed_model(cfg, seed=3)
@@ -554,20 +578,25 @@ def test_load_into_shardings_matches_unsharded_load(tmp_path):
         load_pretrained(tmp_path, shardings=lambda abstract: {"embed_tokens": None})
 
 
+@pytest.mark.parametrize("heads_first", [False, True])
 @pytest.mark.parametrize("chunk", [2, 3, 5])
-def test_chunked_attention_is_the_unchunked_one(chunk):
+def test_chunked_attention_is_the_unchunked_one(chunk, heads_first):
     """model.attention_chunk: queries in blocks (the last one padded when the length is not a
-    multiple) give the same outputs and gradients as all at once."""
+    multiple) give the same outputs and gradients as all at once (keys/values in either
+    layout: [B, S, K, D], or a cache layer's k [B, K, S, D] and v [B, K, D, S])."""
     rng = np.random.default_rng(1)
     q, k, v = (jnp.asarray(rng.standard_normal(s), jnp.float32)
                for s in [(2, 7, 4, 8), (2, 7, 2, 8), (2, 7, 2, 8)])
+    if heads_first:
+        k, v = jnp.swapaxes(k, 1, 2), jnp.transpose(v, (0, 2, 3, 1))
     mask = jnp.asarray(np.tril(np.ones((7, 7), bool))[None].repeat(2, 0))
 
     def loss(q, k, v, c):
-        return jnp.sum(jnp.sin(transformer.attend(q, k, v, mask, "xla", c)))
+        return jnp.sum(jnp.sin(transformer.attend(q, k, v, mask, "xla", c,
+                                                  heads_first=heads_first)))
 
-    whole = transformer.attend(q, k, v, mask)
-    blocked = transformer.attend(q, k, v, mask, "xla", chunk)
+    whole = transformer.attend(q, k, v, mask, heads_first=heads_first)
+    blocked = transformer.attend(q, k, v, mask, "xla", chunk, heads_first=heads_first)
     np.testing.assert_allclose(blocked, whole, atol=1e-6, rtol=0)
     g_whole = jax.grad(loss, argnums=(0, 1, 2))(q, k, v, 0)
     g_blocked = jax.grad(loss, argnums=(0, 1, 2))(q, k, v, chunk)

@@ -48,10 +48,49 @@ _REMAT_POLICIES = {
 
 
 class KVCache(NamedTuple):
-    """Per-layer keys/values for incremental decoding (a pytree)."""
+    """Per-layer keys/values for incremental decoding (a pytree).
 
-    k: jax.Array  # [num_layers, batch, max_len, num_kv_heads, head_dim]
-    v: jax.Array  # same
+    Keys are [batch, kv_heads, slots, head_dim] and values [batch, kv_heads, head_dim, slots]
+    per layer: kv heads are a batch axis of both attention dots and each dot contracts its
+    operand's last axis (head_dim for the scores, slots for the mix), the layout XLA's dots
+    read in place; a [batch, slots, kv_heads, head_dim] cache had XLA transpose every layer's
+    keys and values each decode step. The layers are one array each (tuples, layer by layer),
+    so a step's dot reads its layer's buffer as it is, where a slice of a stacked cache is a
+    copy; a model with `scan_layers` indexes the layer inside the scan, and keeps them stacked
+    ([layers, ...] arrays).
+    """
+
+    k: tuple[jax.Array, ...] | jax.Array  # layers x [batch, kv_heads, max_len, head_dim]
+    v: tuple[jax.Array, ...] | jax.Array  # layers x [batch, kv_heads, head_dim, max_len]
+
+    def write(self, layer, index, k: jax.Array, v: jax.Array):
+        """(cache, keys, values): k, v [B, T, K, D] of `layer` (an int, or traced with a
+        stacked cache) written into slots [index, index + T) (index may be traced), and that
+        layer's whole keys [B, K, S, D] and values [B, K, D, S]. Each write is one small
+        dynamic_update_slice in place (never a copy of the cache)."""
+        k = jnp.swapaxes(k, 1, 2)  # [B, K, T, D]
+        v = jnp.transpose(v, (0, 2, 3, 1))  # [B, K, D, T]
+        zero, i = jnp.zeros((), jnp.int32), jnp.asarray(index, jnp.int32)
+        k_at, v_at = (zero, zero, i, zero), (zero, zero, zero, i)
+        if isinstance(self.k, tuple):
+            ks, vs = list(self.k), list(self.v)
+            ks[layer] = jax.lax.dynamic_update_slice(ks[layer], k.astype(ks[layer].dtype), k_at)
+            vs[layer] = jax.lax.dynamic_update_slice(vs[layer], v.astype(vs[layer].dtype), v_at)
+            return KVCache(tuple(ks), tuple(vs)), ks[layer], vs[layer]
+        at = jnp.asarray(layer, jnp.int32)
+        ck = jax.lax.dynamic_update_slice(self.k, k[None].astype(self.k.dtype), (at, *k_at))
+        cv = jax.lax.dynamic_update_slice(self.v, v[None].astype(self.v.dtype), (at, *v_at))
+        return KVCache(ck, cv), ck[layer], cv[layer]
+
+    def pad(self, extra: int) -> KVCache:
+        """The cache with `extra` more (zero) slots after the last one."""
+        def grow(c, axis):
+            widths = [(0, 0)] * c.ndim
+            widths[axis] = (0, extra)
+            return jnp.pad(c, widths)
+
+        return KVCache(k=jax.tree.map(lambda c: grow(c, c.ndim - 2), self.k),
+                       v=jax.tree.map(lambda c: grow(c, c.ndim - 1), self.v))
 
 
 def attention_impl(cfg: ModelConfig, platform: str | None = None) -> str:
@@ -77,10 +116,16 @@ def attention_of(model) -> str:
 
 
 def init_cache(cfg: ModelConfig, batch: int, max_len: int, dtype=None) -> KVCache:
-    """An all-zeros cache; `dtype` defaults to the model's compute dtype."""
-    shape = (cfg.num_layers, batch, max_len, cfg.num_kv_heads, cfg.head_dim)
+    """An all-zeros cache; `dtype` defaults to the model's compute dtype. One array per layer,
+    or [layers, ...] arrays for a model with `scan_layers` (`KVCache`)."""
+    kshape = (batch, cfg.num_kv_heads, max_len, cfg.head_dim)
+    vshape = (batch, cfg.num_kv_heads, cfg.head_dim, max_len)
     dtype = jnp.dtype(cfg.dtype if dtype is None else dtype)
-    return KVCache(k=jnp.zeros(shape, dtype), v=jnp.zeros(shape, dtype))
+    if cfg.scan_layers:
+        return KVCache(k=jnp.zeros((cfg.num_layers, *kshape), dtype),
+                       v=jnp.zeros((cfg.num_layers, *vshape), dtype))
+    return KVCache(k=tuple(jnp.zeros(kshape, dtype) for _ in range(cfg.num_layers)),
+                   v=tuple(jnp.zeros(vshape, dtype) for _ in range(cfg.num_layers)))
 
 
 def rope_inv_freq(cfg: ModelConfig) -> np.ndarray:
@@ -210,17 +255,28 @@ class SegmentMask:
 
 
 def attend(q: jax.Array, k: jax.Array, v: jax.Array, mask,
-           implementation: str = "xla", q_chunk: int = 0) -> jax.Array:
+           implementation: str = "xla", q_chunk: int = 0, heads_first: bool = False,
+           ) -> jax.Array:
     """Grouped-query attention.
 
-    q: [B, T, N, D]; k, v: [B, S, K, D] with N a multiple of K (query head n reads kv head
-    n // (N // K), as HF's repeat_kv); mask: bool [B, T, S], or a `SegmentMask` (T = S).
-    Returns [B, T, N * D]. Scores and softmax are float32 for 16-bit inputs too. Masked scores
-    are replaced by a large finite negative, so a fully masked row (a padding query) averages
-    the values uniformly instead of producing NaN. With `q_chunk` (XLA only) the queries run in
-    blocks of that many positions (`_attend_chunked`).
+    q: [B, T, N, D]; k, v: [B, S, K, D], or with `heads_first` a KV cache layer's k [B, K, S, D]
+    and v [B, K, D, S] (`KVCache`); N a multiple of K (query head n reads kv head n // (N // K),
+    as HF's repeat_kv); mask: bool [B, T, S], or a `SegmentMask` (T = S). Returns [B, T, N * D].
+    Scores and softmax are float32 for 16-bit inputs too. Masked scores are replaced by a large
+    finite negative, so a fully masked row (a padding query) averages the values uniformly
+    instead of producing NaN. With `q_chunk` (XLA only) the queries run in blocks of that many
+    positions (`_attend_chunked`).
     """
     b, t, n, d = q.shape
+    if heads_first:
+        if implementation == "xla":
+            if isinstance(mask, SegmentMask):
+                mask = mask.dense()
+            if 0 < q_chunk < t:
+                return _attend_chunked(q, k, v, mask, q_chunk, heads_first=True)
+            return _attend_heads_first(q, k, v, mask).reshape(b, t, n * d)
+        # cuDNN takes [B, S, K, D].
+        k, v = jnp.swapaxes(k, 1, 2), jnp.transpose(v, (0, 3, 1, 2))
     if isinstance(mask, SegmentMask):
         if implementation == "cudnn" and not mask.packed:
             lengths = mask.lengths()
@@ -236,8 +292,31 @@ def attend(q: jax.Array, k: jax.Array, v: jax.Array, mask,
     return out.reshape(b, t, n * d)
 
 
+def _attend_heads_first(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array
+                        ) -> jax.Array:
+    """XLA attention of q [B, T, N, D] over a KV cache layer's k [B, K, S, D] and v
+    [B, K, D, S] with mask bool [B, T, S]; returns [B, T, N, D]. The maths of
+    `jax.nn.dot_product_attention`'s XLA path (scores in float32 scaled after the dot, masked to
+    -0.7 x float32 max, float32 softmax, probabilities cast to the values' dtype), with the
+    kv-head axis as a batch axis of both dots and each contracting its operands' last axis, so
+    neither copies the keys or values into another layout."""
+    b, t, n, d = q.shape
+    kh = k.shape[1]
+    qg = q.reshape(b, t, kh, n // kh, d)
+    precision = {jnp.dtype(jnp.bfloat16): jax.lax.DotAlgorithmPreset.BF16_BF16_F32,
+                 jnp.dtype(jnp.float16): jax.lax.DotAlgorithmPreset.F16_F16_F32}.get(
+                     jnp.dtype(q.dtype))
+    scores = jnp.einsum("btkgd,bksd->bkgts", qg, k, precision=precision,
+                        preferred_element_type=jnp.promote_types(q.dtype, jnp.float32))
+    scores = scores * jnp.asarray(d**-0.5, scores.dtype)
+    big_negative = -0.7 * float(jnp.finfo(jnp.float32).max)
+    scores = jnp.where(mask[:, None, None], scores, jnp.asarray(big_negative, scores.dtype))
+    probs = jax.nn.softmax(scores.astype(jnp.float32), axis=-1).astype(k.dtype)
+    return jnp.einsum("bkgts,bkds->btkgd", probs, v).reshape(b, t, n, d)
+
+
 def _attend_chunked(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array,
-                    chunk: int) -> jax.Array:
+                    chunk: int, heads_first: bool = False) -> jax.Array:
     """`attend` over blocks of `chunk` queries, each against every key: a block's softmax is
     its rows' softmax, so the result is the unblocked one; only one block's scores exist at a
     time, and the backward pass recomputes them from the block's queries (jax.checkpoint)."""
@@ -253,6 +332,8 @@ def _attend_chunked(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array,
     @jax.checkpoint
     def block(args):
         qb, mb = args
+        if heads_first:
+            return _attend_heads_first(qb, k, v, mb)
         return jax.nn.dot_product_attention(qb, k, v, mask=mb[:, None], scale=d**-0.5,
                                             implementation="xla")
 
@@ -295,16 +376,10 @@ class Attention(nnx.Module):
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         if cache is not None:
-            # Update the whole stacked cache in place (one small dynamic_update_slice per
-            # layer) rather than slicing a layer out and stacking it back, which would copy
-            # the full cache every decode step.
-            zero = jnp.zeros((), jnp.int32)
-            start = (jnp.asarray(layer, jnp.int32), zero,
-                     jnp.asarray(cache_index, jnp.int32), zero, zero)
-            cache = KVCache(
-                k=jax.lax.dynamic_update_slice(cache.k, k[None].astype(cache.k.dtype), start),
-                v=jax.lax.dynamic_update_slice(cache.v, v[None].astype(cache.v.dtype), start))
-            k, v = cache.k[layer].astype(q.dtype), cache.v[layer].astype(q.dtype)
+            cache, k, v = cache.write(layer, cache_index, k, v)
+            k, v = k.astype(q.dtype), v.astype(q.dtype)
+            out = attend(q, k, v, mask, self.implementation, self.q_chunk, heads_first=True)
+            return self.o_proj(out), cache
         return self.o_proj(attend(q, k, v, mask, self.implementation, self.q_chunk)), cache
 
 
@@ -381,8 +456,9 @@ class Transformer(nnx.Module):
         else:
             for i, layer in enumerate(self.layers):
                 graphdef, state = nnx.split(layer)
-                run = self._remat(_layer_fn(graphdef), prevent_cse=True)
-                x, cache = run(state, x, cos, sin, attn_mask, cache, i, cache_index)
+                # The layer index stays a Python int (it picks the layer's cache arrays).
+                run = self._remat(_layer_fn(graphdef, i), prevent_cse=True)
+                x, cache = run(state, x, cos, sin, attn_mask, cache, cache_index)
         return self.norm(x), cache
 
     def logits(self, hidden: jax.Array) -> jax.Array:
@@ -439,13 +515,18 @@ class Transformer(nnx.Module):
         return x, cache
 
 
-def _layer_fn(graphdef: nnx.GraphDef):
-    """A pure function of one decoder layer's state, for jax.checkpoint and lax.scan."""
+def _layer_fn(graphdef: nnx.GraphDef, layer: int | None = None):
+    """A pure function of one decoder layer's state, for jax.checkpoint and lax.scan: of
+    (state, x, cos, sin, mask, cache, layer, cache_index), or with `layer` given of the same
+    without it."""
 
     def run(state, x, cos, sin, mask, cache, layer, cache_index):
         return nnx.merge(graphdef, state)(x, cos, sin, mask, cache, layer, cache_index)
 
-    return run
+    if layer is None:
+        return run
+    return lambda state, x, cos, sin, mask, cache, cache_index: run(
+        state, x, cos, sin, mask, cache, layer, cache_index)
 
 
 def cost_model(graphdef: nnx.GraphDef, params) -> Transformer:

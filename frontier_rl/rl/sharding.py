@@ -371,11 +371,13 @@ def stacked_batch_sharding(mesh: Mesh) -> NamedSharding:
     return NamedSharding(mesh, PartitionSpec(None, BATCH_AXES))
 
 
-def kv_cache_sharding(mesh: Mesh, num_kv_heads: int) -> NamedSharding:
-    """A KV cache [layers, rows, slots, kv_heads, head_dim]: rows on the batch axes, heads on
+def kv_cache_sharding(mesh: Mesh, num_kv_heads: int, ndim: int = 5) -> NamedSharding:
+    """An array of a KV cache (models.KVCache): a layer's [rows, kv_heads, ., .] (ndim 4) or
+    the layers stacked [layers, rows, kv_heads, ., .] (ndim 5). Rows on the batch axes, heads on
     `model` when it divides them (the k/v projections' outputs are split the same way)."""
     heads = "model" if num_kv_heads % mesh.shape["model"] == 0 else None
-    return NamedSharding(mesh, PartitionSpec(None, BATCH_AXES, None, heads, None))
+    return NamedSharding(mesh, PartitionSpec(*[None] * (ndim - 4), BATCH_AXES, heads, None,
+                                             None))
 
 
 def split_rows(tree, k: int):

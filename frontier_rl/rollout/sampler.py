@@ -335,8 +335,7 @@ class Sampler:
         """The carry with `extra` more empty decode slots in the cache (and its valid mask):
         one copy of the cache, between two segments."""
         t, cache, logits, out_tok, out_logp, out_ent, done, lengths, key_valid, prompt_len = carry
-        cache = jax.tree.map(
-            lambda c: jnp.pad(c, ((0, 0), (0, 0), (0, extra), (0, 0), (0, 0))), cache)
+        cache = cache.pad(extra)
         key_valid = jnp.pad(key_valid, ((0, 0), (0, extra)))
         return self._shard_carry((t, cache, logits, out_tok, out_logp, out_ent, done, lengths,
                                   key_valid, prompt_len), False)
@@ -347,8 +346,9 @@ class Sampler:
             return carry
         t, cache, logits, *per_row = carry
         rows = sharding.batch_sharding(self.mesh)
-        cache = jax.lax.with_sharding_constraint(
-            cache, sharding.kv_cache_sharding(self.mesh, self.cfg.num_kv_heads))
+        cache = jax.lax.with_sharding_constraint(cache, jax.tree.map(
+            lambda c: sharding.kv_cache_sharding(self.mesh, self.cfg.num_kv_heads, c.ndim),
+            cache))
         return (t, cache, *jax.lax.with_sharding_constraint((logits, *per_row), rows))
 
     def _prefill_groups(self, rows: int, plen: int) -> int:
@@ -360,8 +360,8 @@ class Sampler:
                     if per_device % k == 0 and per_device // k <= most)
 
     def _prefill_rows(self, model, prompt, prompt_mask):
-        """The last prompt position's logits [B, V] and the prompt's keys/values [L, B, plen,
-        ...]. The prompt attends over its own plen slots only (not the empty decode slots after
+        """The last prompt position's logits [B, V] and the prompt's keys/values (`KVCache`, plen
+        slots). The prompt attends over its own plen slots only (not the empty decode slots after
         them): the attention scores are [B, heads, plen, plen]."""
         batch, plen = prompt.shape
         cache = init_cache(self.cfg, batch, plen, dtype=jnp.dtype(self.cfg.dtype))
@@ -393,14 +393,17 @@ class Sampler:
                     parts, sharding.stacked_batch_sharding(self.mesh))
             logits, cache = jax.lax.map(lambda x: self._prefill_rows(model, *x), parts)
             logits = sharding.merge_rows(logits, k)
-            # [k, L, B / k, ...] -> [L, B, ...], rows back in their order (as merge_rows).
-            cache = jax.tree.map(
-                lambda c: jnp.moveaxis(c, 0, 2).reshape(c.shape[1], batch, *c.shape[3:]),
-                cache)
+            # [k, (L,) B / k, K, ., .] -> [(L,) B, K, ., .], rows back in their order (as
+            # merge_rows); the cache is per layer, or stacked [L, ...] with scan_layers.
+            def merge(c):
+                rows = c.ndim - 4
+                return jnp.moveaxis(c, 0, rows).reshape(*c.shape[1:rows], batch,
+                                                        *c.shape[rows + 1:])
+
+            cache = jax.tree.map(merge, cache)
         # Padding the prompt's keys/values to the decode cache copies them once (a scan writing
         # each group into a preallocated cache instead cost XLA a second full cache).
-        cache = jax.tree.map(
-            lambda c: jnp.pad(c, ((0, 0), (0, 0), (0, slots), (0, 0), (0, 0))), cache)
+        cache = cache.pad(slots)
         key_valid = jnp.concatenate(
             [prompt_mask.astype(bool), jnp.zeros((batch, slots), bool)], axis=1)
         prompt_len = jnp.sum(prompt_mask, axis=-1).astype(jnp.int32)
