@@ -13,7 +13,7 @@ on the pre-registered frontier bucket and a per-(method, seed) proof that each m
 Args:
   ''       uniform, hive, heapa; seeds 0,1,2; 25,600 rollouts each (50 uniform steps), one
            warm start shared by every seed, two runs at once (compare.workers = 2; what fits
-           15 minutes on 2 cores): its verdicts are conditional on that starting point, and
+           the time on 2 cores, README): its verdicts are conditional on that starting point, and
            the report says so
   claims   every claim of the report and the four ablation arms: uniform, ds, greso, hive,
            hive_random_drop, hive_no_stage1, heapa, heapa_uniform_pool, heap_only,
