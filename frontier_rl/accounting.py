@@ -161,6 +161,19 @@ def _line(one: Any, two: Any, rows: int) -> Any:
     return one + (rows - 1) * (two - one)
 
 
+def cost_store_key(config: Any, mcfg: ModelConfig, stop_ids: Sequence[int], pad_id: int) -> dict:
+    """What a run's cost programs depend on beyond their shapes, the key of `Accountant`'s
+    store: the model, rl, rollout and mesh config (less the budget: how long a run is, not what
+    it computes), the stop and pad ids, the device count and JAX's version. The runs of a
+    comparison differ in selector and seed only, so they share it."""
+    key = {"jax": jax.__version__, "devices": jax.device_count(), "mcfg": mcfg,
+           "stop": tuple(stop_ids), "pad": pad_id,
+           **{k: config[k].to_dict() for k in ("model", "rl", "rollout", "mesh")}}
+    for budget in ("num_steps", "rollout_budget"):
+        key["rl"].pop(budget, None)
+    return key
+
+
 class Accountant:
     """Cumulative FLOPs per kind (generation, entropy, old_logprob, train), XLA and formula.
 
@@ -183,7 +196,8 @@ class Accountant:
         # runs of a comparison differ in selector and seed, not in what their device functions
         # compute, and each lowering costs a second or so of host time. `store_key` must name
         # everything the cost programs depend on beyond the shape (train.py passes the model,
-        # rl, rollout and mesh config, the stop and pad ids, the device count and JAX's version).
+        # rl, rollout and mesh config, the stop and pad ids, the device count and JAX's version:
+        # `cost_store_key`).
         self._store = store if store and store_key is not None else None
         self._store_key = json.dumps(store_key, sort_keys=True, default=str)
 

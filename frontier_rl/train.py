@@ -35,7 +35,7 @@ from frontier_rl import (
     tasks,
     warmstart,
 )
-from frontier_rl.accounting import Accountant
+from frontier_rl.accounting import Accountant, cost_store_key
 from frontier_rl.entropy import PromptEntropy
 from frontier_rl.errors import RunError
 from frontier_rl.evaluation import suite as eval_suite
@@ -165,16 +165,12 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
                                chunk=config.model.logits_chunk)
     # FLOPs of every rollout, entropy pass, old-logprob pass and update: XLA's cost analysis of
     # each compiled function x its calls, beside the 2N/6N formula (accounting.py).
-    # Their costs are kept beside the compiled programs, for the other runs of a comparison
-    # (or a restart), keyed by everything the cost programs depend on beyond their shapes.
-    cost_key = {"jax": jax.__version__, "devices": jax.device_count(), "mcfg": mcfg,
-                "stop": policy.stop_ids(mcfg, tokenizer), "pad": tokenizer.pad_token_id,
-                **{k: config[k].to_dict() for k in ("model", "rl", "rollout", "mesh")}}
-    for budget in ("num_steps", "rollout_budget"):  # how long a run is, not what it computes
-        cost_key["rl"].pop(budget, None)
+    # Their costs are kept beside the compiled programs for the other runs of a comparison.
     accountant = Accountant(mcfg, params, sampler=sampler, entropy=entropy_fn, trainer=trainer,
                             store=os.path.join(cache_dir, "frontier_rl_costs") if primary
-                            else None, store_key=cost_key)
+                            else None, store_key=cost_store_key(
+                                config, mcfg, policy.stop_ids(mcfg, tokenizer),
+                                tokenizer.pad_token_id))
     # With eval.sets the benchmark files replace the task's held-out split (eval_suite.py).
     if config.eval.get("sets"):
         task.eval = eval_suite.suite_task(config.task.name, _task_fields(config),

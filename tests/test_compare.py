@@ -473,6 +473,20 @@ def _timeless(x):
     return x
 
 
+def _sigterm_once_checkpointed(proc: subprocess.Popen, run_dir: str) -> tuple[str, str]:
+    """Sends SIGTERM to a running comparison once `run_dir` holds a checkpoint (a preemption
+    mid-run); returns its (stdout, stderr) once it has stopped."""
+    ckpts = os.path.join(run_dir, "checkpoints")
+    deadline = time.time() + 600
+    while time.time() < deadline and proc.poll() is None:
+        if os.path.isdir(ckpts) and any(d.isdigit() for d in os.listdir(ckpts)):
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, "the comparison ended before it could be preempted"
+    proc.send_signal(signal.SIGTERM)
+    return proc.communicate(timeout=600)
+
+
 @pytest.mark.slow
 def test_sigterm_stops_the_comparison_and_the_rerun_ends_as_an_uninterrupted_one(tmp_path):
     """A cluster's preemption: SIGTERM during the third run (hive-s0). The run checkpoints, the
@@ -489,15 +503,7 @@ def test_sigterm_stops_the_comparison_and_the_rerun_ends_as_an_uninterrupted_one
     cut = str(tmp_path / "cut")
     proc = subprocess.Popen(cmd + [f"--workdir={cut}"], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    ckpts = os.path.join(cut, "runs", "hive-s0", "checkpoints")
-    deadline = time.time() + 600
-    while time.time() < deadline and proc.poll() is None:
-        if os.path.isdir(ckpts) and any(d.isdigit() for d in os.listdir(ckpts)):
-            break
-        time.sleep(0.2)
-    assert proc.poll() is None, "the comparison ended before it could be preempted"
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=600)
+    out, err = _sigterm_once_checkpointed(proc, os.path.join(cut, "runs", "hive-s0"))
     assert proc.returncode == 1, (out, err)
     assert "hive-s0 was stopped by SIGTERM before its budget" in err
     assert "Traceback" not in err
@@ -790,15 +796,7 @@ def test_sigterm_stops_every_worker_and_the_rerun_ends_as_an_uninterrupted_one(t
     two = cmd + [f"--workdir={cut}", "--config.compare.workers=2"]
     proc = subprocess.Popen(two, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
-    ckpts = os.path.join(cut, "runs", "hive-s0", "checkpoints")
-    deadline = time.time() + 600
-    while time.time() < deadline and proc.poll() is None:
-        if os.path.isdir(ckpts) and any(d.isdigit() for d in os.listdir(ckpts)):
-            break
-        time.sleep(0.2)
-    assert proc.poll() is None, "the comparison ended before it could be preempted"
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=600)
+    out, err = _sigterm_once_checkpointed(proc, os.path.join(cut, "runs", "hive-s0"))
     assert proc.returncode == 1, (out, err)
     line = [x for x in err.splitlines() if "stopped by SIGTERM" in x]
     assert len(line) == 1 and "hive-s0" in line[0] and "(no report written)" in line[0], err
