@@ -88,7 +88,11 @@ import ml_collections
 
 from frontier_rl import config_lib, selection
 
-ARGS = ("", "claims", "full", "controls", "hive_steps", "smoke")
+ARGS = ("", "claims", "full", "controls", "hive_steps", "pilot", "pilot_mixed", "smoke")
+# Pilot pools (task.bucket_weights over 2op, 3op, 4op, 5op): "sparse" drops 3op, the bucket most
+# of whose groups carry gradient, so that uniform's informative share is low; "mixed" is the
+# four buckets in equal shares (the testbed before the pilots).
+POOLS = {"sparse": (1.0, 0.0, 1.0, 1.0), "mixed": (1.0, 1.0, 1.0, 1.0)}
 # The controls measure 2 B candidates per step with 8 samples each (1,024 samples beside the
 # step's 512 charged rollouts): 8 samples tell a prompt at 0 or 1 from one at 0.2 (17% of such
 # prompts still read 0) at twice the sampling of a step.
@@ -230,6 +234,25 @@ def get_config(arg: str | None = None):
         c.compare.steps = 50
         c.compare.evals = 5
         c.compare.target = "ds"
+    elif arg in ("pilot", "pilot_mixed"):
+        # How much an update gains from more informative groups, the mechanism selection needs
+        # under Adam: uniform at B and 4 B at matched steps from one shared warm start.
+        small, large = (8, 32) if arg == "pilot" else (16, 64)
+        with c.task.unlocked():
+            c.task.bucket_weights = POOLS["sparse" if arg == "pilot" else "mixed"]
+        c.compare.methods[f"uniform_b{small}"] = {"selector": {"name": "uniform"},
+                                                  "rl": {"batch_size": small}}
+        c.compare.methods[f"uniform_b{large}"] = {"selector": {"name": "uniform"},
+                                                  "rl": {"batch_size": large}}
+        c.compare.run = f"uniform_b{small},uniform_b{large}"
+        c.compare.target = f"uniform_b{small}"
+        c.compare.rollout_reference = f"uniform_b{small}"
+        c.compare.seeds = "0,1,2"
+        c.compare.budget = "steps"
+        c.compare.steps = 150 if arg == "pilot" else 50
+        c.compare.evals = 3
+        c.compare.shared_start = True
+        c.compare.workers = 2
     elif arg == "smoke":
         config_lib.shrink_for_smoke(c)
         c.compare.run = "uniform,hive"
