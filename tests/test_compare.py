@@ -65,6 +65,25 @@ def test_shared_start_keeps_one_warm_start(tmp_path):
                                                         if cfg.warmstart.seed >= 0 else cfg.seed}
 
 
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_named_warm_start_cache_is_honoured(tmp_path, shared):
+    """Two comparisons naming one warmstart.cache_dir start from the same policies; the
+    starting point's record names the cache and a digest of its key."""
+    cfg = _load_config()
+    cfg.compare.seeds = "0,3"
+    cfg.compare.shared_start = shared
+    cfg.warmstart.cache_dir = str(tmp_path / "other" / "warmstart")
+    specs = compare.plan(cfg, str(tmp_path / "this"))
+    want = [str(tmp_path / "other" / "warmstart")] * 2 if shared else [
+        str(tmp_path / "other" / "warmstart" / f"s{x}") for x in (0, 3)]
+    assert [s.config.warmstart.cache_dir for s in specs][:2] == want
+    first, again = (compare.start_cache(s.config) for s in (specs[0], copy.deepcopy(specs[0])))
+    assert first == again and first["dir"] == want[0] and len(first["key"]) == 16
+    other = copy.deepcopy(specs[0].config)
+    other.warmstart.target_acc = 0.5
+    assert compare.start_cache(other)["key"] != first["key"]
+
+
 def test_steps_budget_matches_updates(tmp_path):
     cfg = _load_config()
     cfg.compare.budget = "steps"

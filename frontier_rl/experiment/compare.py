@@ -231,13 +231,17 @@ def plan(config: ml_collections.ConfigDict, workdir: str) -> list[RunSpec]:
             with cfg.task.unlocked():
                 if cfg.task.name == "arith" and "data_seed" not in cfg.task:
                     cfg.task.data_seed = base.seed
+            # warmstart.cache_dir, when the config names one, is honoured: comparisons that
+            # name the same cache start from exactly the same policies (the controls, `:claims`
+            # and `:hive_steps` on the default's starting points)
+            ws_root = base.warmstart.cache_dir or os.path.join(workdir, "warmstart")
             if shared:  # one starting point for every seed
                 if cfg.warmstart.seed < 0:
                     cfg.warmstart.seed = base.seed
-                cfg.warmstart.cache_dir = os.path.join(workdir, "warmstart")
+                cfg.warmstart.cache_dir = ws_root
             else:  # each seed its own, shared by the methods at that seed
                 cfg.warmstart.seed = seed
-                cfg.warmstart.cache_dir = os.path.join(workdir, "warmstart", f"s{seed}")
+                cfg.warmstart.cache_dir = os.path.join(ws_root, f"s{seed}")
             if _get(c, "budget") == "rollouts":
                 cfg.rl.rollout_budget = c.rollout_budget
                 cfg.rl.num_steps = max(cfg.rl.num_steps, c.rollout_budget)  # an upper bound
@@ -542,7 +546,17 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
         "mechanisms_required": required_mechanisms(spec.config),
         "eval_buckets": first.get("evalset/prompt_buckets"),
         "start": {x.split("/", 1)[1]: v for x, v in first.items() if x.startswith("warmstart/")},
+        "start_cache": start_cache(spec.config),
     }
+
+
+def start_cache(cfg: ml_collections.ConfigDict) -> dict:
+    """The warm-start cache a run started from and a digest of its key (warmstart.cache_key:
+    what the starting point depends on), so a report names the exact starting point."""
+    from frontier_rl import warmstart  # the policy layer; planning needs no jax
+
+    key = json.dumps(warmstart.cache_key(cfg), sort_keys=True, default=str)
+    return {"dir": cfg.warmstart.cache_dir, "key": hashlib.sha256(key.encode()).hexdigest()[:16]}
 
 
 def _per_seed_targets(c: ml_collections.ConfigDict, runs: list[dict]) -> dict[int, float]:

@@ -148,18 +148,41 @@ class PolicyContext:
         return ids, res, texts, outcomes
 
     def rollout(self, indices: Sequence[int], n: int) -> list[Group]:
+        groups, res = self._groups(indices, n)
+        if groups:
+            self.charge(groups)
+            if self.accountant is not None:
+                self.accountant.charge_generation(res)
+        return groups
+
+    def control_rollout(self, indices: Sequence[int], n: int) -> list[Group]:
+        """n scored responses of each prompt, as `rollout` makes them, for control arms only
+        (selection/oracle.py): counted in `control_samples`, never in `rollouts` or the FLOPs
+        budget, until the control `charge`s the groups it trains on."""
+        groups, _ = self._groups(indices, n)
+        self.counters["control_samples"] += n * len(groups)
+        return groups
+
+    def charge(self, groups: Sequence[Group]) -> None:
+        """Books `groups` (made by this context) as rollouts: responses, tokens, their analytic
+        FLOPs and the step's tally. `rollout` charges its own groups; a control arm charges the
+        ones it trains on (their XLA generation cost stays uncharged: it was one call with the
+        control's discards)."""
+        n_tok = sum(int(g.lengths.sum()) for g in groups)
+        p_tok = sum(g.size * len(self.encode(g.index)) for g in groups)
+        self.counters["rollouts"] += sum(g.size for g in groups)
+        self.counters["response_tokens"] += n_tok
+        self.counters["prompt_tokens"] += p_tok
+        self.counters["rollout_flops"] += self.flops_per_token * (n_tok + p_tok)
+        self.rolled.add(np.stack([g.outcomes for g in groups]))
+
+    def _groups(self, indices: Sequence[int], n: int) -> tuple[list[Group], SampleResult]:
+        """n scored responses of each prompt as Groups, counted nowhere."""
         indices = [int(i) for i in indices]
         if not indices:
-            return []
+            return [], None
         ids, res, texts, outcomes = self._sample(indices, n)
         rewards = self.shape_rewards(outcomes.astype(np.float32), res.lengths)
-        self.counters["rollouts"] += len(texts)
-        self.counters["response_tokens"] += int(res.lengths.sum())
-        self.counters["prompt_tokens"] += n * sum(len(x) for x in ids)
-        self.counters["rollout_flops"] += self.flops_per_token * (
-            int(res.lengths.sum()) + n * sum(len(x) for x in ids))
-        if self.accountant is not None:
-            self.accountant.charge_generation(res)
         lengths = np.maximum(res.lengths, 1)
         mean_ent = res.entropies.sum(axis=1) / lengths
         groups = []
@@ -169,8 +192,7 @@ class PolicyContext:
                 index=idx, prompt_id=self.prompts[idx].id, outcomes=outcomes[s],
                 rewards=rewards[s], lengths=res.lengths[s], mean_entropy=mean_ent[s],
                 tokens=res.tokens[s], logps=res.logps[s], texts=texts[s]))
-        self.rolled.add(outcomes.reshape(len(indices), n))
-        return groups
+        return groups, res
 
     def pass_rates(self, indices: Sequence[int], k: int) -> np.ndarray:
         """Each prompt's current pass rate from k samples, for control arms: sampled and

@@ -168,10 +168,24 @@ class ScriptedContext:
         groups = [Group(index=int(i), prompt_id=self._prompt_id(int(i)), outcomes=outcomes[r],
                         rewards=rewards[r], lengths=lengths, mean_entropy=ent[r])
                   for r, i in enumerate(idx.tolist())]
-        self.counters["rollouts"] += int(idx.size) * n
-        self.counters["response_tokens"] += int(idx.size) * n * 4
         self.time_in_s += time.perf_counter() - t0
+        self.charge(groups)
         return groups
+
+    def control_rollout(self, indices: Sequence[int], n: int) -> list[Group]:
+        """Groups as `rollout` makes them, uncharged: counted in `control_samples` (control
+        arms; they `charge` the groups they train on)."""
+        counters = dict(self.counters)
+        groups = self.rollout(indices, n)
+        self.counters.update(counters)
+        self.counters["control_samples"] += n * len(groups)
+        return groups
+
+    def charge(self, groups: Sequence[Group]) -> None:
+        """Books `groups` as rollouts (4 tokens a response)."""
+        n = sum(g.size for g in groups)
+        self.counters["rollouts"] += n
+        self.counters["response_tokens"] += 4 * n
 
     def pass_rates(self, indices: Sequence[int], k: int = 0) -> np.ndarray:
         """The scripted pass rate of each prompt, exact (control arms; never charged)."""
