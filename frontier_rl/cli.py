@@ -6,6 +6,9 @@ Commands:
            SLURM and TPU pods need none of these; launch/ has the scripts)
   compare  --config=configs/compare_arith.py[:arg] --workdir=DIR   (matched-budget comparison)
   sim      --config=configs/sim_<exp>.py[:arg] [--workdir=DIR]       (the synthetic learner)
+  sim      calibrate --workdir=DIR --fit=uniform,oracle --predict=hive,oracle_negative
+           [--update=adam|sgd|adam,sgd] [--sim_seeds=5]   (fits the learner's update rule to a
+           finished comparison's curves, predicts the held-out arms: DIR/calibration.json)
   bench    sampler | train_step | entropy | flops  [--bench_config=default] [--repeats=N] [--json]
            (train_step --bench_config=realistic: each batch layout on drawn response lengths)
   bench    warmstart --config=configs/compare_arith.py [--seeds=0-9] [--json] [--workdir=DIR]
@@ -74,6 +77,12 @@ flags.DEFINE_string("coordinator", None, "train, multi-process: host:port of pro
                     "needed under SLURM or on a TPU pod, where JAX finds it).")
 flags.DEFINE_integer("num_processes", None, "train, multi-process: how many processes.")
 flags.DEFINE_integer("process_id", None, "train, multi-process: this process's rank.")
+flags.DEFINE_list("fit", ["uniform", "oracle"], "sim calibrate: the arms whose curves the "
+                  "learner's update rule is fitted to.")
+flags.DEFINE_list("predict", [], "sim calibrate: the held-out arms to predict.")
+flags.DEFINE_list("update", ["adam"], "sim calibrate: the learner's update rules to fit "
+                  "(adam, sgd or both).")
+flags.DEFINE_integer("sim_seeds", 5, "sim calibrate: learner seeds per setting and arm.")
 flags.DEFINE_integer("port", 30000, "serve: the port to listen on.")
 flags.DEFINE_string("host", "127.0.0.1", "serve: the address to listen on.")
 
@@ -108,6 +117,14 @@ def _main(argv: list[str]) -> int:
         elif command == "sim":
             from frontier_rl.sim import run as sim_run
 
+            if len(argv) > 2:
+                if argv[2] != "calibrate":
+                    raise train.RunError(f"sim has one subcommand, calibrate; got {argv[2]!r}")
+                from frontier_rl.sim import calibrate
+
+                calibrate.main(FLAGS.workdir, FLAGS.fit, FLAGS.predict, FLAGS.update,
+                               FLAGS.sim_seeds)
+                return 0
             if FLAGS.config is None:
                 raise train.RunError("--config is required (e.g. --config=configs/sim_heapa.py)")
             if "controls" in FLAGS.config:  # headroom, harm, HIVE/DS (sim/controls.py)

@@ -167,3 +167,92 @@ def test_bad_sweep_key_is_named():
     c.sweep.grid = (("selector.heapa.alpha", (1.5,)),)
     with pytest.raises(ValueError, match="alpha"):
         run.run_sweep(c, say=lambda s: None)
+
+
+# ----------------------------------------------------------------------------- update rules
+
+
+def test_sgd_rule_is_unchanged():
+    # Recorded with the learner before sim.update existed (the same values to the last bit).
+    for name, skill in (("uniform", 0.04098005582436476), ("hive", 0.07112959620314498)):
+        assert run.run_sim(small_config(name))["final"]["skill"] == skill
+
+
+def _batch(informative: int, size: int = 64) -> list[Group]:
+    """`informative` groups at 3 of 8 correct, the rest all wrong (zero variance)."""
+    return [_group(j, [1, 1, 1, 0, 0, 0, 0, 0] if j < informative else [0] * 8)
+            for j in range(size)]
+
+
+def _steps(model: dict, informative: int, draws: int = 1000) -> dict[str, np.ndarray]:
+    """Update statistics of `draws` independent updates on the same batch from the start."""
+    ctx = SimContext(model, num_prompts=100, batch_size=64, group_size=8, seed=0)
+    batch = _batch(informative)
+    out: dict[str, list] = {"step": [], "update_norm": [], "cos": []}
+    for _ in range(draws):
+        ctx.skill = ctx.c.skill0
+        st = ctx.update(batch)
+        for k in out:
+            out[k].append(st[k])
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+ADAM = {"update": "adam", "adam_lr": 0.01, "adam_noise": 4.0}
+
+
+def test_adam_step_size_does_not_shrink_with_dilution_sgd_does():
+    sgd_few, sgd_all = _steps({}, 8, 1), _steps({}, 64, 1)
+    assert sgd_all["step"][0] / sgd_few["step"][0] == pytest.approx(8.0, rel=1e-6)
+    few, full = _steps(ADAM, 8), _steps(ADAM, 64)
+    for s in (few, full):  # the update's root-mean-square size is adam_lr
+        assert np.sqrt(np.mean(s["update_norm"] ** 2)) == pytest.approx(0.01, rel=0.03)
+    # One skill direction (D = 1): the skill's own step has that size too.
+    few1, full1 = _steps({**ADAM, "adam_dims": 1}, 8), _steps({**ADAM, "adam_dims": 1}, 64)
+    ratio = np.sqrt(np.mean(full1["step"] ** 2) / np.mean(few1["step"] ** 2))
+    assert ratio == pytest.approx(1.0, abs=0.06)
+
+
+def test_adam_direction_improves_with_informative_groups():
+    few, many = _steps(ADAM, 8), _steps(ADAM, 64)
+    # more informative groups: a better direction and more expected skill progress, never a
+    # larger update
+    assert np.mean(many["cos"]) > 2 * np.mean(few["cos"]) > 0
+    assert np.mean(many["step"]) > 2 * np.mean(few["step"]) > 0
+    one = {**ADAM, "adam_dims": 1}  # in one dimension: the sign is wrong less often
+    assert np.mean(_steps(one, 64)["step"] < 0) < np.mean(_steps(one, 8)["step"] < 0) - 0.05
+    # without noise the direction is exact at any dilution: nothing for selection to buy
+    clean = {**ADAM, "adam_noise": 0.0}
+    np.testing.assert_allclose(_steps(clean, 8, 3)["step"], 0.01)
+    np.testing.assert_allclose(_steps(clean, 64, 3)["step"], 0.01)
+
+
+def test_adam_zero_variance_batch_takes_no_step_and_runs_repeat():
+    ctx = SimContext(ADAM, num_prompts=100, batch_size=4, group_size=8, seed=0)
+    assert ctx.update([_group(0, [1] * 8), _group(1, [0] * 8)])["step"] == 0.0
+    assert ctx.skill == ctx.c.skill0
+    for b2 in (0.0, 0.99):
+        c = small_config("hive")
+        c.sim.update, c.sim.adam_b2 = "adam", b2
+        a, b = run.run_sim(c), run.run_sim(c)
+        assert a["curve"]["skill"] == b["curve"]["skill"]
+        assert a["final"]["skill"] != run.run_sim(small_config("hive"))["final"]["skill"]
+
+
+def test_adam_keeps_the_other_random_streams():
+    # The noise has a stream of its own: the first step's rollouts are the sgd run's.
+    c = small_config("uniform", steps=1)
+    sgd = run.make_context(c).rollout(np.arange(50), 8)
+    c.sim.update = "adam"
+    adam = run.make_context(c).rollout(np.arange(50), 8)
+    assert all(np.array_equal(x.outcomes, y.outcomes) for x, y in zip(sgd, adam, strict=True))
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("update", "adamw", "sim.update='adamw' is not allowed: one of \\['sgd', 'adam'\\]"),
+    ("adam_lr", -0.1, "sim.adam_lr"), ("adam_noise", float("nan"), "sim.adam_noise"),
+    ("adam_b2", 1.0, "sim.adam_b2"), ("adam_dims", 0, "sim.adam_dims")])
+def test_bad_update_fields_are_named(field, value, message):
+    c = small_config()
+    c.sim[field] = value
+    with pytest.raises(ValueError, match=message):
+        run.validate_sim(c)

@@ -43,18 +43,65 @@ of the Bernoulli log-odds of prompt i_j is then
 
     g_j = (1/G) sum_k A_jk (y_jk - p_j)              (= ((G-1)/G) std(y_j) for binary rewards)
 
-so a zero-variance group (all A = 0) teaches nothing. The update moves the shared skill by the
-batch mean (the GRPO loss averages over every row of the batch, zero-advantage rows included)
-and each trained prompt's memorisation by its own signal:
+so a zero-variance group (all A = 0) teaches nothing. Each group's weight toward the shared
+skill is w_j g_j with w_j = 2 sigmoid(hard_bonus (d_j - s)) (1 when hard_bonus = 0: no
+transfer bias). Each trained prompt's memorisation moves by its own signal under both rules,
 
-    s   <- s + eta_skill * sum_j w_j g_j / max(n_groups, B)
     m_i <- (1 - forget) m_i + eta_mem * g_j          (for i = i_j; forgetting applies to all)
-    w_j  = 2 sigmoid(hard_bonus (d_j - s))           (1 when hard_bonus = 0: no transfer bias)
 
-Normalising by max(n_groups, B) means a batch padded with zero-variance groups learns less,
-and a selector that returns fewer than B groups does not get a larger step. Invalid-vs-wrong
-variance (a group of only 0 and -1 outcomes) has non-zero advantages but y = 0 throughout, so
-it teaches no skill here (it would teach format on a real policy).
+and the skill moves by one of two rules, `update`:
+
+"sgd" (the default; the learner before the Adam rule, unchanged):
+
+    s <- s + eta_skill * sum_j w_j g_j / max(n, B)   (n = groups trained this step)
+
+The step is proportional to the batch-mean signal, so a batch diluted by zero-variance groups
+takes a proportionally smaller step. That is plain SGD on the trainer's row-averaged loss; it
+is *not* what the trainer does, and it overstates what selection buys (a selector that fills
+the batch with informative groups gets a larger step, not only a better one).
+
+"adam": the trainer averages its loss over every row, clips the global norm and applies
+AdamW, whose m / sqrt(v) removes the gradient's scale: a diluted batch takes a step of the same
+size, only noisier. The rule keeps that and nothing more. The update lives in D directions
+(`adam_dims`), of which the skill is the first, e_1; the others stand for everything else the
+parameters can move along, which the held-out accuracy does not see. With n the groups trained
+and n_inf those whose advantages are not all zero (invalid-vs-wrong groups included: they carry
+gradient noise though no skill signal here),
+
+    S     = sum_j w_j g_j / n                        (the mean gradient along e_1)
+    sd_N  = sigma * sqrt(n_inf) / n                  (the norm of the noise the informative
+                                                      groups' sampled responses add)
+    u_t   = S e_1 + sd_N xi_t,  xi_t ~ N(0, I_D / D) (the mean gradient; E|xi|^2 = 1)
+    v_t   = S^2 + sd_N^2                             (beta_2 = 0: the exact E|u_t|^2)
+          | beta_2 v_{t-1} + (1 - beta_2) |u_t|^2, bias-corrected by 1 - beta_2^t  (beta_2 > 0)
+    dtheta = eta_a u_t / sqrt(v_t)                   (no update when v_t = 0)
+    s    <- s + e_1 . dtheta = s + eta_a (S + sd_N xi_t1) / sqrt(v_t)
+
+with eta_a = `adam_lr`, sigma = `adam_noise`, D = `adam_dims`, beta_2 = `adam_b2`. Two numbers
+are drawn per update: xi_t1 (normal, variance 1 / D) and the rest of |xi_t|^2 (chi-square
+with D - 1 degrees of freedom, over D); `update` returns |dtheta| and its cosine with e_1.
+Its properties, each pinned by tests/test_sim.py: (a) at beta_2 = 0 the update's
+root-mean-square size |dtheta| is eta_a whatever the dilution (u_t and sqrt(v_t) scale alike
+with 1/n); (b) more informative groups help only through the signal-to-noise
+ratio S / sd_N = sqrt(n_inf) mean_inf(w g) / sigma: the update's cosine with e_1 and the
+expected skill step eta_a S / sqrt(S^2 + sd_N^2) grow with n_inf and saturate at 1 and eta_a;
+with sigma = 0 every step is eta_a sign(S) and selection cannot help the skill at all; (c)
+two free parameters, eta_a and sigma, fitted to real runs by `frontier-rl sim calibrate`
+(sim/calibrate.py); D sets only how much of the noise lands on the skill (the spread of runs
+over seeds, 1 / sqrt(D) of the noise), beta_2 is 0 unless asked; (d) the draws come from a
+stream of their own, so the rest of a run (rollouts, entropy, augmentation) sees the same
+random numbers under either rule. Deviations from AdamW, and why: one skill direction among D
+stands for the parameters; no first moment (beta_1 = 0): momentum averages noise over steps but
+leaves the expected progress per step unchanged, and would add a parameter the calibration
+cannot separate from sigma; the per-prompt memorisation keeps the sgd form (it never reaches
+the held-out evaluation). The sim has no checkpoint (a run takes seconds); `state()` returns
+the rule's state (v_t, t) with the rest, so two runs can be compared state by state.
+
+Invalid-vs-wrong variance (a group of only 0 and -1 outcomes) has non-zero advantages but y = 0
+throughout, so it teaches no skill here (it would teach format on a real policy).
+
+Every figure this learner produces (accuracy, headroom, a calibrated prediction) is a model
+output: what the model above says, not a measurement of a policy.
 
 Prompt entropy. `prompt_entropy(indices)` answers V_i = 4 p_i (1 - p_i) + sigma_e eps, with
 sigma_e chosen so that corr(V, 4p(1-p)) over the initial pool is `entropy_corr` (1 = exact).
@@ -106,7 +153,14 @@ MODEL_DEFAULTS = dict(
     band_sd=(0.75, 0.75, 0.75, 0.75),  # sd_k: spread of the latent difficulty within band k
     slope=1.5,  # a in p = sigmoid(a (s - d) + m)
     skill0=0.0,  # s_0: initial skill
-    eta_skill=0.01,  # eta_skill: skill step per unit of batch-mean policy-gradient signal
+    eta_skill=0.01,  # eta_skill: skill step per unit of batch-mean policy-gradient signal (sgd)
+    # The skill's update rule (module docstring): "sgd" (step ~ batch-mean signal) or "adam"
+    # (normalised step of size adam_lr whose direction noise falls with informative groups).
+    update="sgd",
+    adam_lr=0.004,  # eta_a: root-mean-square skill step per update under "adam"
+    adam_noise=4.0,  # sigma: norm of one informative group's gradient noise, units of g
+    adam_dims=100,  # D: directions the update lives in; the skill sees 1 / sqrt(D) of the noise
+    adam_b2=0.0,  # beta_2: EMA of the second moment; 0 = its exact expectation each step
     eta_mem=0.5,  # eta_mem: memorisation step per unit of a prompt's own signal
     forget=0.001,  # per-step decay of every memorisation term m_i (0 = never forgets)
     hard_bonus=0.0,  # transfer bias toward groups harder than the skill (0 = none)
@@ -124,6 +178,7 @@ MODEL_DEFAULTS = dict(
 
 SOLVED_P = 0.9  # a prompt whose exact starting pass rate is >= this is "solved"
 UNSOLVED_P = 0.1  # <= this "unsolved"; strictly between the two "frontier"
+UPDATES = ("sgd", "adam")  # the values of `update`
 MAX_CANDIDATES = 100  # candidates drawn per training prompt at most when composing the pool
 
 _MAX_NEW_DEFAULT = 8
@@ -163,6 +218,14 @@ def validate_model(c) -> None:
     num("skill0")
     num("eta_skill", 0.0)
     num("eta_mem", 0.0)
+    if c.update not in UPDATES:
+        fail("update", f"one of {list(UPDATES)}")
+    num("adam_lr", 0.0)
+    num("adam_noise", 0.0)
+    num("adam_b2", 0.0, 0.999)
+    v = c.adam_dims
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        fail("adam_dims", "an integer >= 1")
     num("forget", 0.0, 1.0)
     num("hard_bonus", 0.0)
     num("invalid_rate", 0.0, 1.0)
@@ -287,7 +350,12 @@ class SimContext:
         self.prompts = _Prompts(self)
 
         ss = np.random.SeedSequence([self.seed, 0x51A])
-        pool_ss, eval_ss, roll_ss, ent_ss, gen_ss, aug_ss = ss.spawn(6)
+        # The 7th stream feeds only the adam rule's noise; the first six are what they were
+        # with six (SeedSequence children depend on their index alone).
+        pool_ss, eval_ss, roll_ss, ent_ss, gen_ss, aug_ss, upd_ss = ss.spawn(7)
+        self._upd_rng = np.random.default_rng(upd_ss)
+        self._adam_v = 0.0  # v_t of the adam rule (beta_2 > 0)
+        self._adam_t = 0  # its updates so far (bias correction)
         self._rng = np.random.default_rng(roll_ss)
         self._ent_rng = np.random.default_rng(ent_ss)
         self._gen_rng = np.random.default_rng(gen_ss)
@@ -434,7 +502,8 @@ class SimContext:
     def state(self) -> dict:
         """The learner's state (for tests and determinism checks)."""
         return {"skill": self.skill, "m": self._m.view.copy(), "d": self._d.view.copy(),
-                "counters": dict(self.counters)}
+                "counters": dict(self.counters), "adam_v": self._adam_v,
+                "adam_t": self._adam_t}
 
     def update(self, groups: Sequence[Group]) -> dict[str, float]:
         """One parameter update from the trained groups (module docstring); returns its stats."""
@@ -455,8 +524,10 @@ class SimContext:
                 g = groups[j]
                 adv[j] = (r[j] - g.adv_baseline) / (g.adv_scale or 1.0)
             sig = np.mean(adv * (y - p[:, None]), axis=1)
+            moving = int(np.sum(np.any(adv != 0, axis=1)))
         else:
             sig = np.empty(len(groups))
+            moving = 0
             for j, g in enumerate(groups):
                 rj = np.asarray(g.rewards, np.float64)[None]
                 if g.adv_baseline is not None:
@@ -464,17 +535,51 @@ class SimContext:
                 else:
                     aj = _advantages(rj)
                 sig[j] = np.mean(aj * ((np.asarray(g.outcomes) == REWARD_CORRECT) - p[j]))
+                moving += int(np.any(aj != 0))
         c = self.c
         w = sig
         if c.hard_bonus:
             w = sig * 2.0 / (1.0 + np.exp(-c.hard_bonus * (self._d.buf[idx] - self.skill)))
-        self.skill += c.eta_skill * float(np.sum(w)) / max(len(groups), self.batch_size)
+        before = self.skill
+        if c.update == "adam":
+            step, norm, cos = self._adam_step(float(np.sum(w)) / len(groups), moving,
+                                              len(groups))
+            self.skill += step
+        else:
+            self.skill += c.eta_skill * float(np.sum(w)) / max(len(groups), self.batch_size)
+            norm = abs(self.skill - before)
+            cos = float(np.sign(self.skill - before))
         m = self._m.view
         if c.forget:
             m *= 1.0 - c.forget
         np.add.at(m, idx, c.eta_mem * sig)
         self.time_in_s += time.perf_counter() - t0
-        return {"signal": float(np.mean(sig)), "informative": float(np.mean(sig != 0))}
+        return {"signal": float(np.mean(sig)), "informative": float(np.mean(sig != 0)),
+                "step": self.skill - before, "update_norm": norm, "cos": cos}
+
+    def _adam_step(self, signal: float, moving: int, n: int) -> tuple[float, float, float]:
+        """(skill step, |dtheta|, cosine of dtheta with e_1) of the adam rule (module
+        docstring): S = `signal`, n_inf = `moving`."""
+        c = self.c
+        sd = c.adam_noise * math.sqrt(moving) / n
+        dims = int(c.adam_dims)
+        if sd > 0:
+            rng = self._upd_rng
+            along = signal + sd * float(rng.standard_normal()) / math.sqrt(dims)
+            rest = float(rng.chisquare(dims - 1)) / dims if dims > 1 else 0.0
+            sq = along * along + sd * sd * rest
+        else:
+            along, sq = signal, signal * signal
+        if c.adam_b2 > 0:
+            self._adam_t += 1
+            self._adam_v = c.adam_b2 * self._adam_v + (1.0 - c.adam_b2) * sq
+            v = self._adam_v / (1.0 - c.adam_b2 ** self._adam_t)
+        else:
+            v = signal * signal + sd * sd
+        if v <= 0 or sq <= 0:
+            return 0.0, 0.0, 0.0
+        scale = c.adam_lr / math.sqrt(v)
+        return scale * along, scale * math.sqrt(sq), along / math.sqrt(sq)
 
     # ------------------------------------------------------------------ prompts
 

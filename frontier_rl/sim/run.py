@@ -3,6 +3,13 @@
     frontier-rl sim --config=configs/sim_hive.py [--workdir=DIR]
     frontier-rl sim --config=configs/sim_sweep.py --workdir=runs/sim_sweep
     frontier-rl sim --config=configs/sim_controls.py --workdir=runs/sim_controls  (controls.py)
+    frontier-rl sim calibrate --workdir=DIR --fit=uniform,oracle --predict=hive   (calibrate.py)
+
+The learner's skill moves by `sim.update`: "sgd" (the default, a step proportional to the
+batch-mean signal) or "adam" (a normalised step whose direction noise falls with the number of
+informative groups, as under the trainer's AdamW); sim/learner.py has both rules and their
+fields, and `sim calibrate` fits either to a finished comparison. Every figure here is a model
+output.
 
 One run (`run_sim`) builds the selector `config.selector.name` from `config.selector` exactly as
 the trainer does, and a `SimContext` (sim/learner.py) from `config.sim`, `config.rl.batch_size`
@@ -616,7 +623,8 @@ def main(config, workdir: str | None = None) -> dict:
         return sweep
     s = config.sim
     print(f"sim: {config.selector.name} on {s.num_prompts:,} prompts x {s.steps} steps, "
-          f"B={config.rl.batch_size}, G={config.rl.group_size}, seed {config.seed}")
+          f"B={config.rl.batch_size}, G={config.rl.group_size}, seed {config.seed}, "
+          f"update {s.get('update', MODEL_DEFAULTS['update'])} (model output)")
     res = run_sim(config, say=print)
     with open(os.path.join(workdir, "sim_results.json"), "w") as f:
         json.dump(res, f)
