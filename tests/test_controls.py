@@ -150,13 +150,15 @@ def _run(method, seed, acc):
 
 
 def _results(head=(5.0, 6.0, 7.0), harm=(-3.0, -4.0, -3.5)):
+    """uniform (the reference), hive, and the two controls at len(head) seeds: the positive
+    control `head[s]` points above uniform at seed s, the negative one `harm[s]`."""
     runs = []
-    for s in range(3):
+    for s in range(len(head)):
         runs += [_run("uniform", s, 30.0 + s), _run("hive", s, 30.5 + s),
                  _run("oracle", s, 30.0 + s + head[s]),
                  _run("oracle_negative", s, 30.0 + s + harm[s])]
     return {"methods": ["uniform", "hive", "oracle", "oracle_negative"], "runs": runs,
-            "seeds": [0, 1, 2], "k": K, "metric": f"eval/avg@{K}/all",
+            "seeds": list(range(len(head))), "k": K, "metric": f"eval/avg@{K}/all",
             "target_method": "uniform", "rollout_reference": "ds",
             "controls": {"oracle": "positive", "oracle_negative": "negative"}}
 
@@ -169,7 +171,15 @@ def test_headroom_and_harm_are_paired_per_seed_with_intervals():
     assert h["mean"] == pytest.approx(want.mean, abs=0.01)
     assert (h["lo"], h["hi"]) == pytest.approx((want.lo, want.hi), abs=0.02)
     assert h["verdict"] == "better" and eff["harm"]["verdict"] == "worse"
-    assert h["seeds_for_80_power"] == stats.seeds_for_power(h["mean"], h["sd"])
+    # power only at the pre-registered effect (the default: HeaPA's +1.8), never at the
+    # measured one, at the sd and at its upper bound
+    assert "seeds_for_80_power" not in h
+    plan = h["power"]["heapa"]
+    assert plan["points"] == 1.8 and "HeaPA" in plan["source"]
+    assert plan["seeds"] == stats.seeds_for_power(1.8, h["sd"])
+    assert plan["seeds_at_sd_hi"] == stats.seeds_for_power(1.8, stats.sd_upper(h["sd"], 3))
+    assert h["steps"] == [10, 10, 10] and h["updates"] == [40, 40, 40]
+    assert h["effective_share"] == [0.5, 0.5, 0.5]
 
 
 def test_controls_appear_in_the_controls_table_never_in_the_main_table_or_claims():
@@ -184,12 +194,76 @@ def test_controls_appear_in_the_controls_table_never_in_the_main_table_or_claims
         assert "oracle" not in claim["methods"] and "oracle" not in claim["measured"]
 
 
-def test_a_null_headroom_says_every_null_is_uninformative():
-    text = report.controls_text(_results(head=(2.0, -1.5, 0.5)))
-    assert "every null verdict in this report is uninformative" in text
-    assert "seeds would detect it" in text
-    text = report.controls_text(_results())
-    assert "testbed responds to selection" in text
+def test_controls_table_shows_steps_updates_effective_share_and_no_observed_power():
+    res = _results()
+    for r in res["runs"]:
+        if r["method"] == "oracle_negative":
+            r["effective_rollouts"] = 30 + 10 * r["seed"]  # a leak: 3%, 4%, 5% informative
+    table = report.controls_table(res)
+    harm = table.split("| harm |")[1].split("\n")[0]
+    assert "| 10 ± 0 | 40 ± 0 | 0.04 ± 0.01 |" in harm
+    assert "seed sd" in harm and "eval-sampling floor" in harm
+    assert "heapa +1.8: " in harm
+    assert "at this effect" not in table and "Pre-registered effect sizes" in table
+
+
+def _text(head=(5.0, 6.0, 7.0), harm=(-3.0, -4.0, -3.5)):
+    return report.controls_text(_results(head, harm))
+
+
+def test_a_headroom_above_zero_says_the_testbed_responds():
+    text = _text()
+    assert "testbed responds to selection" in text and "INVALID" not in text
+
+
+def test_a_headroom_below_zero_says_the_positive_control_is_invalid():
+    assert report.control_effects(_results(head=(-5.0, -6.0, -7.0)))["headroom"][
+        "verdict"] == "worse"
+    text = _text(head=(-5.0, -6.0, -7.0))
+    assert "THE POSITIVE CONTROL IS INVALID" in text
+    assert "not distinguishable from 0" not in text.split("harm")[0]
+    share = report.headroom_shares(_results(head=(-5.0, -6.0, -7.0)))["hive"]
+    assert share["headroom_below_zero"]
+
+
+def test_a_null_headroom_gives_a_bound_not_a_blanket_verdict():
+    res = _results(head=(2.0, -1.5, 0.5))
+    hi = report.control_effects(res)["headroom"]["hi"]
+    text = report.controls_text(res)
+    assert "uninformative" not in text
+    assert f"gained at most {hi:+.1f} points here (upper end of its 95% interval)" in text
+    mdd = report.paired(report._by_method(res)["hive"], report._by_method(res)["uniform"],
+                        "all").mdd()
+    assert f"MDDs against the reference are hive {mdd:.1f} points" in text
+
+
+def test_too_few_seeds_give_neither_control_a_verdict():
+    text = _text(head=(5.0, 6.0), harm=(-3.0, -4.0))
+    assert text.count("has no verdict: at least 3 seeds are needed") == 2
+    assert "testbed responds" not in text and "costs" not in text
+
+
+def test_a_harm_below_zero_says_the_instrument_sees_harm():
+    assert "the instrument sees harm" in _text()
+
+
+def test_a_harm_above_zero_says_the_negative_control_is_not_a_floor():
+    res = _results(harm=(3.0, 4.0, 3.5))
+    assert report.control_effects(res)["harm"]["verdict"] == "better"
+    text = report.controls_text(res)
+    assert "THE NEGATIVE CONTROL IS NOT A FLOOR" in text and "effective share" in text
+    assert "not distinguishable from 0" not in text
+
+
+def test_a_null_harm_gives_a_bound():
+    res = _results(harm=(1.0, -1.0, 0.5))
+    lo = report.control_effects(res)["harm"]["lo"]
+    text = report.controls_text(res)
+    assert f"lost at most {-lo:.1f} points here (lower end of its 95% interval)" in text
+
+
+def test_no_positive_control_says_what_a_null_can_still_say():
     no_ctl = _results()
     no_ctl["controls"] = {}
-    assert "No positive control was run" in report.controls_text(no_ctl)
+    text = report.controls_text(no_ctl)
+    assert "No positive control was measured" in text and "uninformative" not in text

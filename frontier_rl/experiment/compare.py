@@ -69,9 +69,16 @@ BUDGETS = ("rollouts", "steps")
 # may call two methods equal; 1.5 is below the smallest gain the papers report for a method
 # (HeaPA: +1.8 points), so "equivalent" rules out an effect of the size they claim.
 # workers: runs at once, each in its own process (workers.py); 1 runs them in this process.
+# effect_sizes: {name: {points, source}}, the effects power is computed at (never the observed
+# one); confirmatory: "all" (every non-control method vs the reference and every claim with a
+# paired p-value) or the names of those in the Holm-corrected family (controls_report.py).
 DEFAULTS = {"budget": "rollouts", "steps": 0, "target_value": 0.0, "target_margin": 0.0,
             "equivalence_margin": 1.5, "shared_start": False, "ablations": {},
-            "settings_notes": {}, "match_rollouts": {}, "best_of": {}, "workers": 1}
+            "settings_notes": {}, "match_rollouts": {}, "best_of": {}, "workers": 1,
+            "equivalence_margin_source": "below the smallest gain the papers report for a "
+            "method (HeaPA Tables 1-2: +1.8 points), so \"equivalent\" rules out an effect of "
+            "the size they claim", "effect_sizes": report.DEFAULT_EFFECT_SIZES,
+            "confirmatory": "all"}
 
 
 @dataclasses.dataclass
@@ -162,6 +169,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
         raise config_lib.ConfigError(
             f"compare.equivalence_margin={delta!r} is not allowed: accuracy points > 0, the "
             "±margin within which the equivalence test calls two methods' accuracy equal")
+    _validate_statistics(c)
     workers = _get(c, "workers")
     if not (isinstance(workers, int) and not isinstance(workers, bool) and workers >= 1):
         raise config_lib.ConfigError(
@@ -189,6 +197,38 @@ def validate(config: ml_collections.ConfigDict) -> None:
     two_run.validate(c, methods, run)
     for m in methods:  # every delta must name existing fields with valid values
         _apply_delta(copy.deepcopy(_base(config)), c.methods[m], f"compare.methods.{m}")
+
+
+def _validate_statistics(c: ml_collections.ConfigDict) -> None:
+    """The pre-registered statistics: the margin's rationale, the effect sizes power is
+    computed at (each with its source) and the confirmatory family."""
+    src = _get(c, "equivalence_margin_source")
+    if not (isinstance(src, str) and src.strip()):
+        raise config_lib.ConfigError(
+            f"compare.equivalence_margin_source={src!r} is not allowed: a non-empty reason for "
+            "the margin (where its size comes from)")
+    sizes = _get(c, "effect_sizes")
+    if not isinstance(sizes, (dict, ml_collections.ConfigDict)) or not sizes:
+        raise config_lib.ConfigError(
+            f"compare.effect_sizes={sizes!r} is not allowed: a non-empty ConfigDict of name -> "
+            "{points, source}")
+    for name, e in sizes.items():
+        where = f"compare.effect_sizes.{name}"
+        if not isinstance(e, (dict, ml_collections.ConfigDict)) or set(e.keys()) != {
+                "points", "source"}:
+            raise config_lib.ConfigError(
+                f"{where} is not allowed: a ConfigDict of exactly points and source")
+        if not (_number(e["points"]) and np.isfinite(e["points"]) and e["points"] > 0):
+            raise config_lib.ConfigError(
+                f"{where}.points={e['points']!r} is not allowed: accuracy points > 0")
+        if not (isinstance(e["source"], str) and e["source"].strip()):
+            raise config_lib.ConfigError(f"{where}.source is empty: cite where the effect is from")
+    fam = _get(c, "confirmatory")
+    if fam != "all" and not (isinstance(fam, (list, tuple)) and fam and all(
+            isinstance(x, str) and x for x in fam)):
+        raise config_lib.ConfigError(
+            f"compare.confirmatory={fam!r} is not allowed: 'all', or a non-empty list of method "
+            "names (their primary verdict vs compare.target) and claim texts (report.claims)")
 
 
 def _base(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
@@ -620,6 +660,11 @@ def collect(config: ml_collections.ConfigDict, specs: list[RunSpec]) -> dict:
         "target_value": float(_get(c, "target_value")),
         "target_margin": float(_get(c, "target_margin")),
         "equivalence_margin": float(_get(c, "equivalence_margin")),
+        "equivalence_margin_source": str(_get(c, "equivalence_margin_source")),
+        "effect_sizes": {n: {"points": float(e["points"]), "source": str(e["source"])}
+                         for n, e in _get(c, "effect_sizes").items()},
+        "confirmatory_declared": (_get(c, "confirmatory") if _get(c, "confirmatory") == "all"
+                                  else list(_get(c, "confirmatory"))),
         "methods": _csv(c.run), "seeds": seeds,
         "shared_start": _get(c, "shared_start"), "starts": starts,
         "ablations": {n: {f: a[f] for f in ("method", "ablation", "question")}
@@ -639,6 +684,9 @@ def collect(config: ml_collections.ConfigDict, specs: list[RunSpec]) -> dict:
     results["control_effects"] = report.control_effects(results)
     # seeds for 80% power to see each paper's reported effect at the spread measured here
     results["power"] = report.power_rows(results)
+    # each method's share of the headroom (Fieller) and the Holm-corrected confirmatory family
+    results["headroom_share"] = report.headroom_shares(results)
+    results["confirmatory"] = report.family(results)
     return results
 
 

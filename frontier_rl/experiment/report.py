@@ -9,9 +9,16 @@ the same seeds and eval prompts, with a 95% Student-t interval on the S values (
 of freedom). The verdict is "better" or "worse" when the interval excludes 0 and there are at
 least 3 seeds, "not distinguishable at this budget" when it does not, and "too few seeds for a
 verdict" below 3 seeds. Every comparison states its minimum detectable difference (80% power,
-two-sided 5%, from the measured sd of the d_s). The same paired t-interval gives the per-bucket
-table, the ablation effects, the change from step 0 and the papers' claims, seed-level claims
-(zero-variance share, medium-band share) included.
+two-sided 5%, at the measured sd of the d_s and at its 80% upper confidence bound), and the main
+table puts that sd beside its eval-sampling floor (stats.eval_floor_sd). The same paired
+t-interval gives the per-bucket table, the ablation effects, the change from step 0 and the
+papers' claims, seed-level claims (zero-variance share, medium-band share) included.
+
+The confirmatory family (compare.confirmatory) is the main table's verdicts against the
+reference and the claims with a paired p-value, Holm-corrected; every other section is labelled
+exploratory. Controls, a method's share of the headroom (Fieller) and power at the
+pre-registered effect sizes (compare.effect_sizes, never the observed effect) are in
+controls_report.py.
 
 The primary metric is `compare.metric`, the eval bucket the config pre-registers (the frontier
 bucket; "all" = every eval prompt); "all" is reported beside it when it is not the primary.
@@ -48,32 +55,23 @@ import os
 
 import numpy as np
 
-from frontier_rl.experiment import stats, two_run
+from frontier_rl.experiment import controls_report, stats, two_run
+from frontier_rl.experiment.controls_report import (  # noqa: F401  (the report's API)
+    DEFAULT_EFFECT_SIZES,
+    EXPLORATORY,
+    control_effects,
+    controls_table,
+    controls_text,
+    headroom_shares,
+)
+from frontier_rl.experiment.evalcells import POOLED, accuracy, equivalence, eval_floor, paired
+from frontier_rl.experiment.evalcells import bucket_columns as _bucket_columns
+from frontier_rl.experiment.evalcells import by_method as _by_method
+from frontier_rl.experiment.evalcells import controls as _controls
+from frontier_rl.experiment.evalcells import fmt_ms as _fmt
+from frontier_rl.experiment.evalcells import mean_sd as _ms
+from frontier_rl.experiment.evalcells import primary as _primary
 from frontier_rl.experiment.stats import to_target
-
-
-def _by_method(results: dict, groups: bool = True) -> dict[str, list[dict]]:
-    """The runs of each report row, in compare.run's order. A best-of group (compare.best_of,
-    two_run.py) is one row named by the group, holding its chosen arm's runs, where its first
-    arm would be; each arm follows in a row of its own, named "<arm> (arm)". groups=False: one
-    row per method as run (plots, which draw every run once)."""
-    out: dict[str, list[dict]] = {m: [] for m in results["methods"]}
-    for r in results["runs"]:
-        out.setdefault(r["method"], []).append(r)
-    best = results.get("best_of") or {}
-    if not groups or not best:
-        return out
-    arm_of = {a: g for g, b in best.items() for a in b["arms"]}
-    rows: dict[str, list[dict]] = {}
-    for m, rs in out.items():
-        g = arm_of.get(m)
-        if g is None:
-            rows[m] = rs
-            continue
-        if g not in rows:
-            rows[g] = out.get(best[g]["chosen"], [])
-        rows[f"{m} (arm)"] = rs
-    return rows
 
 
 def _label(results: dict, row: str) -> str:
@@ -84,116 +82,19 @@ def _label(results: dict, row: str) -> str:
     return f"{row} = best of {', '.join(b['arms'])}: **{b['chosen']}** †"
 
 
-def _ms(values) -> tuple[float, float, int]:
-    v = [x for x in values if x is not None and not (isinstance(x, float) and math.isnan(x))]
-    if not v:
-        return float("nan"), float("nan"), 0
-    return float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, len(v)
-
-
-def _fmt(values, digits: int = 1) -> str:
-    m, s, n = _ms(values)
-    if n == 0:
-        return "—"
-    if n == 1:
-        return f"{m:,.{digits}f}"
-    return f"{m:,.{digits}f} ± {s:,.{digits}f}"
-
-
-def _primary(results: dict) -> str:
-    """The pre-registered bucket compared (compare.metric)."""
-    return results["metric"].rsplit("/", 1)[1]
-
-
-# ----------------------------------------------------------------------------- accuracy
-
-
-POOLED = ("bench_mean", "all")
-
-
-def _bucket_columns(names, pooled: tuple[str, ...] = ()) -> list[str]:
-    """Per-bucket columns in sorted order, then the pooled ones asked for that are present
-    (`bench_mean`, the unweighted mean over benchmarks, only exists with an eval suite)."""
-    names = set(names)
-    return sorted(names - set(POOLED)) + [p for p in pooled if p in names or p == "all"]
-
-
-def _cells(r: dict, point: int = -1, bucket: str = "all") -> np.ndarray | None:
-    """Per-prompt accuracy (correct samples / k) of run r at eval `point`, in `bucket`."""
-    counts = r["curve"].get("correct_counts") or []
-    if not counts or counts[point] is None:
-        return None
-    c = np.asarray(counts[point], float)
-    if bucket == "bench_mean":
-        # The unweighted mean over benchmarks: weight each prompt by N / (B * n_its_bucket), so
-        # the cells' plain mean is the mean of the per-benchmark means.
-        labels = np.asarray(r.get("eval_buckets") or [])
-        if labels.shape != c.shape:
-            return None
-        names, inverse, sizes = np.unique(labels, return_inverse=True, return_counts=True)
-        return c * (len(c) / (len(names) * sizes[inverse]))
-    if bucket != "all":
-        keep = np.asarray([b == bucket for b in (r.get("eval_buckets") or [])], bool)
-        if keep.shape != c.shape or not keep.any():
-            return None
-        c = c[keep]
-    return c
-
-
-def _matrix(rs: list[dict], seeds: list[int], point: int = -1, bucket: str = "all"
-            ) -> np.ndarray | None:
-    """[seeds, prompts] accuracy in points, rows in `seeds` order; None if any is missing."""
-    by_seed = {r["seed"]: r for r in rs}
-    rows = [_cells(by_seed[s], point, bucket) if s in by_seed else None for s in seeds]
-    if not rows or any(x is None for x in rows) or len({x.shape for x in rows}) != 1:
-        return None
-    return 100.0 * np.stack(rows) / int(rs[0]["k"])
-
-
-def accuracy(rs: list[dict], bucket: str = "all") -> stats.Interval | None:
-    """Mean final accuracy of a method's runs with the t-interval over its seeds."""
-    m = _matrix(rs, sorted(r["seed"] for r in rs), -1, bucket)
-    return None if m is None else stats.interval(m)
-
-
-def _paired_matrices(a: list[dict], b: list[dict], bucket: str, point_a: int, point_b: int
-                     ) -> tuple[np.ndarray, np.ndarray] | None:
-    """[seeds, prompts] accuracy of a and b (at eval points point_a, point_b) on their common
-    seeds, rows in seed order, and the same eval prompts; None if any is missing."""
-    seeds = sorted({r["seed"] for r in a} & {r["seed"] for r in b})
-    ma, mb = _matrix(a, seeds, point_a, bucket), _matrix(b, seeds, point_b, bucket)
-    if ma is None or mb is None or ma.shape != mb.shape:
-        return None
-    return ma, mb
-
-
-def paired(a: list[dict], b: list[dict], bucket: str = "all", point_a: int = -1,
-           point_b: int = -1) -> stats.Interval | None:
-    """Accuracy of a minus b (at eval points point_a, point_b) on their common seeds and the
-    same eval prompts: the t-interval over the per-seed differences."""
-    m = _paired_matrices(a, b, bucket, point_a, point_b)
-    return None if m is None else stats.paired(*m)
-
-
-def equivalence(a: list[dict], b: list[dict], bucket: str, delta: float
-                ) -> tuple[str, tuple[float, float]] | None:
-    """Final accuracy of a minus b on their common seeds: the two one-sided tests' verdict at
-    the margin ±delta points (stats.equivalence; "too few seeds for a verdict" below
-    stats.MIN_SEEDS, as every verdict of the report) and the 90% interval it is read from
-    (NaN bounds with one seed); None without per-prompt eval counts on common seeds."""
-    m = _paired_matrices(a, b, bucket, -1, -1)
-    if m is None:
-        return None
-    d = stats.seed_means(m[0]) - stats.seed_means(m[1])
-    ci90 = stats.equivalence_interval(d) if d.size >= 2 else (float("nan"), float("nan"))
-    return (stats.equivalence(d, delta) if d.size >= stats.MIN_SEEDS else stats.TOO_FEW), ci90
+MDD_HEAD = f"MDD (80% power) at sd / sd's {round(100 * stats.SD_UPPER)}% upper bound"
 
 
 def _diff_cells(d: stats.Interval | None) -> list[str]:
-    """[difference [CI], verdict, MDD] of a paired comparison."""
+    """[difference [CI], verdict, MDD at the sd / at its upper bound] of a paired comparison."""
     if d is None:
         return ["—", "no common seeds with per-prompt eval counts", "—"]
-    return [d.fmt(signed=True), stats.verdict(d), d.fmt_mdd()]
+    return [d.fmt(signed=True), stats.verdict(d), d.fmt_mdd_both()]
+
+
+def family(results: dict) -> list[dict]:
+    """The confirmatory family with its Holm-adjusted p-values (controls_report.confirmatory)."""
+    return controls_report.confirmatory(results, claims(results))
 
 
 def _acc_cell(rs: list[dict], bucket: str) -> str:
@@ -205,8 +106,10 @@ def _acc_cell(rs: list[dict], bucket: str) -> str:
 
 def main_table(results: dict, controls: bool = False) -> str:
     """Per method: budget spent (steps, optimizer updates, rollouts, PFLOPs), accuracy on the
-    primary bucket with its interval, the paired difference to the reference with verdict and
-    MDD, the same on "all" when the primary is a bucket, and the rolled-out groups' shares.
+    primary bucket with its interval, the paired difference to the reference with verdict,
+    MDD, its sd beside the eval-sampling floor and its place in the confirmatory family, the
+    same on "all" when the primary is a bucket, the rolled-out groups' shares, and with a
+    positive control the share of its headroom each method recovers.
     The control arms (`results["controls"]`) are never rows here; controls=True gives their
     table instead (the reference first, then the controls)."""
     k, metric = results["k"], _primary(results)
@@ -215,11 +118,15 @@ def main_table(results: dict, controls: bool = False) -> str:
     by = {m: rs for m, rs in _by_method(results).items()
           if (m in ctl or m == ref if controls else m not in ctl)}
     pooled = [] if metric == "all" else ["all"]
+    fam = {} if controls else {x["name"]: x for x in family(results) if x["kind"] == "method"}
+    shares = {} if controls else headroom_shares(results)
     head = (f"| method | seeds | steps | updates | rollouts | PFLOPs | Avg@{k} {metric} "
-            f"[95% CI] | vs {ref} [95% CI] | verdict | MDD (80% power) | "
+            f"[95% CI] | vs {ref} [95% CI] | verdict | {MDD_HEAD} | spread of the paired "
+            "difference | confirmatory? | "
             + "".join(f"Avg@{k} {b} [95% CI] | {b} vs {ref} [95% CI] | {b} verdict | "
                       for b in pooled)
-            + "zero-var easy / hard | effective share |")
+            + "zero-var easy / hard | effective share |"
+            + (" share of the headroom [95% Fieller] |" if shares else ""))
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for m, rs in by.items():
         if not rs:
@@ -231,115 +138,25 @@ def main_table(results: dict, controls: bool = False) -> str:
         for b in [metric, *pooled]:
             cells.append(_acc_cell(rs, b))
             if m == ref or not by.get(ref):
-                diff = ["—", "reference" if m == ref else f"{ref} not run", "—"]
+                diff = ["—", "reference" if m == ref else f"{ref} not run", "—", "—"]
             else:
-                diff = _diff_cells(paired(rs, by[ref], b))
-            cells += diff if b == metric else diff[:2]
+                d = paired(rs, by[ref], b)
+                diff = _diff_cells(d) + ["—" if d is None else controls_report.spread_text(
+                    d.sd, eval_floor(rs, by[ref], b))]
+            if b == metric:
+                cells += diff + ["reference" if m == ref else "control" if m in ctl
+                                 else controls_report.family_label(fam.get(m))]
+            else:
+                cells += diff[:2]
         cells += [f"{_fmt([r['zero_var_easy'] for r in rs], 2)} / "
                   f"{_fmt([r['zero_var_hard'] for r in rs], 2)}", _fmt(eff, 2)]
+        if shares:
+            cells.append(controls_report.share_text(shares[m], short=True) if m in shares
+                         else "—")
         lines.append("| " + " | ".join(cells) + " |")
     if results.get("best_of"):
         lines += ["", "† " + SELECTION_NOTE]
     return "\n".join(lines)
-
-
-def _controls(results: dict) -> dict[str, str]:
-    """Control arm -> "positive" / "negative" (selection/oracle.py); empty without controls."""
-    return dict(results.get("controls") or {})
-
-
-EFFECT_OF = {"positive": "headroom", "negative": "harm"}
-
-
-def control_effects(results: dict) -> dict[str, dict]:
-    """The testbed's selection **headroom** (positive control minus the reference) and **harm**
-    (negative control minus the reference) on the primary bucket, paired per seed: mean, 95%
-    interval, sd of the per-seed differences, MDD, verdict and the seeds a paired design needs
-    for 80% power at the measured effect and spread. Keyed "headroom" / "harm" (with the
-    control's name when a kind has several arms)."""
-    by = _by_method(results, groups=False)
-    ref, metric = results["target_method"], _primary(results)
-    out: dict[str, dict] = {}
-    kinds = list(_controls(results).values())
-    for m, kind in _controls(results).items():
-        name = EFFECT_OF[kind] if kinds.count(kind) == 1 else f"{EFFECT_OF[kind]} ({m})"
-        entry = {"control": m, "kind": kind, "reference": ref, "bucket": metric}
-        d = paired(by.get(m, []), by.get(ref, []), metric) if by.get(m) and by.get(ref) else None
-        if d is None:
-            entry["verdict"] = "not measured (control or reference missing)"
-        else:
-            entry.update(mean=d.mean, lo=d.lo, hi=d.hi, n=d.n, sd=d.sd, mdd=d.mdd(),
-                         verdict=stats.verdict(d),
-                         seeds_for_80_power=(stats.seeds_for_power(d.mean, d.sd)
-                                             if d.n >= 2 else None))
-        out[name] = entry
-    return out
-
-
-def _effect_text(e: dict) -> str:
-    if "mean" not in e:
-        return e["verdict"]
-    return stats.Interval(e["mean"], e["lo"], e["hi"], e["n"], e["sd"]).fmt(signed=True)
-
-
-def controls_table(results: dict) -> str:
-    """Headroom and harm, one row each."""
-    lines = ["| effect | control − reference | paired difference [95% CI] | verdict | "
-             "MDD (80% power) | seeds for 80% power at this effect |", "|---|---|---|---|---|---|"]
-    for name, e in control_effects(results).items():
-        mdd = "—" if e.get("mdd") is None else f"{e['mdd']:.1f}"
-        need = e.get("seeds_for_80_power")
-        need = "—" if "mean" not in e else (
-            f"> {stats.MAX_SEEDS}" if need is None else str(need))
-        lines.append(f"| {name} | {e['control']} − {e['reference']} | {_effect_text(e)} | "
-                     f"{e['verdict']} | {mdd} | {need} |")
-    return "\n".join(lines)
-
-
-def controls_text(results: dict) -> str:
-    """What the other verdicts can mean given the headroom and harm, in words."""
-    eff = control_effects(results)
-    metric = _primary(results)
-    head = next((e for e in eff.values() if e["kind"] == "positive"), None)
-    harm = next((e for e in eff.values() if e["kind"] == "negative"), None)
-    out = []
-    if head is None or "mean" not in head:
-        out.append("No positive control was run, so nothing here shows that prompt selection "
-                   "could have moved the primary metric at this budget: a \"not "
-                   "distinguishable\" below is uninformative by itself (run the `:controls` "
-                   "preset on the same budget, pool and seeds).")
-    elif head["verdict"] == "better":
-        out.append(
-            f"Knowing each prompt's current pass rate buys {_effect_text(head)} points on "
-            f"`{metric}` at this budget: the testbed responds to selection, and the headroom is "
-            "the most a selection method could have gained here. A method \"not "
-            "distinguishable\" from the reference is informative up to its MDD: it rules out "
-            "effects above the MDD, not below; an MDD near or above the headroom means the "
-            "design could not have told the method from the ceiling.")
-    else:
-        need = head.get("seeds_for_80_power")
-        need_txt = (f"about {need} seeds would detect it with 80% power" if need else
-                    f"no seed count up to {stats.MAX_SEEDS} would detect it")
-        out.append(
-            f"The selection headroom ({_effect_text(head)} points on `{metric}`) is not "
-            "distinguishable from 0: even an oracle that knows each prompt's current pass rate "
-            "could not be shown to beat the reference at this budget, pool and seed count, so "
-            "**every null verdict in this report is uninformative** (it would have been null "
-            "whatever the method did). At the measured per-seed spread "
-            f"(sd {head['sd']:.2f}) and headroom, {need_txt}; a larger budget (more updates "
-            "for selection to compound) or a pool on which uniform wastes more groups (fewer "
-            "prompts at the policy's frontier, pool.composition) widens the headroom itself.")
-    if harm is not None and "mean" in harm:
-        if harm["verdict"] == "worse":
-            out.append(f"Training only on prompts measured at pass rate 0 or 1 costs "
-                       f"{_effect_text(harm)} points: the instrument sees harm, so a method "
-                       "that wasted its rollouts on zero-variance prompts would show as worse.")
-        else:
-            out.append(f"The harm of training only on prompts measured at 0 or 1 "
-                       f"({_effect_text(harm)} points) is not distinguishable from 0 at this "
-                       "budget: the policy moves little in this many steps whatever it trains "
-                       "on, so the budget, not the method, bounds what can be seen.")
-    return " ".join(out)
 
 
 BIAS_NOTE = ("Taking the better of several noisy runs favours the group (a selection effect, "
@@ -386,7 +203,7 @@ def bucket_table(results: dict) -> str:
     buckets = _bucket_columns({b for r in results["runs"] for b in r["final_buckets"]},
                               POOLED)
     lines = [f"| bucket | method | Avg@{k} [95% CI] | vs {ref} [95% CI] | verdict | "
-             "MDD (80% power) |", "|---|---|---|---|---|---|"]
+             f"{MDD_HEAD} |", "|---|---|---|---|---|---|"]
     for b in buckets:
         name = f"**{b}** (primary)" if b == metric else b
         for m, rs in by.items():
@@ -410,7 +227,8 @@ def ablation_table(results: dict) -> str:
     by = _by_method(results)
     pooled = [] if metric == "all" else ["all"]
     head = ("| ablation | question | method − ablation | "
-            + " | ".join(f"{b}: effect [95% CI] | {b} verdict | {b} MDD" for b in [metric, *pooled])
+            + " | ".join(f"{b}: effect [95% CI] | {b} verdict | {b} MDD at sd / upper bound"
+                         for b in [metric, *pooled])
             + " |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for name, ab in ablations.items():
@@ -693,9 +511,16 @@ def claims(results: dict) -> list[dict]:
 
     out = []
 
-    def add(claim, source, methods, measured, held, note=""):
+    def add(claim, source, methods, measured, held, note="", test=None):
+        """test: the claim's paired (p-value, seeds), which puts it in the confirmatory family;
+        an accuracy comparison's adds its arms (`pair`), so that the family counts a claim that
+        repeats a main-table verdict once."""
         out.append({"claim": claim, "source": source, "methods": methods, "measured": measured,
                     "held": held, "note": note, "seeds": seeds})
+        if test is not None:
+            out[-1]["p"], out[-1]["n"] = test[:2]
+            if len(test) > 2:
+                out[-1]["pair"] = list(test[2])
 
     def compare(a, b):
         """Final accuracy of a vs b on the primary bucket: means, the verdict on "a above b",
@@ -703,9 +528,10 @@ def claims(results: dict) -> list[dict]:
         va, vb = mean(a, "final"), mean(b, "final")
         d = paired(by[a], by[b], metric)
         if d is None:
-            return va, vb, "n/a", "no per-prompt eval counts on common seeds"
+            return va, vb, "n/a", "no per-prompt eval counts on common seeds", None
         return va, vb, stats.verdict(d), (f"{a} - {b} = {d.fmt(signed=True)} points on {metric} "
-                                          f"(95% CI, MDD {d.fmt_mdd()})")
+                                          f"(95% CI, MDD {d.fmt_mdd_both()} at the sd / its "
+                                          "upper bound)"), (*_test(d), (a, b))
 
     def seedwise(a, b, value, lower_is_better=False):
         """A per-run quantity of a vs b: the t-interval over the per-seed differences (signed
@@ -738,14 +564,16 @@ def claims(results: dict) -> list[dict]:
             cells.append(f"s{r_ds['seed']}: DS final {t:.1f} at {x_ds:,.0f}; HIVE "
                          + (f"{x_h:,.0f}" if x_h is not None else
                             f"not reached (> {r_h['curve']['rollouts'][-1]:,.0f})"))
-        ratio, held = _ratio_cells(*_log_ratios(pairs), reached)
-        a, b, _, note = compare("hive", "ds")
+        iv, bound, dropped = _log_ratios(pairs)
+        ratio, held = _ratio_cells(iv, bound, dropped, reached)
+        a, b, _, note, _ = compare("hive", "ds")
+        test = _test(None if held.startswith(stats.NO_VERDICT) else iv)  # censored: untested
         add("HIVE reaches DS's accuracy with fewer rollouts", "HIVE Table 1", "hive, ds",
             "; ".join(cells) + f"; ratio DS / HIVE rollouts-to-target {ratio}; accuracy at the "
             f"budget: hive {a:.1f}, ds {b:.1f}", held,
             "t-interval on the per-seed log ratios; a seed where HIVE never reaches DS's final "
             "accuracy is shown at HIVE's final rollouts (its ratio an upper bound) and the "
-            "ratio gets no verdict; " + note)
+            "ratio gets no verdict; " + note, test)
     else:
         add("HIVE reaches DS's accuracy with fewer rollouts", "HIVE Table 1", "hive, ds",
             "not run", "n/a", "add hive and ds to compare.run")
@@ -770,7 +598,7 @@ def claims(results: dict) -> list[dict]:
         add(claim, "HIVE Table 1", f"hive, {other}",
             f"{per_seed}; {other} / hive = {iv.fmt(2)} (95% CI, geometric mean over seeds)",
             stats.verdict(iv), "paired per seed at the same steps; t-interval on the per-seed "
-            "log ratios; the paper reports 2.45x fewer rollouts than DS at 1.5B")
+            "log ratios; the paper reports 2.45x fewer rollouts than DS at 1.5B", _test(iv))
     # 1b. ... at equal accuracy: HIVE's final accuracy is equivalent to DS's and GRESO's, by two
     # one-sided tests at the margin fixed before the run (a "not distinguishable" would not say
     # it; a margin chosen after the results are seen would not test it).
@@ -795,12 +623,14 @@ def claims(results: dict) -> list[dict]:
         v, (lo, hi) = eq
         d = paired(by["hive"], by[other], metric)
         ci90 = f"[{lo:+.1f}, {hi:+.1f}]" if d.n > 1 else "[—]"
+        p = stats.tost_p(d, delta) if d.n >= stats.MIN_SEEDS else None
         add(claim, "HIVE Table 1", f"hive, {other}",
             f"final {metric}: hive {a:.1f}, {other} {b:.1f}; hive - {other} = "
             f"{d.fmt(signed=True)} points (95% CI), 90% CI {ci90}", v,
             f"two one-sided tests at ±{delta:g} points (compare.equivalence_margin, set before "
-            f"the run): equivalent when the 90% interval lies inside (−{delta:g}, +{delta:g}); "
-            "better / worse when the 95% interval excludes 0 and equivalence is not shown")
+            f"the run; {_margin_source(results)}): equivalent when the 90% interval lies inside "
+            f"(−{delta:g}, +{delta:g}); better / worse when the 95% interval excludes 0 and "
+            f"equivalence is not shown; {tost_need(d, delta)}", (p, d.n))
     # 2. HIVE's zero-variance ratios are lower than DS's and GRESO's (HIVE Fig. 5).
     others = [m for m in ("ds", "greso") if by.get(m)]
     if by.get("hive") and others:
@@ -812,32 +642,36 @@ def claims(results: dict) -> list[dict]:
             f"vs {m} {w}" for m, (_, w) in res.items())
         diffs = "; ".join(f"{m} - hive = {d.fmt(3, signed=True)} (MDD {d.fmt_mdd(3)})"
                           for m, (d, _) in res.items() if d is not None)
+        ps = [_test(d) for d, _ in res.values()]
+        test = (None if any(p is None for p, _ in ps) else max(p for p, _ in ps),
+                min(n for _, n in ps))  # lower than both: the larger p (intersection-union)
         add("HIVE has lower zero-variance ratios (easy + hard) than DS and GRESO", "HIVE Fig. 5",
             ", ".join(["hive"] + others),
             f"hive {zh:.3f}; " + "; ".join(f"{m} {x:.3f}" for m, x in zo.items()), v,
-            f"paired t over seeds: {diffs}" + ("" if len(others) == 2 else "; greso not run"))
+            f"paired t over seeds: {diffs}" + ("" if len(others) == 2 else "; greso not run"),
+            test)
     else:
         add("HIVE has lower zero-variance ratios than DS and GRESO", "HIVE Fig. 5",
             "hive, ds, greso", "not run", "n/a", "add hive, ds, greso to compare.run")
     # 3. HeaPA beats uniform GRPO at equal rollouts (HeaPA Table 1).
     if have("heapa", "uniform"):
-        a, b, v, note = compare("heapa", "uniform")
+        a, b, v, note, test = compare("heapa", "uniform")
         add("HeaPA beats uniform GRPO at equal rollouts", "HeaPA Tables 1-2", "heapa, uniform",
-            f"final Avg@{results['k']} {metric}: heapa {a:.1f}, uniform {b:.1f}", v, note)
+            f"final Avg@{results['k']} {metric}: heapa {a:.1f}, uniform {b:.1f}", v, note, test)
     else:
         add("HeaPA beats uniform GRPO at equal rollouts", "HeaPA Tables 1-2", "heapa, uniform",
             "not run", "n/a", "add heapa and uniform to compare.run")
     # 4. PS+PA is below HeaPA (HeaPA Table 3 ablation).
     if have("heapa", "ps_aug"):
-        a, b, v, note = compare("heapa", "ps_aug")
+        a, b, v, note, test = compare("heapa", "ps_aug")
         add("PS+PA is below HeaPA", "HeaPA Table 3", "heapa, ps_aug",
-            f"final {metric}: heapa {a:.1f}, ps_aug {b:.1f}", v, note)
+            f"final {metric}: heapa {a:.1f}, ps_aug {b:.1f}", v, note, test)
     else:
         add("PS+PA is below HeaPA", "HeaPA Table 3", "heapa, ps_aug", "not run", "n/a",
             "add ps_aug to compare.run")
     # 5. PathAgg >= ChildAgg (HeaPA Table 3).
     if have("heapa", "heapa_childagg"):
-        a, b, v, note = compare("heapa", "heapa_childagg")
+        a, b, v, note, test = compare("heapa", "heapa_childagg")
         same = [r["curve"]["metric"] for r in by["heapa"]] == [
             r["curve"]["metric"] for r in by["heapa_childagg"]]
         if same:
@@ -846,7 +680,7 @@ def claims(results: dict) -> list[dict]:
                     "refresh (a recycle, or selector.heapa.refresh_every), and none changed a "
                     "selection within this budget")
         add("PathAgg >= ChildAgg", "HeaPA Table 3", "heapa, heapa_childagg",
-            f"final {metric}: PathAgg {a:.1f}, ChildAgg {b:.1f}", v, note)
+            f"final {metric}: PathAgg {a:.1f}, ChildAgg {b:.1f}", v, note, test)
     else:
         add("PathAgg >= ChildAgg", "HeaPA Table 3", "heapa, heapa_childagg", "not run", "n/a",
             "add heapa_childagg to compare.run")
@@ -859,11 +693,37 @@ def claims(results: dict) -> list[dict]:
             "heapa, uniform", f"share of rolled-out groups in the medium band: heapa {sh:.3f}, "
             f"uniform {su:.3f}", v, "paired t over seeds" + (
                 "" if d is None else f": heapa - uniform = {d.fmt(3, signed=True)} "
-                                     f"(MDD {d.fmt_mdd(3)})"))
+                                     f"(MDD {d.fmt_mdd(3)})"), _test(d))
     else:
         add("Heap sampling shifts mass to the medium band", "HeaPA §3", "heapa, uniform",
             "not run", "n/a", "add heapa and uniform to compare.run")
     return out
+
+
+def _test(d: stats.Interval | None) -> tuple[float | None, int]:
+    """A claim's (two-sided paired p-value, seeds): p None below stats.MIN_SEEDS seeds or
+    without an interval (a claim's place in the confirmatory family)."""
+    if d is None:
+        return None, 0
+    return (stats.p_value(d) if d.n >= stats.MIN_SEEDS else None), d.n
+
+
+def _margin_source(results: dict) -> str:
+    src = results.get("equivalence_margin_source")
+    return f"why this margin: {src}" if src else "no rationale recorded for the margin"
+
+
+def tost_need(d: stats.Interval, delta: float) -> str:
+    """The seeds the two one-sided tests need for 80% power at a true difference of 0, at the
+    measured sd of the per-seed differences and at its upper bound (stats.tost_seeds)."""
+    if d.n < 2 or not math.isfinite(d.sd):
+        return "seeds TOST needs: undefined (1 seed, no sd)"
+    hi = stats.sd_upper(d.sd, d.n)
+    need = [stats.tost_seeds(x, delta) for x in (d.sd, hi)]
+    txt = [f"> {stats.MAX_SEEDS}" if n is None else str(n) for n in need]
+    return (f"TOST needs {txt[0]} seeds for 80% power at a true difference of 0 at the measured "
+            f"sd {d.sd:.2f}, {txt[1]} at its {round(100 * stats.SD_UPPER)}% upper bound "
+            f"{hi:.2f}")
 
 
 def rollout_ratio(ref: list[dict], rs: list[dict]) -> tuple[stats.Interval | None, str]:
@@ -893,14 +753,16 @@ def power_rows(results: dict) -> list[dict]:
     """Per paper claim: the seeds a paired design needs for 80% power to detect the effect the
     paper reports (stats.seeds_for_power), at the per-seed spread measured here (accuracy
     differences in points; for the rollout ratio, the per-seed log ratios: at matched steps the
-    rollouts spent, else rollouts-to-target)."""
+    rollouts spent, else rollouts-to-target), and at that sd's stats.SD_UPPER upper bound
+    (`seeds_needed_at_sd_hi`, `sd_hi`)."""
     by = _by_method(results)
     metric = _primary(results)
     steps = results.get("budget_kind") == "steps"
     out = []
     for claim, source, (a, b), unit, effects in PAPER_EFFECTS:
         row = {"claim": claim, "source": source, "arms": [a, b], "unit": unit,
-               "paper_effects": list(effects), "sd": None, "n": 0, "seeds_needed": {}}
+               "paper_effects": list(effects), "sd": None, "sd_hi": None, "n": 0,
+               "seeds_needed": {}, "seeds_needed_at_sd_hi": {}}
         if by.get(a) and by.get(b):
             if unit == "points":
                 d = paired(by[a], by[b], metric)
@@ -910,42 +772,52 @@ def power_rows(results: dict) -> list[dict]:
                 d = _log_ratios(_to_target_pairs(by[b], by[a], "rollouts_to_target",
                                                  "rollouts"))[0]
             if d is not None and d.n >= 2 and math.isfinite(d.sd):
-                row["sd"], row["n"] = d.sd, d.n
-                row["seeds_needed"] = {
-                    str(e): stats.seeds_for_power(math.log(e) if unit == "ratio" else e, d.sd)
-                    for e in effects}
+                row["sd"], row["n"], row["sd_hi"] = d.sd, d.n, stats.sd_upper(d.sd, d.n)
+                for key, sd in (("seeds_needed", d.sd), ("seeds_needed_at_sd_hi", row["sd_hi"])):
+                    row[key] = {str(e): stats.seeds_for_power(
+                        math.log(e) if unit == "ratio" else e, sd) for e in effects}
         out.append(row)
     return out
 
 
 def power_table(results: dict) -> str:
     """power_rows as a table."""
-    lines = ["| claim | paper's effect | arms | per-seed sd here | seeds for 80% power |",
-             "|---|---|---|---|---|"]
+    up = round(100 * stats.SD_UPPER)
+    lines = [f"| claim | paper's effect | arms | per-seed sd here (its {up}% upper bound) | "
+             "seeds for 80% power at sd / upper bound |", "|---|---|---|---|---|"]
     for r in power_rows(results):
         fx = ", ".join((f"{e:g}x" if r["unit"] == "ratio" else f"+{e:g} points")
                        for e in r["paper_effects"])
         if r["sd"] is None:
             sd, need = "not measured (arms not run on ≥ 2 common seeds)", "—"
         else:
-            sd = (f"{r['sd']:.3f} (log ratio, {r['n']} seeds)" if r["unit"] == "ratio"
-                  else f"{r['sd']:.2f} points ({r['n']} seeds)")
-            need = ", ".join(f"{e}: " + (str(v) if v is not None else f"> {stats.MAX_SEEDS}")
+            sd = (f"{r['sd']:.3f} ({r['sd_hi']:.3f}) (log ratio, {r['n']} seeds)"
+                  if r["unit"] == "ratio" else
+                  f"{r['sd']:.2f} ({r['sd_hi']:.2f}) points ({r['n']} seeds)")
+            need = ", ".join(f"{e}: {_n(v)} / {_n(r['seeds_needed_at_sd_hi'][e])}"
                              for e, v in r["seeds_needed"].items())
         lines.append(f"| {r['claim']} ({r['source']}) | {fx} | {' vs '.join(r['arms'])} | "
                      f"{sd} | {need} |")
     return "\n".join(lines)
 
 
+def _n(seeds: int | None) -> str:
+    return f"> {stats.MAX_SEEDS}" if seeds is None else str(seeds)
+
+
 def claims_table(results: dict) -> str:
     """One row per claim; the verdict is in the claim's direction ("better" = the claimed
     effect is there with 95% confidence, "worse" = the opposite is); an equivalence claim's is
-    "equivalent within ±δ" when it holds (stats.equivalence)."""
-    lines = ["| claim | source | measured | seeds | verdict here |", "|---|---|---|---|---|"]
+    "equivalent within ±δ" when it holds (stats.equivalence); and its place in the
+    confirmatory family (Holm-adjusted p) or "exploratory"."""
+    fam = {x["name"]: x for x in family(results) if x["kind"] == "claim"}
+    lines = ["| claim | source | measured | seeds | verdict here | confirmatory? |",
+             "|---|---|---|---|---|---|"]
     for c in claims(results):
         note = f" ({c['note']})" if c["note"] else ""
+        label = controls_report.family_label(fam.get(c["claim"])) if "p" in c else "—"
         lines.append(f"| {c['claim']} | {c['source']} | {c['measured']}{note} | {c['seeds']} | "
-                     f"{c['held']} |")
+                     f"{c['held']} | {label} |")
     return "\n".join(lines)
 
 
@@ -1003,10 +875,17 @@ def plots(results: dict, out_dir: str) -> list[str]:
                        label="target (mean over seeds)")
         ax.set_xlabel(label)
         ax.set_ylabel(f"held-out Avg@{k} ({metric})")
-        ax.set_title("thin: each seed; thick: mean; band: 95% t-interval over seeds",
-                     fontsize=8)
+        ax.set_title("thin: each seed; thick: mean; band: pointwise, unpaired 95% t-interval "
+                     "over seeds (the paired_difference plots show the comparison)", fontsize=8)
         ax.legend(fontsize=7)
         save(fig, name)
+        ref = results["target_method"]
+        if by.get(ref) and len(by) > 1:
+            fig, ax = plt.subplots(figsize=(6.4, 4.2))
+            _plot_paired(ax, by, ref, x, colors)
+            ax.set_xlabel(label)
+            ax.set_ylabel(f"Avg@{k} ({metric}): arm − {ref}, points")
+            save(fig, name.replace("accuracy_vs", "paired_difference_vs"))
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
     for m, rs in by.items():
@@ -1054,6 +933,47 @@ def plots(results: dict, out_dir: str) -> list[str]:
         ax.legend(fontsize=8)
         save(fig, "augmented_vs_seed_reward.png")
     return written
+
+
+def paired_curves(arm: list[dict], ref: list[dict], x: str) -> list[tuple]:
+    """Per common seed, the arm's accuracy curve minus the reference's, (x, difference) at
+    every evaluation point of either run within the span both reached (each run linearly
+    interpolated between its evaluations)."""
+    by_seed = {r["seed"]: r for r in ref}
+    out = []
+    for r in arm:
+        b = by_seed.get(r["seed"])
+        if b is None or not r["curve"].get(x) or not b["curve"].get(x):
+            continue
+        xa, ya = np.asarray(r["curve"][x], float), np.asarray(r["curve"]["metric"], float)
+        xb, yb = np.asarray(b["curve"][x], float), np.asarray(b["curve"]["metric"], float)
+        lo, hi = max(xa[0], xb[0]), min(xa[-1], xb[-1])
+        grid = np.unique(np.concatenate([xa, xb]))
+        grid = grid[(grid >= lo) & (grid <= hi)]
+        if grid.size:
+            out.append((grid, np.interp(grid, xa, ya) - np.interp(grid, xb, yb)))
+    return out
+
+
+def _plot_paired(ax, by: dict, ref: str, x: str, colors: dict) -> None:
+    """Each arm minus the reference, paired per seed: thin per seed, thick the mean, band the
+    pointwise 95% t-interval over seeds of the paired difference."""
+    for m, rs in by.items():
+        if m == ref:
+            continue
+        curves = paired_curves(rs, by[ref], x)
+        for gx, d in curves:
+            ax.plot(gx, d, color=colors[m], alpha=0.35, lw=0.8)
+        band = mean_band(curves)
+        if band is not None:
+            gx, mean, lo, hi = band
+            ax.plot(gx, mean, color=colors[m], lw=2, label=f"{m} − {ref} ({len(curves)} seeds)")
+            if len(curves) > 1:
+                ax.fill_between(gx, lo, hi, color=colors[m], alpha=0.18, lw=0)
+    ax.axhline(0.0, color="gray", lw=1)
+    ax.set_title("paired per seed: thin: each seed; thick: mean; band: pointwise 95% "
+                 "t-interval of the paired difference", fontsize=8)
+    ax.legend(fontsize=7)
 
 
 def mean_band(curves: list[tuple], points: int = 50):
@@ -1171,14 +1091,24 @@ def write(results: dict, workdir: str) -> dict:
         "",
         "Control arms are not methods: the positive control (`oracle`) trains on the candidates "
         "whose **current** pass rate, measured each step with samples charged to no budget, is "
-        "nearest 0.5 (never 0 or 1); the negative control (`oracle_negative`) only on those "
-        "measured at 0 or 1. Headroom = positive − reference and harm = negative − reference, "
-        f"on `{metric}`, paired per seed (95% t-intervals). Neither ever appears in the main "
-        "table or the claims.",
+        "nearest 0.5; the negative control (`oracle_negative`) only on groups at zero reward "
+        "variance (selection/oracle.py). Headroom = positive − reference and harm = negative − "
+        f"reference, on `{metric}`, paired per seed (95% t-intervals), each beside the "
+        "control's steps, optimizer updates and effective share (the share of its groups with "
+        "non-zero reward variance: above 0 for the negative control is a leak). Neither ever "
+        "appears in the main table or the claims.",
         "",
         *([controls_table(results), "", main_table(results, controls=True), ""]
           if _controls(results) else []),
         controls_text(results),
+        "",
+        "### Each method's effect as a share of the headroom",
+        "",
+        "(method − reference) / (positive control − reference), means over the seeds all three "
+        "share, with Fieller's 95% interval for the ratio of the two paired means (t, S − 1 "
+        "degrees of freedom); unbounded when the headroom itself is not distinguishable from 0.",
+        "",
+        controls_report.share_table(results),
         "",
         f"Primary metric: held-out Avg@{k} on `{metric}` (at the eval temperature/top-p), the "
         "bucket pre-registered in the config (compare.metric)"
@@ -1191,14 +1121,21 @@ def write(results: dict, workdir: str) -> dict:
         "Student-t interval, S − 1 degrees of freedom. \"better\"/\"worse\" only when the "
         "interval excludes 0 with at least 3 seeds; \"too few seeds for a verdict\" below 3 (the "
         "interval is shown from 2 seeds on). MDD = the true difference these seeds would detect "
-        "with 80% power at two-sided 5%, (t(0.975, S−1) + t(0.80, S−1)) · sd(d) / √S from the "
-        "measured sd of the d_s; undefined with 1 seed. A \"not distinguishable\" with an MDD "
-        "above the effect of interest means the experiment could not have seen it."
+        "with 80% power at two-sided 5%, (t(0.975, S−1) + t(0.80, S−1)) · sd(d) / √S, given "
+        "twice: at the measured sd of the d_s and at its one-sided "
+        f"{round(100 * stats.SD_UPPER)}% upper confidence bound, sd · √((S−1) / "
+        f"χ²({1 - stats.SD_UPPER:.2f}, S−1)) (an sd from a few seeds is often well below the "
+        "true one); undefined with 1 seed. A \"not distinguishable\" bounds the effect by the "
+        "MDD and no further. The spread column puts the seed sd of the d_s beside its "
+        "eval-sampling floor, the sd that the k samples per eval prompt alone would give "
+        "(binomial, both arms); a seed sd near its floor is eval noise, not run-to-run spread."
         + ("" if "equivalence_margin" not in results else
            " Nor is it equivalence: a claim of equal accuracy is tested by two one-sided tests "
            f"at ±{results['equivalence_margin']:g} points (compare.equivalence_margin, set "
            "before the run), \"equivalent\" when the 90% paired t-interval lies inside the "
            "margin."),
+        "",
+        controls_report.family_text(results, family(results)),
         "",
         "## Settings chosen so mechanisms fire",
         "",
@@ -1216,16 +1153,20 @@ def write(results: dict, workdir: str) -> dict:
         "",
         main_table(results),
         "",
-        *(["## Best-of groups (HIVE's two-run protocol)", "", best_of_section(results), ""]
-          if results.get("best_of") else []),
+        *(["## Best-of groups (HIVE's two-run protocol)", "", EXPLORATORY, "",
+           best_of_section(results), ""] if results.get("best_of") else []),
         f"## Per-bucket differences vs {ref}",
+        "",
+        EXPLORATORY + " The primary bucket's rows repeat the main table's verdicts, which are "
+        "confirmatory there when declared.",
         "",
         bucket_table(results),
         "",
         "## Ablations: what each mechanism adds",
         "",
         "Each row: the method minus the same method with one mechanism removed or replaced, "
-        f"paired per seed, on `{metric}`" + ("" if metric == "all" else " and on `all`") + ".",
+        f"paired per seed, on `{metric}`" + ("" if metric == "all" else " and on `all`") + ". "
+        + EXPLORATORY,
         "",
         ablation_table(results),
         "",
@@ -1235,9 +1176,13 @@ def write(results: dict, workdir: str) -> dict:
         "",
         "## Change from the starting point (final minus step 0, paired per seed)",
         "",
+        EXPLORATORY,
+        "",
         gain_table(results),
         "",
         "## Rollouts and PFLOPs to the target",
+        "",
+        EXPLORATORY,
         "",
         _target_text(results),
         "",
@@ -1260,19 +1205,31 @@ def write(results: dict, workdir: str) -> dict:
         "",
         "## Plots",
         "",
+        "The accuracy curves' bands are pointwise and unpaired (each arm's own spread over "
+        f"seeds); the paired_difference plots show each arm minus `{ref}` per seed with the "
+        "pointwise t-band of that paired difference, the comparison the tables test. "
+        + EXPLORATORY,
+        "",
         *[f"![{os.path.basename(p)}](plots/{os.path.basename(p)})" for p in plot_paths],
         "",
         "## The papers' claims, measured here",
+        "",
+        "A claim with a paired p-value is in the confirmatory family unless compare.confirmatory "
+        "leaves it out (the last column).",
         "",
         claims_table(results),
         "",
         "## Power: seeds needed to see the papers' effects here",
         "",
-        "For each claim, the number of seeds a paired design needs to detect the effect the "
-        "paper reports with 80% power (two-sided 5%), at the per-seed spread measured in this "
-        "comparison: (t(0.975, S−1) + t(0.80, S−1)) · sd / √S ≤ effect, solved for S.",
+        "Power is computed only at effect sizes fixed before the run with their source (the "
+        "papers'; compare.effect_sizes), never at an effect measured here. For each, the seeds "
+        "a paired design needs for 80% power (two-sided 5%), (t(0.975, S−1) + t(0.80, S−1)) · "
+        "sd / √S ≤ effect solved for S, at the per-seed sd measured in this comparison and at "
+        f"its {round(100 * stats.SD_UPPER)}% upper confidence bound. " + EXPLORATORY,
         "",
         power_table(results),
+        "",
+        controls_report.power_plan_table(results),
         "",
     ]
     text = "\n".join(lines)

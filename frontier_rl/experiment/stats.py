@@ -41,6 +41,17 @@ bounds exponentiated. Rollouts-to-target itself is read off an accuracy curve by
 interpolation between evaluation points (`to_target`). It is only defined for a run that
 reaches the target: a ratio with any arm short of the target in any seed gets no verdict, and
 says which arm in which seed (`ratio_verdict`).
+
+Power is never computed at the observed effect (that is a restatement of the p-value): only at
+effect sizes fixed before the run with their source (`power_plan`), and at two sds, the one
+measured and its one-sided SD_UPPER upper confidence bound (`sd_upper`), since an sd from 3-5
+seeds may be half the true one. `Interval.mdd_hi` is the MDD at that bound.
+
+A declared confirmatory family is corrected by Holm's step-down procedure (`holm`) on two-sided
+paired-t p-values (`p_value`; `tost_p` for an equivalence claim); every other verdict is
+exploratory. A method's effect as a share of the headroom is a ratio of two paired means, whose
+interval is Fieller's (`fieller`). `eval_floor_sd` is the part of a paired sd that the eval
+set's binomial sampling alone would give.
 """
 
 from __future__ import annotations
@@ -61,6 +72,10 @@ EQUIVALENT = "equivalent within"  # + " ±<delta>"
 NOT_EQUIVALENT = "not shown equivalent"
 NO_VERDICT = "no verdict: "  # + which arm did not reach the target in which seed
 NO_RATIO = "no seed with a ratio"
+# one-sided confidence of the sd's upper bound that power is also planned at: an 80% upper
+# bound is the usual choice for a pilot's sd (Browne 1995, Stat. Med. 14:1933), large enough to
+# matter at 3 seeds (x2.1) without planning for the worst case (x4.4 at 95%)
+SD_UPPER = 0.80
 
 
 @functools.cache
@@ -98,6 +113,12 @@ class Interval:
         return (t_quantile(1 - (1 - LEVEL) / 2, df) + t_quantile(POWER, df)) * self.sd / \
             math.sqrt(self.n)
 
+    def mdd_hi(self) -> float | None:
+        """The MDD at the sd's one-sided SD_UPPER upper confidence bound (`sd_upper`): the
+        difference these seeds detect with POWER unless the true sd is above that bound."""
+        d = self.mdd()
+        return None if d is None else d * sd_upper(1.0, self.n)
+
     def fmt(self, digits: int = 1, signed: bool = False) -> str:
         """`mean [lo, hi]`; `mean [—]` without an interval; ratios as `1.52x [1.10, 2.10]`."""
         if self.log:
@@ -117,6 +138,14 @@ class Interval:
         if d is None:
             return "undefined (1 seed)"
         return f"{math.exp(d):.{digits}f}x" if self.log else f"{d:.{digits}f}"
+
+    def fmt_mdd_both(self, digits: int = 1) -> str:
+        """`MDD at the sd / MDD at its SD_UPPER upper bound`, or why there is none."""
+        if self.n < 2:
+            return self.fmt_mdd(digits)
+        hi = self.mdd_hi()
+        hi_txt = f"{math.exp(hi):.{digits}f}x" if self.log else f"{hi:.{digits}f}"
+        return f"{self.fmt_mdd(digits)} / {hi_txt}"
 
 
 MAX_SEEDS = 1000  # seeds_for_power gives up beyond this
@@ -270,3 +299,174 @@ def to_target(curve: dict, target: float, x: str) -> float | None:
             x0, m0 = xs[i - 1], ms[i - 1]  # m0 < target <= m (up to rounding)
             return float(x0 + min(1.0, (target - m0) / (m - m0)) * (xv - x0))
     return None
+
+
+# ----------------------------------------------------------------------------- power
+
+
+def sd_upper(sd: float, n: int, conf: float = SD_UPPER) -> float:
+    """The one-sided `conf` upper confidence bound of a normal sd estimated from n values
+    (n - 1 degrees of freedom): sd * sqrt((n - 1) / chi2_{1-conf, n-1}), chi2_q the q-quantile
+    of the chi-square distribution. NaN below 2 values."""
+    from scipy.special import chdtri  # chdtri(df, y): the x with P(chi2_df > x) = y
+
+    if n < 2 or not math.isfinite(sd):
+        return float("nan")
+    return float(sd) * math.sqrt((n - 1) / float(chdtri(n - 1, conf)))
+
+
+def power_plan(sd: float, n: int, effects: dict) -> dict[str, dict]:
+    """For each pre-registered effect size ({name: {"points", "source"}}), the seeds a paired
+    design needs for POWER at two-sided 1 - LEVEL (`seeds_for_power`), at the sd measured from n
+    seeds and at its SD_UPPER upper bound. Takes the spread only, never the observed mean:
+    power at the effect one happened to observe is a restatement of its p-value."""
+    hi = sd_upper(sd, n)
+    out = {}
+    for name, e in effects.items():
+        points = float(e["points"])
+        ok = n >= 2 and math.isfinite(sd)
+        out[name] = {"points": points, "source": str(e["source"]), "sd": sd if ok else None,
+                     "sd_hi": hi if ok else None, "n": n,
+                     "seeds": seeds_for_power(points, sd) if ok else None,
+                     "seeds_at_sd_hi": seeds_for_power(points, hi) if ok else None}
+    return out
+
+
+def tost_power(n: int, sd: float, delta: float, alpha: float = EQUIVALENCE_ALPHA) -> float:
+    """The exact power of the two one-sided tests (`equivalence`) on n per-seed differences
+    with true mean 0 and sd `sd`, at margin delta: P(|mean| + t_{1-alpha, n-1} s / sqrt(n) <
+    delta), integrated over the sample sd s (s^2 ~ sd^2 chi2_{n-1} / (n-1)) with the mean
+    N(0, sd^2 / n) independent of it."""
+    from scipy import integrate
+    from scipy.stats import chi2, norm
+
+    if n < 2:
+        return 0.0
+    if sd == 0:
+        return 1.0
+    df, se, t = n - 1, sd / math.sqrt(n), t_quantile(1 - alpha, n - 1)
+
+    def given(u):  # u = the chi2 draw's quantile, so the integral is over (0, u_max)
+        s = sd * math.sqrt(chi2.ppf(u, df) / df)
+        return 2 * norm.cdf((delta - t * s / math.sqrt(n)) / se) - 1
+
+    u_max = chi2.cdf(df * (delta * math.sqrt(n) / (t * sd)) ** 2, df)  # beyond it no room
+    return float(integrate.quad(given, 0, u_max, limit=200)[0]) if u_max > 0 else 0.0
+
+
+def tost_seeds(sd: float, delta: float, power: float = POWER) -> int | None:
+    """The fewest seeds S >= 2 at which the two one-sided tests at margin delta show
+    equivalence with `power` when the true difference is 0 and the per-seed sd is `sd`
+    (`tost_power`); None beyond MAX_SEEDS."""
+    if not (math.isfinite(sd) and sd >= 0 and delta > 0):
+        raise ValueError(f"tost_seeds needs a finite sd >= 0 and delta > 0, got {sd}, {delta}")
+    lo, hi = 2, MAX_SEEDS
+    if tost_power(hi, sd, delta) < power:
+        return None
+    while lo < hi:  # the power rises with S
+        mid = (lo + hi) // 2
+        if tost_power(mid, sd, delta) >= power:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+# ----------------------------------------------------------------------------- tests
+
+
+def p_value(iv: Interval) -> float | None:
+    """The two-sided paired-t p-value of H0: mean = 0 for a seed interval (its per-seed mean,
+    sd and n; on the log scale for a ratio); None below 2 seeds. With sd 0 it is 0 for a
+    non-zero mean and 1 for a zero one."""
+    from scipy.special import stdtr
+
+    if iv.n < 2 or not math.isfinite(iv.sd):
+        return None
+    if iv.sd == 0:
+        return 1.0 if iv.mean == 0 else 0.0
+    t = abs(iv.mean) / (iv.sd / math.sqrt(iv.n))
+    return float(2 * stdtr(iv.n - 1, -t))
+
+
+def tost_p(iv: Interval, delta: float) -> float | None:
+    """The p-value of the two one-sided tests at margin delta (the larger of the two one-sided
+    p-values; < EQUIVALENCE_ALPHA exactly when `equivalence` says "equivalent"); None below 2
+    seeds."""
+    from scipy.special import stdtr
+
+    if iv.n < 2 or not math.isfinite(iv.sd):
+        return None
+    if iv.sd == 0:
+        return 0.0 if abs(iv.mean) < delta else 1.0
+    se = iv.sd / math.sqrt(iv.n)
+    return float(max(stdtr(iv.n - 1, -(iv.mean + delta) / se),
+                     stdtr(iv.n - 1, (iv.mean - delta) / se)))
+
+
+def holm(pvalues) -> list[float]:
+    """Holm's step-down adjusted p-values of a family, in the input's order: sorted ascending,
+    the i-th (from 0) becomes max over j <= i of min(1, (m - j) p_(j)). Rejecting where the
+    adjusted p is below alpha controls the family-wise error rate at alpha."""
+    p = np.asarray(pvalues, float)
+    if p.ndim != 1 or np.any(~np.isfinite(p)) or np.any((p < 0) | (p > 1)):
+        raise ValueError(f"holm needs p-values in [0, 1], got {pvalues!r}")
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    adj = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    out = np.empty(m)
+    out[order] = adj
+    return out.tolist()
+
+
+@dataclasses.dataclass(frozen=True)
+class Ratio:
+    """mean(num) / mean(den) of paired per-seed values with its Fieller interval; `bounded`
+    False when the denominator's LEVEL t-interval includes 0 (the set is then unbounded)."""
+
+    estimate: float
+    lo: float
+    hi: float
+    n: int
+    bounded: bool
+
+
+def fieller(num, den, level: float = LEVEL) -> Ratio:
+    """Fieller's interval for rho = E[num] / E[den] from paired per-seed values: the set of
+    rho at which the paired t-test of num_s - rho den_s (n - 1 df) does not reject at
+    1 - level, i.e. the roots of (x - rho y)^2 = t^2 (v11 - 2 rho v12 + rho^2 v22), x, y the
+    means and v the (co)variances of the means. Bounded only when y is itself significant at
+    that level (g = t^2 v22 / y^2 < 1); NaN bounds with fewer than 2 seeds."""
+    a, b = np.asarray(num, float), np.asarray(den, float)
+    if a.shape != b.shape or a.ndim != 1 or a.size == 0:
+        raise ValueError(f"fieller needs paired 1-d per-seed values, got {a.shape}, {b.shape}")
+    n, x, y = a.size, float(a.mean()), float(b.mean())
+    est = x / y if y != 0 else float("nan")
+    if n < 2:
+        return Ratio(est, float("nan"), float("nan"), n, False)
+    cov = np.cov(a, b, ddof=1) / n
+    v11, v12, v22 = float(cov[0, 0]), float(cov[0, 1]), float(cov[1, 1])
+    t2 = t_quantile(1 - (1 - level) / 2, n - 1) ** 2
+    lead = y * y - t2 * v22
+    if lead <= 0:
+        return Ratio(est, float("-inf"), float("inf"), n, False)
+    mid = x * y - t2 * v12
+    root = math.sqrt(max(0.0, mid * mid - lead * (x * x - t2 * v11)))
+    return Ratio(est, (mid - root) / lead, (mid + root) / lead, n, True)
+
+
+def eval_floor_sd(a, b, k: int) -> float | None:
+    """The sd of a per-seed paired difference that the eval set's sampling alone gives: a and b
+    are [seeds, prompts] accuracies in points of k samples per prompt; per seed and arm,
+    var(mean) = sum_i p_i (1 - p_i) / (k - 1) / n^2 (p_i = the prompt's solve rate; p(1-p)/(k-1)
+    is the unbiased estimate of the binomial variance p(1-p)/k of one prompt's rate), summed
+    over the two independently sampled arms and averaged over seeds; in points. None with
+    k < 2."""
+    a, b = np.asarray(a, float) / 100, np.asarray(b, float) / 100
+    if a.shape != b.shape or a.ndim != 2 or a.size == 0:
+        raise ValueError(f"eval_floor_sd needs [seeds, prompts] pairs, got {a.shape}, {b.shape}")
+    if k < 2:
+        return None
+    n = a.shape[1]
+    var = ((a * (1 - a)).sum(axis=1) + (b * (1 - b)).sum(axis=1)) / (k - 1) / n ** 2
+    return 100 * math.sqrt(float(var.mean()))
