@@ -100,3 +100,24 @@ def test_rollouts_measure_needs_a_context_that_can_roll_out_uncharged():
 
     with pytest.raises(RuntimeError, match="selector.oracle.measure='rollouts'"):
         sel.build_batch(NoDoor())
+
+
+def test_the_synthetic_learner_rolls_out_for_controls_uncharged():
+    """The same control code in the synthetic learner: the negative control's training groups
+    have zero reward variance and only they are charged; the positive control fills B."""
+    from frontier_rl.sim.learner import SimContext
+
+    for cfg, check in (
+            ({"mode": "extremes", "measure": "rollouts", "max_rounds": 8},
+             lambda b: all(np.ptp(g.rewards) == 0 for g in b)),
+            ({"measure": "rollouts", "fill": True, "candidates": 4},
+             lambda b: np.mean([np.ptp(g.rewards) > 0 for g in b]) > 0.5)):
+        ctx = SimContext(num_prompts=2000, batch_size=32, group_size=8, seed=0)
+        sel = selection.make("oracle", {"oracle": cfg}, num_prompts=ctx.size, seed=0)
+        for step in range(3):
+            ctx.begin_step(step)
+            batch = sel.build_batch(ctx)
+            assert len(batch) == 32 and check(batch)
+            ctx.update(batch)
+        assert ctx.counters["rollouts"] == 3 * 32 * 8
+        assert ctx.counters["control_samples"] >= ctx.counters["rollouts"]

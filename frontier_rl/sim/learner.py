@@ -618,13 +618,43 @@ class SimContext:
     # ------------------------------------------------------------------ StepContext
 
     def rollout(self, indices: Sequence[int], n: int) -> list[Group]:
+        groups = self._groups(indices, n)
+        if groups:
+            self._record("rollout", len(groups), n)
+            self.charge(groups)
+        return groups
+
+    def control_rollout(self, indices: Sequence[int], n: int) -> list[Group]:
+        """Groups as `rollout` draws them, uncharged (control arms, selection/oracle.py):
+        counted in `control_samples` until the control `charge`s those it trains on."""
+        groups = self._groups(indices, n)
+        self.counters["control_samples"] += n * len(groups)
+        return groups
+
+    def charge(self, groups: Sequence[Group]) -> None:
+        """Books groups this context drew as rollouts: responses, tokens, the step's tally."""
+        t0 = time.perf_counter()
+        idx = np.asarray([g.index for g in groups], np.int64)
+        outcomes = np.stack([g.outcomes for g in groups])
+        k, n = outcomes.shape
+        self.counters["rollouts"] += k * n
+        self.counters["response_tokens"] += int(sum(int(g.lengths.sum()) for g in groups))
+        self.counters["prompt_tokens"] += n * int(self._plen.buf[idx].sum())
+        st = self.step_stats
+        st["groups"] += k
+        st["rollouts"] += k * n
+        st["easy"] += int((outcomes == REWARD_CORRECT).all(axis=1).sum())
+        st["hard"] += int((outcomes == REWARD_WRONG).all(axis=1).sum())
+        self.time_in_s += time.perf_counter() - t0
+
+    def _groups(self, indices: Sequence[int], n: int) -> list[Group]:
+        """n scored responses of each prompt as Groups, counted nowhere."""
         t0 = time.perf_counter()
         idx = np.asarray(indices, np.int64).reshape(-1)
         if idx.size == 0:
             return []
         if idx.min() < 0 or idx.max() >= self.size:
             raise IndexError(f"prompt index out of range [0, {self.size})")
-        self._record("rollout", idx.size, n)
         p = self.success(idx)[:, None]
         u = self._rng.random((idx.size, n))
         correct = u < p
@@ -640,15 +670,6 @@ class SimContext:
         groups = [Group(index=i, prompt_id=self._prompt_id(i), outcomes=outcomes[r],
                         rewards=rewards[r], lengths=lengths[r], mean_entropy=ent[r])
                   for r, i in enumerate(idx.tolist())]
-        k = int(idx.size)
-        self.counters["rollouts"] += k * n
-        self.counters["response_tokens"] += int(lengths.sum())
-        self.counters["prompt_tokens"] += n * int(self._plen.buf[idx].sum())
-        st = self.step_stats
-        st["groups"] += k
-        st["rollouts"] += k * n
-        st["easy"] += int(correct.all(axis=1).sum())
-        st["hard"] += int((outcomes == REWARD_WRONG).all(axis=1).sum())
         self.time_in_s += time.perf_counter() - t0
         return groups
 
