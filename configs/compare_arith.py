@@ -93,10 +93,17 @@ ARGS = ("", "claims", "full", "controls", "hive_steps", "pilot", "pilot_mixed", 
 # of whose groups carry gradient, so that uniform's informative share is low; "mixed" is the
 # four buckets in equal shares (the testbed before the pilots).
 POOLS = {"sparse": (1.0, 0.0, 1.0, 1.0), "mixed": (1.0, 1.0, 1.0, 1.0)}
-# The controls measure 2 B candidates per step with 8 samples each (1,024 samples beside the
-# step's 512 charged rollouts): 8 samples tell a prompt at 0 or 1 from one at 0.2 (17% of such
-# prompts still read 0) at twice the sampling of a step.
-ORACLE = {"candidates": 2, "k": 8}
+# The controls are measured on their own training rollouts (selection/oracle.py). The positive
+# control rolls out 4 B candidates (uniform's informative share on the testbed pool is about a
+# third, so 4 B hold B informative groups in most steps) and fills B; the negative control
+# draws 2 B at a time until B of them have zero reward variance (the pool's 2op and 5op supply
+# them). Only the trained groups are charged, so both take uniform's steps and updates.
+ORACLE = {"measure": "rollouts", "fill": True, "candidates": 4}
+NEGATIVE = {"measure": "rollouts", "mode": "extremes", "candidates": 2, "max_rounds": 8}
+# The testbed (README, "Choosing the testbed"): the pool, the batch, the budget and the warm
+# start every preset but the pilots and smoke shares.
+TESTBED = dict(pool="sparse", train_size=1500, batch_size=32, rollout_budget=38400,
+               warmstart_cache="runs/warmstart/compare_arith")
 
 
 def _methods() -> ml_collections.ConfigDict:
@@ -128,8 +135,7 @@ def _methods() -> ml_collections.ConfigDict:
         # controls, not methods (selection/oracle.py): each candidate's current pass rate,
         # measured with k samples outside the budget; nearest 0.5 / only 0 or 1
         "oracle": {"selector": {"name": "oracle", "oracle": dict(ORACLE)}},
-        "oracle_negative": {"selector": {"name": "oracle",
-                                         "oracle": {**ORACLE, "mode": "extremes"}}},
+        "oracle_negative": {"selector": {"name": "oracle", "oracle": dict(NEGATIVE)}},
     }
     if "heapa_hive" in selection.names():
         m["heapa_hive"] = {"selector": {"name": "heapa_hive", "heapa_hive": dict(fair)}}
@@ -143,8 +149,13 @@ def get_config(arg: str | None = None):
     c = config_lib.default_config()
     c.rl.loss = "grpo"
     with c.task.unlocked():
-        c.task.data_seed = 0  # one task for every seed; each seed has its own warm start
-    c.task.train_size = 1500
+        c.task.data_seed = 0  # one task for every seed
+        c.task.bucket_weights = POOLS[TESTBED["pool"]]
+    c.task.train_size = TESTBED["train_size"]
+    c.rl.batch_size = TESTBED["batch_size"]
+    # Every comparison on this testbed starts from the same cached warm start, so the controls
+    # measure the headroom of exactly the starting point whose nulls they calibrate.
+    c.warmstart.cache_dir = TESTBED["warmstart_cache"]
     # The frontier bucket 4op is the pre-registered metric: 1,024 eval prompts there, 64 in
     # each other bucket (they are secondary), 4 samples each.
     c.task.eval_per_bucket = 64
@@ -169,12 +180,11 @@ def get_config(arg: str | None = None):
 
     c.compare = ml_collections.ConfigDict()
     c.compare.methods = _methods()  # name -> delta over the base config
-    c.compare.run = "uniform,hive,heapa"  # methods to run, in this order
+    c.compare.run = "uniform,oracle,hive,heapa"  # methods to run, in this order
     c.compare.seeds = "0,1,2"
     c.compare.budget = "rollouts"  # matched rollouts; "steps": matched updates (compare.steps)
-    c.compare.rollout_budget = 38400  # rollouts per run (every generated response counts)
-    if arg == "":  # the 15-minute default: a smaller budget, one shared warm start (docstring)
-        c.compare.rollout_budget = 25600
+    # rollouts per run (every generated response counts): 150 uniform steps of B = 32 x G = 8
+    c.compare.rollout_budget = TESTBED["rollout_budget"]
     c.compare.steps = 0  # steps per run when budget = "steps"
     c.compare.evals = 6  # held-out evaluations per run, evenly spaced (+ step 0)
     c.compare.metric = "4op"  # the pre-registered primary bucket (the frontier); "all" secondary
@@ -184,11 +194,24 @@ def get_config(arg: str | None = None):
     # HIVE vs DS / GRESO accuracy is "equivalent" when the 90% paired interval lies in
     # +-this many points (two one-sided tests, stats.equivalence); fixed before the runs.
     c.compare.equivalence_margin = 1.5
+    c.compare.equivalence_margin_source = (
+        "below the smallest gain the papers report for a method over its baseline (HeaPA, "
+        "arXiv 2601.22448, Tables 1-2: +1.8 points), so 'equivalent' rules out an effect of "
+        "the size they claim; declared with this testbed, before its runs")
+    # Pre-registered effects, the only ones power is computed at (never the observed effect).
+    c.compare.effect_sizes = ml_collections.ConfigDict({
+        "heapa_smallest": {"points": 1.8, "source": "HeaPA (arXiv 2601.22448) Tables 1-2, its "
+                                                     "smallest gain over uniform GRPO"},
+        "heapa_largest": {"points": 7.2, "source": "HeaPA (arXiv 2601.22448) Tables 1-2, its "
+                                                    "largest gain over uniform GRPO"},
+    })
+    # The confirmatory family (Holm): every method's primary verdict against compare.target
+    # and every paper claim with a paired test; everything else in the report is exploratory.
+    c.compare.confirmatory = "all"
     c.compare.rollout_reference = "ds"  # rollouts-to-target ratios are against this method
-    c.compare.shared_start = arg == ""  # True: one warm start for every seed (the default only)
-    # Runs at once, each in its own process (experiment/workers.py); the default's two fill
-    # 2 cores (docstring). The other presets keep one, the runs one after another.
-    c.compare.workers = 2 if arg == "" else 1
+    c.compare.shared_start = True  # one warm start for every seed and every preset
+    # Runs at once, each in its own process (experiment/workers.py): two fill 2 cores.
+    c.compare.workers = 2
     c.compare.ablations = ml_collections.ConfigDict()  # name -> (method, ablation, question)
 
     if arg in ("claims", "full"):
@@ -240,6 +263,7 @@ def get_config(arg: str | None = None):
         small, large = (8, 32) if arg == "pilot" else (16, 64)
         with c.task.unlocked():
             c.task.bucket_weights = POOLS["sparse" if arg == "pilot" else "mixed"]
+        c.warmstart.cache_dir = ""  # each pilot's own (DIR/warmstart)
         c.compare.methods[f"uniform_b{small}"] = {"selector": {"name": "uniform"},
                                                   "rl": {"batch_size": small}}
         c.compare.methods[f"uniform_b{large}"] = {"selector": {"name": "uniform"},
@@ -251,10 +275,11 @@ def get_config(arg: str | None = None):
         c.compare.budget = "steps"
         c.compare.steps = 150 if arg == "pilot" else 50
         c.compare.evals = 3
-        c.compare.shared_start = True
-        c.compare.workers = 2
     elif arg == "smoke":
         config_lib.shrink_for_smoke(c)
+        c.warmstart.cache_dir = ""
+        c.compare.shared_start = False
+        c.compare.workers = 1
         c.compare.run = "uniform,hive"
         c.compare.seeds = "0"
         c.compare.rollout_budget = 96

@@ -79,8 +79,11 @@ PRESETS = {
 }
 
 
-# 2 B candidates per step, 8 samples each, measured outside the budget (compare_arith.ORACLE)
-ORACLE = {"candidates": 2, "k": 8}
+# The controls of configs/compare_arith.py, measured on their own training rollouts: the
+# positive control fills B from 4 B candidates, the negative one trains only on groups of zero
+# reward variance (selection/oracle.py).
+ORACLE = {"measure": "rollouts", "fill": True, "candidates": 4}
+NEGATIVE = {"measure": "rollouts", "mode": "extremes", "candidates": 2, "max_rounds": 8}
 
 
 def _methods() -> ml_collections.ConfigDict:
@@ -94,8 +97,7 @@ def _methods() -> ml_collections.ConfigDict:
         "ps": {"selector": {"name": "ps"}},
         # controls, not methods (selection/oracle.py; as configs/compare_arith.py's)
         "oracle": {"selector": {"name": "oracle", "oracle": dict(ORACLE)}},
-        "oracle_negative": {"selector": {"name": "oracle",
-                                         "oracle": {**ORACLE, "mode": "extremes"}}},
+        "oracle_negative": {"selector": {"name": "oracle", "oracle": dict(NEGATIVE)}},
     })
 
 
@@ -134,6 +136,15 @@ def get_config(arg: str | None = None):
     # HIVE vs DS / GRESO accuracy is "equivalent" when the 90% paired interval lies in
     # +-this many points (two one-sided tests, stats.equivalence); fixed before the runs.
     c.compare.equivalence_margin = 1.5
+    c.compare.equivalence_margin_source = (
+        "below the smallest gain the papers report for a method over its baseline (HeaPA, "
+        "arXiv 2601.22448, Tables 1-2: +1.8 points), so 'equivalent' rules out an effect of "
+        "the size they claim")
+    # Pre-registered effects, the only ones power is computed at (never the observed effect).
+    c.compare.effect_sizes = ml_collections.ConfigDict({
+        "heapa_smallest": {"points": 1.8, "source": "HeaPA (arXiv 2601.22448) Tables 1-2, its "
+                                                     "smallest gain over uniform GRPO"}})
+    c.compare.confirmatory = "all"  # Holm over every method's primary verdict and the claims
     c.compare.rollout_reference = "ds"
     c.compare.shared_start = False  # False: one warm start per seed; True: one for all seeds
     c.compare.workers = 1  # runs at once, each in its own process (experiment/workers.py)
@@ -141,7 +152,12 @@ def get_config(arg: str | None = None):
     c.compare.settings_notes = ml_collections.ConfigDict()  # method -> why non-default settings
 
     if controls:  # what this testbed can detect: headroom and harm (the report opens with them)
+        # the arith testbed's design: B = 32 (150 uniform steps of the same 38,400 rollouts),
+        # one shared warm start, two runs at once
         c.compare.run = "uniform,oracle,oracle_negative"
+        c.rl.batch_size = 32
+        c.compare.shared_start = True
+        c.compare.workers = 2
     if smoke:
         c.task.train_size = 200
         c.task.eval_size = 24
