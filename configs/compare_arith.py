@@ -103,7 +103,7 @@ NEGATIVE = {"measure": "rollouts", "mode": "extremes", "candidates": 2, "max_rou
 # The testbed (README, "Choosing the testbed"): the pool, the batch, the budget and the warm
 # start every preset but the pilots and smoke shares.
 TESTBED = dict(pool="sparse", train_size=1500, batch_size=32, rollout_budget=38400,
-               warmstart_cache="runs/warmstart/compare_arith")
+               learning_rate=3e-4, warmstart_cache="runs/warmstart/compare_arith")
 
 
 def _methods() -> ml_collections.ConfigDict:
@@ -153,6 +153,7 @@ def get_config(arg: str | None = None):
         c.task.bucket_weights = POOLS[TESTBED["pool"]]
     c.task.train_size = TESTBED["train_size"]
     c.rl.batch_size = TESTBED["batch_size"]
+    c.rl.learning_rate = TESTBED["learning_rate"]
     # Every comparison on this testbed starts from the same cached warm start, so the controls
     # measure the headroom of exactly the starting point whose nulls they calibrate.
     c.warmstart.cache_dir = TESTBED["warmstart_cache"]
@@ -247,8 +248,8 @@ def get_config(arg: str | None = None):
         c.compare.run = ",".join(m for m in c.compare.methods.keys()
                                  if not m.startswith("oracle"))
         c.compare.seeds = "0,1,2"
-    elif arg == "controls":
-        c.compare.run = "uniform,oracle,oracle_negative"
+    elif arg == "controls":  # the default's runs (reused in the same workdir) + the floor
+        c.compare.run = "uniform,oracle,hive,heapa,oracle_negative"
         c.compare.seeds = "0,1,2"
     elif arg == "hive_steps":  # HIVE Table 1's design: the same steps, rollouts reported
         c.compare.run = "ds,greso,hive"

@@ -175,14 +175,17 @@ def _headroom_text(head: dict | None, results: dict) -> str:
                 "distinguishable\" from the reference rules out effects above its MDD, not "
                 "below.")
     mdds = _mdds(results)
-    mdd_txt = ("; ".join(f"{m} {x:.1f}" for m, x in mdds.items()) if mdds
-               else "none measured")
-    return (f"The headroom ({fx} points on `{metric}`) is not distinguishable from 0: the "
-            f"positive control gained at most {head['hi']:+.1f} points here (upper end of its "
-            f"95% interval). This comparison's MDDs against the reference are {mdd_txt} points; "
-            f"where an MDD exceeds {head['hi']:+.1f}, even the oracle's largest plausible gain "
-            "was below what the design could detect, so that method's \"not distinguishable\" "
-            "bounds its effect by the MDD and cannot tell it from no selection at all.")
+    out = (f"The headroom ({fx} points on `{metric}`) is not distinguishable from 0: the "
+           f"positive control gained at most {head['hi']:+.1f} points here (upper end of its "
+           "95% interval).")
+    if not mdds:
+        return out + " No method was compared with the reference here."
+    mdd_txt = "; ".join(f"{m} {x:.1f}" for m, x in mdds.items())
+    return out + (
+        f" This comparison's MDDs against the reference are {mdd_txt} points; where an MDD "
+        f"exceeds {head['hi']:+.1f}, even the oracle's largest plausible gain was below what the "
+        "design could detect, so that method's \"not distinguishable\" bounds its effect by the "
+        "MDD and cannot tell it from no selection at all.")
 
 
 def _harm_text(harm: dict | None) -> str:

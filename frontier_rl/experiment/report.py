@@ -1089,10 +1089,12 @@ def write(results: dict, workdir: str) -> dict:
         "",
         "## What this testbed can detect (controls)",
         "",
-        "Control arms are not methods: the positive control (`oracle`) trains on the candidates "
-        "whose **current** pass rate, measured each step with samples charged to no budget, is "
-        "nearest 0.5; the negative control (`oracle_negative`) only on groups at zero reward "
-        "variance (selection/oracle.py). Headroom = positive − reference and harm = negative − "
+        "Control arms are not methods: the positive control (`oracle`) trains on the B "
+        "candidates whose **current** pass rate, measured each step on the candidates' own "
+        "rollouts (only those it trains on are charged), is nearest 0.5; the negative control "
+        "(`oracle_negative`) only on groups at zero reward variance (selection/oracle.py). The "
+        "headroom bounds pure selection over the pool at matched updates, not augmentation or "
+        "extra rollouts per step. Headroom = positive − reference and harm = negative − "
         f"reference, on `{metric}`, paired per seed (95% t-intervals), each beside the "
         "control's steps, optimizer updates and effective share (the share of its groups with "
         "non-zero reward variance: above 0 for the negative control is a leak). Neither ever "

@@ -19,8 +19,9 @@ apart as `control_samples`, never charged). Measured:
   (responses in trained groups with non-zero variance / rollouts);
 - **headroom** = positive control - reference (oracle - uniform) and **harm** = negative control
   - reference (oracle_negative - uniform): the paired per-seed accuracy differences, mean with
-  95% t-interval, `stats.verdict`, the minimum detectable difference at 80% power and the seeds a
-  paired design needs for 80% power at the measured effect and spread;
+  95% t-interval, `stats.verdict`, the minimum detectable difference at 80% power at the
+  measured sd and at its 80% upper confidence bound (never a power computed at the effect
+  observed);
 - **method vs comparator at matched steps** (HIVE vs DS): the rollouts each spent over the same
   `sim.steps` steps, the ratio comparator / method as the geometric mean of per-seed ratios with
   the t-interval of their logs (`stats.log_ratio`), and method - comparator final accuracy with
@@ -243,7 +244,7 @@ def _iv(iv: stats.Interval) -> dict:
         return None if x is None or not math.isfinite(x) else float(x)
 
     return {"mean": num(iv.mean), "lo": num(iv.lo), "hi": num(iv.hi), "n": iv.n,
-            "sd": num(iv.sd), "mdd": num(iv.mdd())}
+            "sd": num(iv.sd), "mdd": num(iv.mdd()), "mdd_hi": num(iv.mdd_hi())}
 
 
 def _short(runs: dict, arm: str, steps: int) -> list[str]:
@@ -275,12 +276,6 @@ def _composition(config, results: list[dict], seeds: list[int]) -> dict:
 def _pool_text(comp: dict) -> str:
     """`solved 0.18 / unsolved 0.34 / frontier 0.49` of a composition entry."""
     return " / ".join(f"{k} {v:.2f}" for k, v in comp["shares"].items())
-
-
-def _power(effect: float | None, sd: float | None) -> int | None:
-    if effect is None or sd is None or effect == 0:
-        return None
-    return stats.seeds_for_power(effect, sd)
 
 
 def summarise(config, results: list[dict]) -> dict:
@@ -328,10 +323,8 @@ def summarise(config, results: list[dict]) -> dict:
         entry.update(per_seed=[float(x) for x in d], **_iv(iv))
         if short:
             entry["verdict"] = stats.NO_VERDICT + "; ".join(short)
-            entry["seeds_for_80_power"] = None
         else:
             entry["verdict"] = stats.verdict(iv)
-            entry["seeds_for_80_power"] = _power(iv.mean, iv.sd) if iv.n >= 2 else None
         out[name] = entry
 
     if c.method and c.comparator:
@@ -360,11 +353,8 @@ def summarise(config, results: list[dict]) -> dict:
         if short:
             why = stats.NO_VERDICT + "; ".join(short)
             entry["ratio"]["verdict"] = entry["accuracy_difference"]["verdict"] = why
-            entry["ratio"]["seeds_for_80_power"] = None
         else:
             entry["ratio"]["verdict"] = stats.verdict(ratio)
-            entry["ratio"]["seeds_for_80_power"] = (_power(ratio.mean, ratio.sd)
-                                                    if ratio.n >= 2 else None)
             entry["accuracy_difference"]["verdict"] = (
                 stats.equivalence(d, float(c.equivalence_margin))
                 if d.size >= stats.MIN_SEEDS else stats.TOO_FEW)
@@ -397,11 +387,11 @@ def _pool_lines(comp: dict) -> list[str]:
 
 
 def _need(e: dict, n: int) -> str:
-    """Seeds for 80% power as text: "—" without an interval (n < 2) or a verdict."""
-    if n < 2 or e["verdict"].startswith(stats.NO_VERDICT):
+    """The MDD at the sd's one-sided 80% upper bound as text ("—" below 2 seeds): the power
+    statement the seeds allow, never one computed at the effect observed."""
+    if n < 2 or e.get("mdd_hi") is None:
         return "—"
-    need = e["seeds_for_80_power"]
-    return f"> {stats.MAX_SEEDS}" if need is None else str(need)
+    return f"MDD {e['mdd_hi']:.2f} at the sd's 80% upper bound"
 
 
 def _ratio_reading(verdict: str, m: str, k: str) -> str:
@@ -447,7 +437,7 @@ def report(study: dict) -> str:
     if effects:
         lines += ["", "## Headroom and harm", "",
                   "| effect | control − reference | paired difference, points [95% CI] | "
-                  "verdict | MDD (80% power) | seeds for 80% power at this effect |",
+                  "verdict | MDD (80% power) | MDD at the sd's 80% upper bound |",
                   "|---|---|---|---|---|---|"]
         for name, e in effects:
             mdd = "—" if e["mdd"] is None else f"{e['mdd']:.1f}"
@@ -471,8 +461,8 @@ def report(study: dict) -> str:
             f"| rollouts {m} (mean) | {e['rollouts_mean'][m]:,.0f} | |",
             f"| rollouts {k} (mean) | {e['rollouts_mean'][k]:,.0f} | |",
             f"| rollouts {k}/{m} [95% CI] | {r['geomean']:.2f}x {span} | "
-            f"{_ratio_reading(r['verdict'], m, k)} (seeds for 80% power: "
-            f"{_need(r, r['log']['n'])}) |",
+            f"{_ratio_reading(r['verdict'], m, k)} (log ratio "
+            f"{_need(r['log'], r['log']['n'])}) |",
             f"| accuracy {m} − {k}, points [95% CI] | {_fmt(d, signed=True)} (90%: {ci90}) | "
             f"{d['verdict']} |"]
     lines += ["", "## Reading", "", *reading(study)]
@@ -753,7 +743,7 @@ def summary_lines(study: dict) -> list[str]:
         if name in study:
             e = study[name]
             out.append(f"{name} ({e['control']} - {e['reference']}): {_fmt(e, signed=True)} "
-                       f"points, {e['verdict']}, seeds for 80% power {_need(e, e['n'])}")
+                       f"points, {e['verdict']}, {_need(e, e['n'])}")
     if "matched" in study:
         e = study[study["matched"]]
         m, k, r, d = e["method"], e["comparator"], e["ratio"], e["accuracy_difference"]
