@@ -1,87 +1,94 @@
-"""Matched-budget comparison on the embedded arithmetic task: uniform GRPO, HIVE and HeaPA (DS,
-GRESO, the ablations and the rest in `:claims` / `:full`), each to the same rollout budget from
-each seed's own warm start, over three seeds, with verdicts from per-seed paired t-intervals
-on the pre-registered frontier bucket and a per-(method, seed) proof that each mechanism ran.
+"""Matched-budget comparison on the embedded arithmetic task: uniform GRPO, the positive
+control, HIVE and HeaPA (DS, GRESO, the ablations and the rest in `:claims` / `:full`), each to
+the same rollout budget from one shared warm start, over three seeds, with verdicts from
+per-seed paired t-intervals on the pre-registered frontier bucket, each method's effect as a
+share of the positive control's headroom, and a per-(method, seed) proof that each mechanism
+ran.
 
   frontier-rl compare --config=configs/compare_arith.py --workdir=runs/compare
-  frontier-rl compare --config=configs/compare_arith.py:claims --workdir=runs/compare_claims
-  frontier-rl compare --config=configs/compare_arith.py --workdir=runs/compare \
-      --config.compare.run=uniform,ds,hive --config.compare.seeds=0,1,2,3,4
-  frontier-rl compare --config=configs/compare_arith.py --workdir=runs/steps \
-      --config.compare.budget=steps --config.compare.steps=75      # matched updates
+  frontier-rl compare --config=configs/compare_arith.py:controls --workdir=runs/compare
+  frontier-rl compare --config=configs/compare_arith.py:claims --workdir=runs/claims
+  frontier-rl compare --config=configs/compare_arith.py:pilot --workdir=runs/pilot
 
 Args:
-  ''       uniform, hive, heapa; seeds 0,1,2; 25,600 rollouts each (50 uniform steps), one
-           warm start shared by every seed, two runs at once (compare.workers = 2; what fits
-           the time on 2 cores, README): its verdicts are conditional on that starting point, and
-           the report says so
-  claims   every claim of the report and the four ablation arms: uniform, ds, greso, hive,
-           hive_random_drop, hive_no_stage1, heapa, heapa_uniform_pool, heap_only,
-           heapa_childagg, ps_aug, heapa_hive; seeds 0,1,2, each with its own warm start;
-           38,400 rollouts each (75 uniform steps)
-  full     every registered method; seeds 0,1,2 with their own warm starts; 38,400 rollouts
-  controls what the testbed can detect: uniform, the positive control `oracle` (trains on the
-           candidates whose measured current pass rate is nearest 0.5, never 0 or 1) and the
-           negative control `oracle_negative` (only those measured at 0 or 1); seeds 0,1,2 with
-           their own warm starts, 38,400 rollouts; the report opens with the selection
-           headroom (oracle - uniform) and harm (oracle_negative - uniform), paired per seed.
-           Measured: headroom +0.2 [-0.4, +0.7] points on 4op (MDD 0.7), harm -1.1 [-3.7, +1.4]
-           (MDD 3.2): neither distinguishable, so this budget cannot show selection's effect
+  ''         uniform, oracle (the positive control), hive, heapa; seeds 0,1,2; 38,400 rollouts
+             each (150 uniform steps of B = 32 x G = 8); two runs at once (compare.workers)
+  controls   the default's four arms plus the negative control `oracle_negative`: run in the
+             default's workdir it reuses the default's twelve runs and adds three
+  claims     every claim of the report and the four ablation arms: uniform, ds, greso, hive,
+             hive_random_drop, hive_no_stage1, heapa, heapa_uniform_pool, heap_only,
+             heapa_childagg, ps_aug, heapa_hive; seeds 0,1,2
+  full       every registered method (no controls); seeds 0,1,2
   hive_steps HIVE's claim in its paper's design (HIVE Table 1): DS, GRESO and HIVE for the
-           same 50 steps from each seed's warm start (seeds 0,1,2); the rollouts each spent,
-           DS / HIVE with a paired log-ratio interval, and HIVE's accuracy against DS's by two
-           one-sided tests at compare.equivalence_margin (1.5 points, fixed here)
-  smoke    two methods, one seed, on the smoke-sized task, in seconds (used by tests)
+             same 50 steps (seeds 0,1,2); the rollouts each spent, DS / HIVE with a paired
+             log-ratio interval, and HIVE's accuracy against DS's by two one-sided tests at
+             compare.equivalence_margin (1.5 points; why: compare.equivalence_margin_source)
+  pilot      what an update gains from more informative groups, the mechanism selection needs
+             under Adam: uniform at B = 8 and B = 32 for the same 150 steps on the testbed pool
+  pilot_mixed the same on the pool of all four buckets (the testbed before the pilots), B = 16
+             and B = 64 for 50 steps
+  smoke      two methods, one seed, on the smoke-sized task, in seconds (used by tests)
+
+Every preset but the pilots and smoke runs on the same testbed (TESTBED) and starts from the
+same cached warm start (`warmstart.cache_dir` = runs/warmstart/compare_arith, keyed by what it
+depends on), so the controls measure the headroom of exactly the starting point whose nulls
+they calibrate; the report names the cache and its key digest.
+
+The testbed, chosen by the pilots (README, "Choosing the testbed"; measure them again with
+`:pilot`): a pool of 1,500 prompts, 500 each of 2op, 4op and 5op (no 3op, the bucket most of
+whose groups carry gradient: uniform's informative share is about a third), B = 32, G = 8,
+38,400 rollouts (150 uniform steps), AdamW at learning rate 3e-4. At 1e-4 the positive control's
+headroom was +2.4 [-0.2, +5.0] points on 4op; at 3e-4 uniform's noisier updates cost it
+accuracy (43.9 -> 39.5 on 4op) while the positive control, 32 informative groups per update
+against uniform's ~11, did not lose any: this is a regime where gradient noise matters, the one
+where selection can pay under Adam. Verdicts here are about this learning rate: a method's
+gain over uniform may shrink at uniform's best rate.
 
 Each method is a delta merged over the base config (configs/arith_grpo.py's GRPO run); the base
 also carries the arith settings of HeaPA's augmentation and teacher, as configs/arith_heapa.py.
 
-Pre-registered before any run: the primary metric is Avg@4 on the frontier bucket 4op
-(`compare.metric`; "all" is secondary); verdicts compare each method with uniform GRPO on the
-same seeds (`compare.target`), none below 3 seeds; rollouts-to-target uses uniform's final 4op
-accuracy minus 2 points per seed (`compare.target_margin`); the ablations of `:claims` answer
-the questions in `compare.ablations`.
+Pre-registered before the runs on this testbed: the primary metric is Avg@4 on the frontier
+bucket 4op (`compare.metric`; "all" is secondary); verdicts compare each method with uniform
+GRPO on the same seeds (`compare.target`), none below 3 seeds, and form the confirmatory family
+with the claims (Holm; `compare.confirmatory`), everything else exploratory; power is computed
+only at the effects in `compare.effect_sizes` (HeaPA's smallest and largest reported gains),
+never at an observed one; rollouts-to-target uses uniform's final 4op accuracy minus 2 points
+per seed (`compare.target_margin`); the ablations of `:claims` answer the questions in
+`compare.ablations`.
+
+Controls (selection/oracle.py), measured on their own training rollouts: the positive control
+rolls out 4 B candidates uncharged and trains on the B groups whose pass rate is nearest 0.5,
+filling B, so it takes uniform's steps and updates (it bounds pure selection over the pool at
+matched updates, not augmentation or extra rollouts per step); the negative control trains only
+on groups of zero reward variance, an exact zero policy gradient (a floor: its policy never
+moves), and the report prints its effective share (0 by construction).
 
 Experiment settings, and why (no method's algorithm is changed; `compare.settings_notes` lists
 them in the report, and tests/test_mechanisms.py fails if a method's proof counter stays at
 zero under them):
-- Pool of 1,500 training prompts (task.train_size; the default task has 20,000) against a
-  budget of 38,400 rollouts (`:claims`): uniform GRPO passes its pool 3.2 times (2.1 times at
-  the default's 25,600). With 20,000 prompts and
-  76,800 rollouts no method finished its first epoch, so HIVE's Stage 1 (history) and GRESO's
-  skip rule, which act on prompts seen before, never fired, and HeaPA never left its cold queue.
 - HeaPA (and PS, heapa_hive): capacity N = 1,400, below the 1,500 seeds, so the bound binds
-  from the start (evictions during the initial fill are information only; the proof counter is
-  `evicted_after_fill`); archive threshold A_max = 768 and chunk 128 (768 is 12 steps of
-  B = 64, so the archive recycles several times and lineage refreshes run within the budget);
-  children enter the heaps at their estimate (`aug_entry="heap"`, the released code); no
-  capacity check on augmentation (`aug_require_capacity=False`): with it, a pool refilled by
-  recycling admits no child and the bound never binds.
+  from the start; archive threshold A_max = 768 and chunk 128 (24 steps of B = 32, so the
+  archive recycles several times and lineage refreshes run within the budget); children enter
+  the heaps at their estimate (`aug_entry="heap"`, the released code); no capacity check on
+  augmentation (`aug_require_capacity=False`): with it, a pool refilled by recycling admits no
+  child and the bound never binds.
 - A fair teacher: the embedded arith teacher is exact and instant; every augmenting arm
   mislabels 1.2% of its children, the wrong-label rate the HeaPA paper estimates for its LLM
   teacher (`teacher_error_rate`).
 - Pre-filter (`:full`): n = 8 offline rollouts per prompt (the paper's 16 would spend 24,000
   of the 38,400 rollouts before the first update; 8 spends 12,000).
 - Evaluation: 1,024 held-out 4op prompts (the verdicts' bucket) and 64 in each other bucket,
-  4 samples each at T = 0.7, top-p 0.7; 6 evaluations per run plus step 0 (rollouts-to-target
-  interpolates between them); no greedy pass.
-- Warm start per seed in `:claims` and `:full` (`compare.shared_start=False`; the default
-  shares seed 0's to fit its time): 2op/3op plus a 10% dose of 4op examples
-  in every batch (warmstart.frontier_dose), until 80% greedy exact match on held-out 2op/3op
-  prompts and at least 10% on held-out 4op prompts; methods at one seed share that seed's
-  warm start, so the seeds sample starting points as well as RL noise.
-  `frontier-rl bench warmstart --config=configs/compare_arith.py --seeds=0-9` shows, seed by
-  seed, whether the first attempt reaches this regime (README: all ten seeds did, in 1,800 to
-  4,600 steps where re-measured with the current code, with 4op between 11% and 61% where
-  they stopped). Were a retry ever needed, its start comes from the next seed's init, and the
-  report flags two seeds that share a starting point.
+  4 samples each at T = 0.7, top-p 0.7, drawn with the same sampling seed by every arm at a
+  seed (common random numbers: two identical policies score identically); 6 evaluations per
+  run plus step 0; no greedy pass.
+- One warm start for every seed (`compare.shared_start`): 2op/3op plus a 10% dose of 4op
+  examples in every batch (warmstart.frontier_dose), until 80% greedy exact match on held-out
+  2op/3op prompts and at least 10% on held-out 4op prompts. The verdicts are conditional on
+  that starting point (the report says so); seeds sample RL noise only.
 
-Hardware: 2 CPU cores (see README for the measured time of the default). The default runs
-two runs at once, each in its own process (`compare.workers`, frontier_rl/experiment/workers.py),
-with the same results.json as `--config.compare.workers=1`, which runs them one after another in
-one process. Writes
-DIR/results.json (mechanisms per method and seed, steps, updates), DIR/report.md and
-DIR/plots/*.png; rerunning after a kill skips finished runs and resumes the interrupted one.
+Hardware: 2 CPU cores (the README gives the measured time). Writes DIR/results.json
+(mechanisms per method and seed, steps, updates), DIR/report.md and DIR/plots/*.png;
+rerunning after a kill skips finished runs and resumes the interrupted one.
 """
 
 import ml_collections
