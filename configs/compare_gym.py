@@ -153,9 +153,10 @@ def get_config(arg: str | None = None):
 
     if controls:  # what this testbed can detect: headroom and harm (the report opens with them)
         # the arith testbed's design: B = 32 (150 uniform steps of the same 38,400 rollouts),
-        # one shared warm start, two runs at once
+        # learning rate 3e-4, one shared warm start, two runs at once
         c.compare.run = "uniform,oracle,oracle_negative"
         c.rl.batch_size = 32
+        c.rl.learning_rate = 3e-4
         c.compare.shared_start = True
         c.compare.workers = 2
     if smoke:
