@@ -1117,9 +1117,11 @@ def write(results: dict, workdir: str) -> dict:
         + ("." if metric == "all" else "; `all` (every eval prompt) is secondary."),
         "",
         "Statistics: the unit is the seed. A method's accuracy at a seed is its mean over the "
-        f"eval prompts (k = {k} samples each, drawn independently per run), so each seed's value "
-        "carries the eval set's sampling noise; a comparison takes the per-seed paired "
-        "differences d_s (same seeds, same eval prompts) and gives their mean with a 95% "
+        f"eval prompts (k = {k} samples each, drawn with the seed's evaluation sampling seed, "
+        "the same for every arm at that seed: common random numbers, so two identical policies "
+        "score identically), so each seed's value carries the eval set's sampling noise; a "
+        "comparison takes the per-seed paired differences d_s (same seeds, same eval prompts, "
+        "same sampling seed) and gives their mean with a 95% "
         "Student-t interval, S − 1 degrees of freedom. \"better\"/\"worse\" only when the "
         "interval excludes 0 with at least 3 seeds; \"too few seeds for a verdict\" below 3 (the "
         "interval is shown from 2 seeds on). MDD = the true difference these seeds would detect "
