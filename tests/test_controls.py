@@ -267,3 +267,13 @@ def test_no_positive_control_says_what_a_null_can_still_say():
     no_ctl["controls"] = {}
     text = report.controls_text(no_ctl)
     assert "No positive control was measured" in text and "uninformative" not in text
+
+
+def test_the_console_prints_headroom_harm_and_each_methods_share():
+    from frontier_rl.experiment import controls_report
+
+    lines = controls_report.console_lines(_results())
+    assert lines[0].startswith("headroom (oracle − uniform): +6.0 [") and "better" in lines[0]
+    assert lines[1].startswith("harm (oracle_negative − uniform): -3.5 [") and "worse" in lines[1]
+    # hive is 0.5 points above uniform at every seed: 0.5 / 6 of the headroom
+    assert lines[2].startswith("hive recovers 8% [")

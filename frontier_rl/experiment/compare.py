@@ -56,7 +56,7 @@ import ml_collections
 import numpy as np
 
 from frontier_rl import config_lib, lock, selection
-from frontier_rl.experiment import report, two_run, workers
+from frontier_rl.experiment import controls_report, report, two_run, workers
 from frontier_rl.experiment.stats import to_target
 from frontier_rl.selection.mechanisms import required_mechanisms
 
@@ -421,6 +421,8 @@ def _run_all(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpe
         json.dump(results, f, indent=1, default=float)
     text = report.write(results, workdir)
     print(report.main_table(results))
+    for line in controls_report.console_lines(results):
+        print(line)
     for method, seed, counter in results["mechanisms_missing"]:
         print(f"WARNING: {method} seed {seed}: mechanism counter {counter} stayed at zero (this "
               "run did not exercise its method; see report.md)")

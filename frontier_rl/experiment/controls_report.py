@@ -272,6 +272,18 @@ def share_text(s: dict, short: bool = False) -> str:
     return body if short else f"recovers {body}{what}"
 
 
+def console_lines(results: dict) -> list[str]:
+    """What the console prints after the main table: each control's effect with its verdict,
+    and each method's share of the headroom (the yardstick of the other verdicts)."""
+    out = []
+    for name, e in control_effects(results).items():
+        fx = f"{e['mean']:+.1f} [{e['lo']:+.1f}, {e['hi']:+.1f}]" if "mean" in e else "—"
+        out.append(f"{name} ({e['control']} − {e['reference']}): {fx} points on "
+                   f"{e['bucket']}, {e['verdict']}")
+    out += [f"{m} {share_text(s)}" for m, s in headroom_shares(results).items()]
+    return out
+
+
 def share_table(results: dict) -> str:
     """headroom_shares as a table, or why there is none."""
     shares = headroom_shares(results)
