@@ -271,7 +271,8 @@ def get_config(arg: str | None = None):
         small, large = (8, 32) if arg == "pilot" else (16, 64)
         with c.task.unlocked():
             c.task.bucket_weights = POOLS["sparse" if arg == "pilot" else "mixed"]
-        c.warmstart.cache_dir = ""  # each pilot's own (DIR/warmstart)
+        if arg == "pilot_mixed":  # another pool, so another warm start (DIR/warmstart)
+            c.warmstart.cache_dir = ""
         c.compare.methods[f"uniform_b{small}"] = {"selector": {"name": "uniform"},
                                                   "rl": {"batch_size": small}}
         c.compare.methods[f"uniform_b{large}"] = {"selector": {"name": "uniform"},
