@@ -248,3 +248,33 @@ def test_an_empty_bucket_is_no_prompts_never_zero(tokenizer, monkeypatch, caplog
     bar.update(1, 15, 0.5, metrics, task.buckets, K, evaluator.empty)
     assert "avg@3 44/50/no prompts" in bar._bar.postfix
     bar.close()
+
+
+def test_common_random_numbers_two_identical_policies_differ_by_exactly_zero(tiny_policy,
+                                                                             tokenizer):
+    """Every arm at a seed evaluates with that seed's sampling seed (train.py: run seed + 7),
+    so two arms whose policies are identical draw the same samples: their per-prompt correct
+    counts, hence their paired difference, are equal to the bit, while another seed's samples
+    differ (the counts are real samples, not a constant)."""
+    from frontier_rl.rollout.sampler import Sampler
+
+    cfg, graphdef, params = tiny_policy
+    prompts = PROMPTS * 8
+
+    def counts(seed):
+        sampler = Sampler(graphdef, cfg, eos_id=tokenizer.eos_token_id,
+                          pad_id=tokenizer.pad_token_id, max_new_tokens=4)
+
+        def by_first_char(prompt, text, finished):
+            return 1 if text and text[0] in "02468+" else 0
+
+        metrics, c = evaluation.evaluate(sampler, params, tokenizer, prompts, by_first_char,
+                                         k=4, temperature=1.0, top_p=1.0, seed=seed,
+                                         per_prompt=True)
+        return metrics["eval/avg@4/all"], np.asarray(c)
+
+    (acc_a, arm_a), (acc_b, arm_b) = counts(7), counts(7)  # two arms, one seed
+    assert np.array_equal(arm_a, arm_b) and acc_a - acc_b == 0.0
+    assert 0 < arm_a.sum() < arm_a.size * 4  # a score with sampling noise in it
+    _, other = counts(8)
+    assert not np.array_equal(arm_a, other)

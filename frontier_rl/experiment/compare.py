@@ -588,17 +588,22 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
         "mechanisms_required": required_mechanisms(spec.config),
         "eval_buckets": first.get("evalset/prompt_buckets"),
         "start": {x.split("/", 1)[1]: v for x, v in first.items() if x.startswith("warmstart/")},
-        "start_cache": start_cache(spec.config),
+        "start_cache": start_cache(spec.config, os.path.dirname(os.path.dirname(spec.dir))),
     }
 
 
-def start_cache(cfg: ml_collections.ConfigDict) -> dict:
-    """The warm-start cache a run started from and a digest of its key (warmstart.cache_key:
-    what the starting point depends on), so a report names the exact starting point."""
+def start_cache(cfg: ml_collections.ConfigDict, workdir: str = "") -> dict:
+    """The warm-start cache a run started from (relative to the comparison's `workdir` when
+    inside it, so a moved or copied comparison records the same) and a digest of its key
+    (warmstart.cache_key: what the starting point depends on): the report names the exact
+    starting point."""
     from frontier_rl import warmstart  # the policy layer; planning needs no jax
 
     key = json.dumps(warmstart.cache_key(cfg), sort_keys=True, default=str)
-    return {"dir": cfg.warmstart.cache_dir, "key": hashlib.sha256(key.encode()).hexdigest()[:16]}
+    where = cfg.warmstart.cache_dir
+    if workdir and os.path.isabs(where) and where.startswith(os.path.join(workdir, "")):
+        where = os.path.relpath(where, workdir)
+    return {"dir": where, "key": hashlib.sha256(key.encode()).hexdigest()[:16]}
 
 
 def _per_seed_targets(c: ml_collections.ConfigDict, runs: list[dict]) -> dict[int, float]:
