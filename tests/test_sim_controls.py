@@ -49,7 +49,10 @@ def test_paper_preset_is_paper_scale():
     assert controls.arm_names(c) == ["uniform", "oracle", "oracle_negative", "hive", "ds"]
     assert controls.setting(c, "oracle_negative") == {
         "selector.name": "oracle", "selector.oracle.mode": "extremes",
-        "selector.oracle.extreme_pq": 0.01}
+        "selector.oracle.measure": "rollouts", "selector.oracle.candidates": 2,
+        "selector.oracle.max_rounds": 8}
+    # the learner's rule is the one calibrated to the trainer (sim calibrate)
+    assert c.sim["update"] == "adam"
 
 
 def test_json_names_headroom_and_harm_with_intervals(smoke):

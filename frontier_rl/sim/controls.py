@@ -84,11 +84,14 @@ def default_controls_config() -> ml_collections.ConfigDict:
     return ml_collections.ConfigDict(dict(
         arms=dict(
             uniform={"name": "uniform"},
-            # controls, not methods: each candidate's exact current pass rate, free of charge
-            oracle={"name": "oracle", "oracle": {"mode": "frontier"}},
-            # an exact rate is never 0 or 1: "extremes" keeps p(1 - p) <= 0.01
+            # controls, not methods, as configs/compare_arith.py runs them: measured on their
+            # own training rollouts (uncharged but for the B trained); the positive one fills B,
+            # the negative one trains only on groups of zero reward variance (an exact floor)
+            oracle={"name": "oracle", "oracle": {"mode": "frontier", "measure": "rollouts",
+                                                 "fill": True, "candidates": 4}},
             oracle_negative={"name": "oracle",
-                             "oracle": {"mode": "extremes", "extreme_pq": 0.01}},
+                             "oracle": {"mode": "extremes", "measure": "rollouts",
+                                        "candidates": 2, "max_rounds": 8}},
             hive={"name": "hive"},
             ds={"name": "ds"},
         ),
