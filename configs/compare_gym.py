@@ -67,6 +67,7 @@ Hardware: 2 CPU cores; the measured time is in the README.
 import ml_collections
 
 from frontier_rl import config_lib
+from frontier_rl.experiment import compare
 
 # dataset -> (create_dataset kwargs, bucket metadata field, warm-start buckets)
 PRESETS = {
@@ -136,14 +137,10 @@ def get_config(arg: str | None = None):
     # HIVE vs DS / GRESO accuracy is "equivalent" when the 90% paired interval lies in
     # +-this many points (two one-sided tests, stats.equivalence); fixed before the runs.
     c.compare.equivalence_margin = 1.5
-    c.compare.equivalence_margin_source = (
-        "below the smallest gain the papers report for a method over its baseline (HeaPA, "
-        "arXiv 2601.22448, Tables 1-2: +1.8 points), so 'equivalent' rules out an effect of "
-        "the size they claim")
-    # Pre-registered effects, the only ones power is computed at (never the observed effect).
-    c.compare.effect_sizes = ml_collections.ConfigDict({
-        "heapa_smallest": {"points": 1.8, "source": "HeaPA (arXiv 2601.22448) Tables 1-2, its "
-                                                     "smallest gain over uniform GRPO"}})
+    # The margin's source and the pre-registered effects (the only ones power is computed at,
+    # never the observed effect): the comparison's defaults, HeaPA's smallest reported gain.
+    c.compare.equivalence_margin_source = compare.DEFAULTS["equivalence_margin_source"]
+    c.compare.effect_sizes = ml_collections.ConfigDict(compare.DEFAULTS["effect_sizes"])
     c.compare.confirmatory = "all"  # Holm over every method's primary verdict and the claims
     c.compare.rollout_reference = "ds"
     c.compare.shared_start = False  # False: one warm start per seed; True: one for all seeds

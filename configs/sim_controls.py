@@ -16,11 +16,13 @@ the log ratios) and HIVE - DS accuracy, tested for equivalence at +-1.5 points
 DIR/sim_controls.md (sim/controls.py documents every figure).
 
 Args:
-  ''     paper scale: 10^5 prompts x 1000 steps, B = 256, G = 8, seeds 0-4 (25 runs). One CPU
-         core (--config.controls.workers=1): about 2.5 minutes (146 s measured); a run takes
-         ~4-5 s (uniform, the negative control), ~6 s (the positive control, DS), ~7-10 s
-         (HIVE). Measured: headroom +19.0 [+18.8, +19.2] points, harm -30.7 [-31.1, -30.4],
-         DS/HIVE rollouts 2.09x [2.09, 2.10], HIVE - DS +0.3 [+0.3, +0.3] (equivalent).
+  ''     paper scale: 10^5 prompts x 1000 steps, B = 256, G = 8, seeds 0-4 (25 runs), the
+         `adam` rule at the fitted parameters (ADAM). A control or uniform run takes 20-60 s on
+         a shared core; HIVE and DS top up far more under this rule (one HIVE run: 14.1M
+         rollouts, 664 s). Model output, uniform and the two controls only (README): headroom
+         +2.8 [+2.7, +2.9] points, harm -39.1 [-39.9, -38.4] (230 s on 2 workers). With the
+         earlier `sgd` rule: headroom +19.0 [+18.8, +19.2], harm -30.7 [-31.1, -30.4], DS/HIVE
+         rollouts 2.09x [2.09, 2.10], HIVE - DS +0.3 [+0.3, +0.3] (equivalent).
   smoke  2,000 prompts x 30 steps, B = 32, 3 seeds, in this process: a few seconds.
   composition   where selection pays: uniform, oracle and oracle_negative on training pools of
          frontier share 0.1, 0.3, 0.5, 0.8 and 1.0 (`sim.composition`, by exact starting pass
