@@ -29,16 +29,16 @@ Args:
          rate: solved p >= 0.9, unsolved p <= 0.1), the rest split evenly between solved and
          unsolved; 2 x 10^4 prompts x 300 steps, B = 256, G = 8, seeds 0-2 (45 runs) on one
          worker. Writes DIR/sim_composition.json and .md: per composition the pool measured
-         at the start, headroom and harm with 95% t-intervals and verdicts. One worker: 47 s
-         measured (about 1 s a run). Headroom, points, by frontier share (zero-variance groups
-         of 8 expected at the start): 0.1 (0.65) +8.2 [+7.9, +8.4]; 0.3 (0.54) +8.3 [+8.2,
-         +8.5]; 0.5 (0.42) +7.3 [+7.1, +7.5]; 0.8 (0.25) +5.3 [+5.0, +5.5]; 1.0 (0.14) +3.9
-         [+3.8, +4.0], all "better". Selection pays most at frontier 0.1-0.3; beyond, uniform's
-         effective share rises (0.34 at 0.1, 0.78 at 1.0) and the headroom falls. At 1.0
-         there is nothing to select away: what is left is the oracle's pick nearest p = 0.5
-         within (0.1, 0.9) and of prompts leaving the frontier as the policy learns. Harm
-         -4.9 (0.1) to -12.9 (0.8); at 1.0 no prompt is at p ~ 0 or 1, so the negative
-         control stops before its first step (no verdict). With smoke: the same compositions
+         at the start, headroom and harm with 95% t-intervals and verdicts. One worker: 205 s
+         measured (the adam rule; model output). Headroom, points, by frontier share
+         (zero-variance groups of 8 expected at the start): 0.1 (0.65) +10.9 [+10.5, +11.4];
+         0.3 (0.54) +9.2 [+8.9, +9.5]; 0.5 (0.42) +7.3 [+7.1, +7.5]; 0.8 (0.25) +4.6 [+4.4,
+         +4.8]; 1.0 (0.14) +3.1 [+2.9, +3.2], all "better". Selection pays most at frontier
+         0.1; uniform's effective share rises from 0.35 (0.1) to 0.67 (1.0) and the headroom
+         falls. At 1.0 there is nothing to select away: what is left is the control's pick
+         nearest p = 0.5 and of prompts leaving the frontier as the policy learns. Harm -13.8
+         (0.1) to -23.1 (0.8); at 1.0 no group has zero reward variance, so the negative
+         control runs no step (no verdict). With smoke: the same compositions
          at smoke scale.
 
 The default pool (sim.composition = "", the '' and smoke presets) starts at solved 0.17 /
