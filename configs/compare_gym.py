@@ -51,10 +51,11 @@ Experiment settings, and why (no method's algorithm is changed):
 - rollout.max_new_tokens=24: the longest response, "<answer>-40</answer>", is 20 characters.
 - Evaluation: 6 evaluations per run plus step 0, Avg@8 at T=0.7, top-p 0.7, no greedy pass.
 
-Controls (`:controls` with --config.compare.shared_start=True
---config.compare.rollout_budget=19200, seeds 0-2 from seed 0's warm start): headroom -0.8
-[-3.6, +2.0] points on num_terms=5 (MDD 3.5), harm -3.6 [-9.5, +2.3] (MDD 7.4), harm on all
-buckets -2.2 [-2.5, -1.9]: selection's effect on the primary bucket is not visible here.
+Controls (`:controls`: the embedded arith testbed's design, B = 32, 150 steps, lr 3e-4, one
+shared warm start, the controls measured on their own rollouts; seeds 0-2, 75 minutes on 2
+cores shared with other jobs): headroom +9.7 [+4.7, +14.7] points on num_terms=5 (better),
+harm +1.8 [-4.1, +7.7] (not distinguishable: uniform itself does not improve num_terms=5 in
+150 steps at this rate, 35.0 -> 33.2, so the exact floor cannot be below it).
 
 Measured (`frontier-rl compare --config=configs/compare_gym.py`, a clean checkout, one core,
 39 minutes with the three warm starts): uniform 62.5, HIVE 61.5 Avg@8 on num_terms=5, HIVE
