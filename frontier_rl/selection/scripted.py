@@ -140,6 +140,12 @@ class ScriptedContext:
     # ------------------------------------------------------------------ StepContext
 
     def rollout(self, indices: Sequence[int], n: int) -> list[Group]:
+        groups = self._groups(indices, n)
+        self.charge(groups)
+        return groups
+
+    def _groups(self, indices: Sequence[int], n: int) -> list[Group]:
+        """n scripted responses of each prompt as Groups, counted nowhere."""
         t0 = time.perf_counter()
         idx = np.asarray([int(i) for i in indices], np.int64)
         if self.record_calls:
@@ -169,15 +175,12 @@ class ScriptedContext:
                         rewards=rewards[r], lengths=lengths, mean_entropy=ent[r])
                   for r, i in enumerate(idx.tolist())]
         self.time_in_s += time.perf_counter() - t0
-        self.charge(groups)
         return groups
 
     def control_rollout(self, indices: Sequence[int], n: int) -> list[Group]:
         """Groups as `rollout` makes them, uncharged: counted in `control_samples` (control
         arms; they `charge` the groups they train on)."""
-        counters = dict(self.counters)
-        groups = self.rollout(indices, n)
-        self.counters.update(counters)
+        groups = self._groups(indices, n)
         self.counters["control_samples"] += n * len(groups)
         return groups
 
