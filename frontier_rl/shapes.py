@@ -21,10 +21,11 @@ ROW_BUCKETS = (64, 128, 256, 512, 1024, 2048)
 # The embedded sampler's rows per call: at least this many, then `row_bucket`'s steps.
 MIN_ROWS = 8
 
-# Up to 1,024 rows, the buckets the embedded runs have always used: padding costs little there,
-# and another bucket would change a run's random draws (the sampler draws for the padded batch),
-# so the published figures of those runs would no longer be reproduced.
-SMALL_BUCKETS = (MIN_ROWS, 64, 256, 512, 1024)
+# Up to 1,024 rows. 16 and 32 rows are buckets of their own: a paper run's small calls (HeaPA's
+# augmentation of a few prompts, HIVE's last top-up) ran padded to 64 rows, whose KV cache
+# did not fit a TPU chip at 8B. (A bucket changes the draws of the calls it pads, since the
+# sampler draws for the padded batch: results files record the commit they were made at.)
+SMALL_BUCKETS = (MIN_ROWS, 16, 32, 64, 256, 512, 1024)
 
 # Decode segments: the first segment's decode-slot bound, doubled per segment up to the token
 # cap, and the most segments one generate program holds.

@@ -3,6 +3,7 @@ compiles one small policy's train step for a compile-only GPU and prints what th
 made of it, as one JSON line.
 
   python tests/target_programs.py packed-cudnn    # rl.packing="pack" on cuDNN attention
+  python tests/target_programs.py packed-tpu      # rl.packing="pack" on a TPU (XLA attention)
   python tests/target_programs.py gpu-check-twin  # bench's fit --target twin of a train step
 """
 
@@ -22,10 +23,20 @@ from frontier_rl.rl.losses import LOSSES  # noqa: E402
 from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer  # noqa: E402
 
 ROWS, LENGTH = 8, 200  # a length no weight dimension shares
+TPU_LENGTH = 1160  # above SEGMENT_BLOCK, so XLA attends in blocks; shared by no other dimension
 
 
 def packed_cudnn() -> dict:
-    target = targets.parse("h100x1")
+    return _packed(targets.parse("h100x1"), LENGTH)
+
+
+def packed_tpu() -> dict:
+    return _packed(targets.parse("v5e-1"), TPU_LENGTH)
+
+
+def _packed(target, length: int) -> dict:
+    """The train step of packed rows compiled for `target`: its attention kernel, layout,
+    cuDNN calls, every array shaped [..., length, length] and its peak."""
     devices = target.compile_devices()
     cfg = ModelConfig(vocab_size=64, hidden_size=256, intermediate_size=512, num_layers=2,
                       num_heads=4, num_kv_heads=2, head_dim=64, dtype="bfloat16",
@@ -36,13 +47,13 @@ def packed_cudnn() -> dict:
     tr = Trainer(graphdef, LOSSES["grpo"], make_optimizer(OptimConfig()), mesh, layout="pack",
                  logits_chunk=0)
     with targets.compiling_for(target, devices):
-        compiled = tr.lower_step(params, ROWS, LENGTH).compile()
+        compiled = tr.lower_step(params, ROWS, length).compile()
     hlo = compiled.as_text()
-    square = re.findall(rf"\w+\[[\d,]*{LENGTH},{LENGTH}\]", hlo)
+    square = re.findall(rf"\w+\[[\d,]*{length},{length}\]", hlo)
     return {"attention": cfg.attention, "layout": tr.layout,
             "cudnn_calls": sorted(set(re.findall(r'custom_call_target="(__cudnn\$[^"]+)"', hlo))),
             "square_arrays": sorted(set(square)),
-            "peak": targets.measure(compiled, "gpu")["peak"]}
+            "peak": targets.measure(compiled, target.kind)["peak"]}
 
 
 def gpu_check_twin() -> dict:
@@ -67,5 +78,5 @@ def gpu_check_twin() -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps({"packed-cudnn": packed_cudnn,
+    print(json.dumps({"packed-cudnn": packed_cudnn, "packed-tpu": packed_tpu,
                       "gpu-check-twin": gpu_check_twin}[sys.argv[1]]()))

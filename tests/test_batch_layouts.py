@@ -171,3 +171,12 @@ def test_the_early_stop_sampler_bench_times_both_decodes_on_the_same_draws():
     # the same prompts and seeds: the same responses whichever way the loop runs
     assert out["one_loop_mean_length"] == out["segments_mean_length"] < 48
     assert out["one_loop_tokens_per_s"] > 0 and out["segments_tokens_per_s"] > 0
+
+
+def test_pack_puts_at_most_max_segments_in_a_row():
+    """A packed row holds at most `most` sequences (cuDNN's packed layout's static bound):
+    short sequences that would fit one row open new rows past it."""
+    rows = batch_lib.best_fit([2] * 40, 100, most=16)
+    assert [len(r) for r in rows] == [16, 16, 8]
+    assert sorted(i for r in rows for i in r) == list(range(40))
+    assert max(len(r) for r in batch_lib.best_fit([1] * 100, 1000)) == batch_lib.MAX_SEGMENTS

@@ -25,8 +25,8 @@ def test_docs_describe_the_broadcast_rewards_and_the_batch_hash_check():
         assert "every process scores every response" not in text, path
 
 
-def test_docs_say_pack_trains_as_trim_on_cudnn():
-    assert batch_lib.layout_for("pack", "cudnn") == "trim"
+def test_docs_say_pack_trains_packed_on_cudnn():
+    assert batch_lib.layout_for("pack", "cudnn") == "pack"
     for path in ("README.md", "docs/architecture.md"):
         text = " ".join(_read(path).split())
         assert "layout_for" in text, path

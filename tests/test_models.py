@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 
 import jax
 import jax.numpy as jnp
@@ -619,3 +620,74 @@ def test_chunked_attention_scores_never_exist_whole():
     whole, blocked = temps(0), temps(512)
     # whole: [1, 4, 4096, 4096] float32 scores (256 MiB) and their softmax/gradient copies
     assert whole > 256 * 2**20 and blocked < whole / 4, (whole, blocked)
+
+
+def _segment_ids(rng, rows, length, most):
+    """Segment ids of packed rows: contiguous sequences from column 0, then padding."""
+    seg = np.zeros((rows, length), np.int32)
+    for r in range(rows):
+        s, k = 0, 1
+        while k <= most and s < length - 1:
+            n = int(rng.integers(1, max(2, length // 3)))
+            seg[r, s:s + n] = k
+            s, k = s + n, k + 1
+    return seg
+
+
+def test_segment_mask_gives_cudnn_packed_lengths_and_offsets():
+    """SegmentMask.segments: each row's sequence lengths and start offsets, -1 past its last
+    sequence and in the extra offset column (cuDNN's packed layout)."""
+    seg = np.array([[1, 1, 2, 2, 2, 3, 0, 0], [1, 1, 1, 1, 1, 1, 1, 0]], np.int32)
+    lengths, offsets = transformer.SegmentMask(jnp.asarray(seg), max_segments=4).segments()
+    np.testing.assert_array_equal(lengths, [[2, 3, 1, -1], [7, -1, -1, -1]])
+    np.testing.assert_array_equal(offsets, [[0, 2, 5, -1, -1], [0, -1, -1, -1, -1]])
+
+
+@pytest.mark.parametrize("chunk", [0, 3, 8])
+def test_segment_blocks_are_the_dense_segment_mask(chunk, monkeypatch):
+    """XLA's packed attention builds each block of queries' mask from the segment ids; outputs
+    and gradients equal the dense [B, T, T] mask's, also for rows longer than SEGMENT_BLOCK
+    with no chunk set (monkeypatched small)."""
+    rng = np.random.default_rng(4)
+    seg = jnp.asarray(_segment_ids(rng, 3, 20, 5))
+    mask = transformer.SegmentMask(seg, max_segments=5)
+    dense = mask.dense()
+    q, k, v = (jnp.asarray(rng.standard_normal(s), jnp.float32)
+               for s in [(3, 20, 4, 8), (3, 20, 2, 8), (3, 20, 2, 8)])
+    monkeypatch.setattr(transformer, "SEGMENT_BLOCK", 6)
+
+    def loss(q, k, v, m, c):
+        return jnp.sum(jnp.sin(transformer.attend(q, k, v, m, "xla", c)))
+
+    np.testing.assert_allclose(transformer.attend(q, k, v, mask, "xla", chunk),
+                               transformer.attend(q, k, v, dense, "xla", 0), atol=1e-6, rtol=0)
+    for a, b in zip(jax.grad(loss, argnums=(0, 1, 2))(q, k, v, mask, chunk),
+                    jax.grad(loss, argnums=(0, 1, 2))(q, k, v, dense, 0), strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=0)
+
+
+def test_long_packed_rows_build_no_square_array_on_xla():
+    """A packed row longer than SEGMENT_BLOCK attends in blocks on XLA: the compiled forward
+    and backward hold no [T, T] array (T = 1,200, a length no other dimension shares)."""
+    t = 1200
+    q = jax.ShapeDtypeStruct((1, t, 4, 16), jnp.float32)
+    kv = jax.ShapeDtypeStruct((1, t, 2, 16), jnp.float32)
+    seg = jax.ShapeDtypeStruct((1, t), jnp.int32)
+
+    def f(q, k, v, s):
+        mask = transformer.SegmentMask(s, max_segments=16)
+        return jax.grad(lambda q: jnp.sum(transformer.attend(q, k, v, mask, "xla")))(q)
+
+    hlo = jax.jit(f).lower(q, kv, kv, seg).compile().as_text()
+    assert not re.findall(rf"\[[\d,]*{t},{t}\]", hlo)
+
+
+def test_cudnn_padding_positions_pass_no_gradient():
+    """cuDNN leaves positions outside every sequence unwritten (NaN seen there in the packed
+    backward on an H200): the guard around its inputs zeroes their gradient there, whatever
+    the kernel left, and keeps it elsewhere."""
+    keep = jnp.asarray([[True, True, False]])[:, :, None, None]
+    x = jnp.ones((1, 3, 2, 4))
+    garbage = jnp.asarray([1.0, 2.0, jnp.nan])[None, :, None, None]
+    g = jax.grad(lambda x: jnp.sum(transformer._grad_within(x, keep) * garbage))(x)
+    np.testing.assert_array_equal(g[0, :, 0, 0], [1.0, 2.0, 0.0])

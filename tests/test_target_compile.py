@@ -37,32 +37,42 @@ def _run(python: str, *args: str, timeout: int = 1500) -> subprocess.CompletedPr
                           timeout=timeout)
 
 
-def test_pack_trains_one_sequence_per_row_on_cudnn():
-    """rl.packing="pack" on cuDNN attention trains as "trim" (sequence lengths, no dense
-    bias); on XLA it stays "pack"."""
-    for attention, layout in (("cudnn", "trim"), ("xla", "pack")):
+def test_pack_trains_packed_on_cudnn_and_xla():
+    """rl.packing="pack" trains packed whichever kernel the policy's attention resolved to
+    (cuDNN's packed layout, XLA's segment blocks)."""
+    for attention in ("cudnn", "xla"):
         cfg = ModelConfig(vocab_size=48, hidden_size=32, intermediate_size=64, num_layers=1,
                           num_heads=2, num_kv_heads=1, head_dim=16, dtype="bfloat16",
                           attention=attention)
         graphdef, params = nnx.split(Transformer(cfg, rngs=nnx.Rngs(0)), nnx.Param)
         tr = Trainer(graphdef, LOSSES["grpo"], make_optimizer(OptimConfig()),
                      sharding.make_mesh(devices=jax.devices()[:1]), layout="pack")
-        assert tr.layout == "pack"  # as asked, until the parameters show the kernel
         tr.init(params)
-        assert tr.layout == layout == batch_lib.layout_for("pack", attention)
+        assert tr.layout == "pack" == batch_lib.layout_for("pack", attention)
 
 
 @pytest.mark.target
 def test_packed_rows_build_no_dense_bias_on_the_gpu_compiler():
     """As the GPU compiler builds it, the train step of packed rows calls cuDNN's fused
-    attention with no [rows, 1, T, T] bias or mask (nor its gradient) anywhere in the
-    program."""
+    attention (forward and backward) in its packed layout, with no [rows, 1, T, T] bias or
+    mask (nor its gradient) and no other [T, T] array anywhere in the program."""
     r = _run(_python("gpu"), os.path.join("tests", "target_programs.py"), "packed-cudnn")
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
-    assert out["attention"] == "cudnn" and out["layout"] == "trim"
+    assert out["attention"] == "cudnn" and out["layout"] == "pack"
     assert any("fmha" in c and "Backward" in c for c in out["cudnn_calls"]), out
     assert out["square_arrays"] == [], out
+
+
+@pytest.mark.target
+def test_packed_rows_build_no_square_array_on_the_tpu_compiler():
+    """As libtpu builds it, the train step of packed rows (XLA attention in blocks of queries
+    whose masks come from the segment ids) holds no [T, T] array."""
+    r = _run(_python("tpu"), os.path.join("tests", "target_programs.py"), "packed-tpu")
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["attention"] == "xla" and out["layout"] == "pack"
+    assert out["square_arrays"] == [] and out["peak"] > 0, out
 
 
 @pytest.mark.target

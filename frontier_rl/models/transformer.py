@@ -224,34 +224,68 @@ class MLP(nnx.Module):
 
 
 @functools.partial(jax.tree_util.register_dataclass, data_fields=["segment_ids"],
-                   meta_fields=["packed"])
+                   meta_fields=["packed", "max_segments"])
 @dataclasses.dataclass(frozen=True)
 class SegmentMask:
     """Causal attention within the sequences of each row, given by segment ids [B, T] int32:
     0 for padding, k >= 1 for the k-th sequence of the row (rl/batch.py's "trim" and "pack"
-    layouts). A query attends to the keys at or before it in its own sequence; a padding query
-    attends to itself only (a finite softmax; its output is never used).
+    layouts: the sequences of a row are contiguous from column 0, numbered in order). A query
+    attends to the keys at or before it in its own sequence; a padding query attends to itself
+    only (a finite softmax; its output is never used).
 
-    `packed` (static) says whether a row may hold several sequences. When it does not, the mask
-    is causal + right padding, which cuDNN's fused attention takes as sequence lengths
-    (`is_causal` with `key_value_seq_lengths`: causal tiles skipped, no bias tensor, no bias
-    gradient); several sequences per row are given to it as the dense mask.
+    `packed` (static) says whether a row may hold several sequences, at most `max_segments`
+    (static; rl/batch.py's MAX_SEGMENTS) of them. No kernel builds the [B, T, T] mask for a
+    long row (`dense` is for short rows and tests):
+    - cuDNN's fused attention takes one sequence per row as sequence lengths (`is_causal` with
+      `key_value_seq_lengths`), several as cuDNN's packed layout (per-row segment offsets and
+      lengths, `segments`): causal tiles skipped, no bias tensor, no bias gradient;
+    - XLA attends in blocks of queries whose masks are built from the segment ids
+      (`_attend_chunked`), so only one block's [B, chunk, T] mask and scores exist at a time.
     """
 
     segment_ids: jax.Array
     packed: bool = True
+    max_segments: int = 0
 
     def dense(self) -> jax.Array:
         """The bool [B, T, T] mask."""
+        return self.rows(0, self.segment_ids.shape[1])
+
+    def rows(self, start, size: int) -> jax.Array:
+        """The bool [B, size, T] mask of the queries at positions [start, start + size)
+        (`start` may be traced; positions past the row attend to themselves only)."""
         seg = self.segment_ids
         t = seg.shape[1]
-        causal = jnp.tril(jnp.ones((t, t), bool))[None]
-        same = (seg[:, :, None] == seg[:, None, :]) & (seg[:, None, :] > 0)
-        return (causal & same) | jnp.eye(t, dtype=bool)[None]
+        q_pos = start + jnp.arange(size)
+        k_pos = jnp.arange(t)
+        q_seg = jnp.take(seg, jnp.minimum(q_pos, t - 1), axis=1)
+        q_seg = jnp.where(q_pos < t, q_seg, -1)
+        causal = k_pos[None, :] <= q_pos[:, None]
+        same = (q_seg[:, :, None] == seg[:, None, :]) & (seg[:, None, :] > 0)
+        return (causal[None] & same) | (k_pos[None, :] == q_pos[:, None])[None]
 
     def lengths(self) -> jax.Array:
         """Tokens of each row (its one sequence, left-aligned), int32 [B]."""
         return jnp.sum(self.segment_ids > 0, axis=-1).astype(jnp.int32)
+
+    def segments(self) -> tuple[jax.Array, jax.Array]:
+        """(lengths [B, M], offsets [B, M + 1]) of each row's sequences, M = `max_segments`,
+        int32, -1 past a row's last sequence: cuDNN's packed layout (JAX's
+        jax/_src/cudnn/fused_attention_stablehlo.py, `dot_product_attention`'s q_seqlen and
+        q_offsets). Sequences numbered above M are not seen: rl/batch.py packs at most M."""
+        m = self.max_segments
+        ids = jnp.arange(1, m + 1, dtype=self.segment_ids.dtype)
+        counts = jnp.sum(self.segment_ids[:, :, None] == ids, axis=1).astype(jnp.int32)
+        starts = jnp.cumsum(counts, axis=1) - counts
+        present = counts > 0
+        lengths = jnp.where(present, counts, -1)
+        offsets = jnp.where(present, starts, -1)
+        return lengths, jnp.pad(offsets, ((0, 0), (0, 1)), constant_values=-1)
+
+
+# XLA attends in query blocks of this many positions when a SegmentMask row is longer (and
+# model.attention_chunk sets no block), so no [B, T, T] mask or score array is built.
+SEGMENT_BLOCK = 512
 
 
 def attend(q: jax.Array, k: jax.Array, v: jax.Array, mask,
@@ -270,26 +304,76 @@ def attend(q: jax.Array, k: jax.Array, v: jax.Array, mask,
     b, t, n, d = q.shape
     if heads_first:
         if implementation == "xla":
-            if isinstance(mask, SegmentMask):
-                mask = mask.dense()
             if 0 < q_chunk < t:
                 return _attend_chunked(q, k, v, mask, q_chunk, heads_first=True)
+            if isinstance(mask, SegmentMask):
+                mask = mask.dense()
             return _attend_heads_first(q, k, v, mask).reshape(b, t, n * d)
         # cuDNN takes [B, S, K, D].
         k, v = jnp.swapaxes(k, 1, 2), jnp.transpose(v, (0, 3, 1, 2))
+    if isinstance(mask, SegmentMask) and implementation == "cudnn":
+        return _attend_cudnn_segments(q, k, v, mask).reshape(b, t, n * d)
+    if implementation == "xla":
+        if isinstance(mask, SegmentMask) and not 0 < q_chunk < t and t > SEGMENT_BLOCK:
+            q_chunk = SEGMENT_BLOCK
+        if 0 < q_chunk < t:
+            return _attend_chunked(q, k, v, mask, q_chunk)
     if isinstance(mask, SegmentMask):
-        if implementation == "cudnn" and not mask.packed:
-            lengths = mask.lengths()
-            out = jax.nn.dot_product_attention(
-                q, k, v, scale=d**-0.5, is_causal=True, query_seq_lengths=lengths,
-                key_value_seq_lengths=lengths, implementation="cudnn")
-            return out.reshape(b, t, n * d)
         mask = mask.dense()
-    if implementation == "xla" and 0 < q_chunk < t:
-        return _attend_chunked(q, k, v, mask, q_chunk)
     out = jax.nn.dot_product_attention(q, k, v, mask=mask[:, None], scale=d**-0.5,
                                        implementation=implementation)
     return out.reshape(b, t, n * d)
+
+
+@jax.custom_vjp
+def _grad_within(x: jax.Array, keep: jax.Array) -> jax.Array:
+    """`x`, whose gradient is kept where `keep` (broadcast to it) and zero elsewhere."""
+    return x
+
+
+def _grad_within_fwd(x, keep):
+    return x, keep
+
+
+def _grad_within_bwd(keep, g):
+    return jnp.where(keep, g, jnp.zeros((), g.dtype)), None
+
+
+_grad_within.defvjp(_grad_within_fwd, _grad_within_bwd)
+
+
+def _attend_cudnn_segments(q: jax.Array, k: jax.Array, v: jax.Array, mask: SegmentMask
+                           ) -> jax.Array:
+    """cuDNN's fused attention of [B, T, N, D] queries over [B, T, K, D] keys and values within
+    the sequences of `mask`: one per row as sequence lengths (jax.nn.dot_product_attention),
+    several per row as cuDNN's packed layout with each row's segment lengths and offsets
+    (JAX's own cuDNN entry, jax/_src/cudnn/fused_attention_stablehlo.py, whose packed form
+    jax.nn.dot_product_attention does not expose).
+
+    cuDNN writes no output and no gradient for a position outside every sequence: on an H200
+    the packed backward left NaN there (`frontier-rl bench packed`), which the projections'
+    weight gradients would sum. So padding positions get a zero output, and q, k and v a zero
+    gradient there."""
+    d = q.shape[-1]
+    keep = (mask.segment_ids > 0)[:, :, None, None]
+    q, k, v = (_grad_within(x, keep) for x in (q, k, v))
+    if not mask.packed:
+        lengths = mask.lengths()
+        out = jax.nn.dot_product_attention(
+            q, k, v, scale=d**-0.5, is_causal=True, query_seq_lengths=lengths,
+            key_value_seq_lengths=lengths, implementation="cudnn")
+    else:
+        if mask.max_segments < 1:
+            raise ValueError("a packed SegmentMask on cuDNN needs max_segments >= 1 "
+                             "(rl/batch.py's MAX_SEGMENTS)")
+        from jax._src.cudnn import fused_attention_stablehlo as cudnn_fa
+
+        lengths, offsets = mask.segments()
+        out = cudnn_fa.dot_product_attention(
+            q, k, v, q_seqlen=lengths, kv_seqlen=lengths, q_offsets=offsets,
+            kv_offsets=offsets, scale=d**-0.5, mask_type=cudnn_fa.MaskType.PADDING_CAUSAL,
+            qkv_layout="BTNH")
+    return jnp.where(keep, out, jnp.zeros((), out.dtype))
 
 
 def _attend_heads_first(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array
@@ -315,23 +399,35 @@ def _attend_heads_first(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Arra
     return jnp.einsum("bkgts,bkds->btkgd", probs, v).reshape(b, t, n, d)
 
 
-def _attend_chunked(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array,
-                    chunk: int, heads_first: bool = False) -> jax.Array:
+def _attend_chunked(q: jax.Array, k: jax.Array, v: jax.Array, mask, chunk: int,
+                    heads_first: bool = False) -> jax.Array:
     """`attend` over blocks of `chunk` queries, each against every key: a block's softmax is
     its rows' softmax, so the result is the unblocked one; only one block's scores exist at a
-    time, and the backward pass recomputes them from the block's queries (jax.checkpoint)."""
+    time, and the backward pass recomputes them from the block's queries (jax.checkpoint).
+    `mask`: bool [B, T, S], or a `SegmentMask`, whose block masks are built inside the block
+    from the segment ids (no [B, T, T] array)."""
     b, t, n, d = q.shape
     blocks = -(-t // chunk)
     pad = blocks * chunk - t
     # Padded queries attend to nothing (uniform weights, finite) and are sliced off.
     q = jnp.pad(q, ((0, 0), (0, pad), (0, 0), (0, 0)))
-    mask = jnp.pad(mask, ((0, 0), (0, pad), (0, 0)))
     qs = q.reshape(b, blocks, chunk, n, d).swapaxes(0, 1)
-    ms = mask.reshape(b, blocks, chunk, mask.shape[-1]).swapaxes(0, 1)
+    if isinstance(mask, SegmentMask):
+        ms = jnp.arange(blocks) * chunk  # each block's first query position
+
+        def block_mask(m):
+            return mask.rows(m, chunk)
+    else:
+        mask = jnp.pad(mask, ((0, 0), (0, pad), (0, 0)))
+        ms = mask.reshape(b, blocks, chunk, mask.shape[-1]).swapaxes(0, 1)
+
+        def block_mask(m):
+            return m
 
     @jax.checkpoint
     def block(args):
         qb, mb = args
+        mb = block_mask(mb)
         if heads_first:
             return _attend_heads_first(qb, k, v, mb)
         return jax.nn.dot_product_attention(qb, k, v, mask=mb[:, None], scale=d**-0.5,

@@ -21,12 +21,11 @@ In "pack", advantages are per target token ([rows, L - 1]) and `seq_weight` hold
 response's token count) on its tokens, which is what seq-mean-token-mean aggregation needs
 (`losses.aggregate`); in the other layouts advantages are per row ([rows]).
 
-On cuDNN's fused attention, "pack" trains as "trim" (`layout_for`): jax.nn.dot_product_attention
-takes no segment ids, so several sequences per row would reach cuDNN as a dense [rows, 1, L, L]
-bias whose gradient every released JAX computes and stores (about 5 GB per layer at HeaPA's
-22.5k tokens) and full L^2 attention; one sequence per row goes to it as sequence lengths
-(causal tiles skipped, no bias). The cost is the padding "trim" keeps. ("pad" rows are
-left-padded, so on cuDNN they also take the dense mask.)
+A "pack" row holds at most MAX_SEGMENTS sequences, the static bound of cuDNN's packed
+layout (models/transformer.py `SegmentMask.segments`: each row's segment lengths and offsets,
+so cuDNN skips the tiles outside every sequence and no [L, L] bias or mask exists). XLA's
+attention builds each block of queries' mask from the segment ids. So "pack" trains packed on
+every backend; a sequence beyond the bound opens a new row (best fit).
 
 Rows are padded (all-zero loss mask) to a multiple of the trainer's row multiple, after a row
 bucket: `row_buckets` for "pad" and "trim" (the rows are the responses), `packed_rows` for
@@ -48,13 +47,21 @@ LAYOUTS = ("pad", "trim", "pack")
 LENGTH_STEPS = 8  # row lengths per (prompt bucket, token cap) in "trim" and "pack"
 
 
+# The most sequences one "pack" row holds (models/transformer.py `SegmentMask.max_segments`):
+# cuDNN's packed attention keeps softmax statistics per (row, segment), so the bound costs
+# memory; rows of the papers' shapes hold a few sequences each.
+MAX_SEGMENTS = 16
+
+
 def layout_for(layout: str, attention: str) -> str:
     """The layout a train step runs for `rl.packing` = `layout` when the policy's attention
-    resolved to `attention` ("xla" or "cudnn"): "pack" becomes "trim" on cuDNN (see the module
-    docstring), everything else is kept."""
+    resolved to `attention` ("xla" or "cudnn"): every layout runs as asked on both (the module
+    docstring); the name is checked."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout={layout!r} is not one of {LAYOUTS} (rl.packing)")
-    return "trim" if layout == "pack" and attention == "cudnn" else layout
+    if attention not in ("xla", "cudnn"):
+        raise ValueError(f"attention={attention!r} is not 'xla' or 'cudnn'")
+    return layout
 
 
 def seq_bucket(n: int, full: int) -> int:
@@ -77,10 +84,12 @@ def packed_rows(n: int) -> int:
     return -(-n // step) * step
 
 
-def best_fit(lengths: Sequence[int], capacity: int) -> list[list[int]]:
+def best_fit(lengths: Sequence[int], capacity: int,
+             most: int = MAX_SEGMENTS) -> list[list[int]]:
     """Sequence indices per row: best fit over the sequences, longest first (ties in index
-    order), into rows of `capacity` tokens: each goes to the fullest row it fits in, else to a
-    new row. Deterministic; O(n log n) with a sorted list of the rows' free room."""
+    order), into rows of `capacity` tokens and at most `most` sequences: each goes to the
+    fullest row it fits in, else to a new row. Deterministic; O(n log n) with a sorted list of
+    the rows' free room (a row that reaches `most` sequences leaves the list)."""
     order = sorted(range(len(lengths)), key=lambda i: (-int(lengths[i]), i))
     rows: list[list[int]] = []
     free: list[tuple[int, int]] = []  # (room, row), sorted
@@ -95,7 +104,8 @@ def best_fit(lengths: Sequence[int], capacity: int) -> list[list[int]]:
             room, r = capacity, len(rows)
             rows.append([])
         rows[r].append(i)
-        bisect.insort(free, (room - n, r))
+        if len(rows[r]) < most:
+            bisect.insort(free, (room - n, r))
     return rows
 
 

@@ -75,6 +75,30 @@ def mesh_shape(data: int, fsdp: int, model: int, n: int) -> tuple[int, int, int]
     return data, fsdp, model
 
 
+def scaled_mesh(data: int, fsdp: int, model: int, n: int, micro_batch: int = 0
+                ) -> tuple[dict[str, int], int]:
+    """The mesh of a config written for another device count (a paper's 8 GPUs) on `n`
+    devices (a TPU slice), and the micro-batch it then needs: ({"data", "fsdp", "model"},
+    rl.micro_batch_size). A mesh that fits `n` (`mesh_shape`) is kept. Otherwise the tensor
+    axis is kept where it divides `n` (else the largest divisor of both), and the rest of the
+    devices shard rows: all of them on fsdp when the config shards parameters (fsdp > 1:
+    each device then holds the fewest parameter bytes), on data otherwise. Every micro-batch
+    splits its rows over data x fsdp, so a micro-batch is raised to the next multiple of it
+    (the rows per device stay what the config gave each device, or one)."""
+    try:
+        d, f, m = mesh_shape(data, fsdp, model, n)
+        return {"data": d, "fsdp": f, "model": m}, micro_batch
+    except ValueError:
+        pass
+    m = model if n % model == 0 else math.gcd(model, n)
+    shards = n // m
+    mesh = ({"data": 1, "fsdp": shards, "model": m} if fsdp > 1
+            else {"data": shards, "fsdp": 1, "model": m})
+    if micro_batch:
+        micro_batch = -(-micro_batch // shards) * shards
+    return mesh, micro_batch
+
+
 def row_multiple(mesh: Mesh) -> int:
     """Row counts must be a multiple of this: the devices the batch axis is split over."""
     return mesh.shape["data"] * mesh.shape["fsdp"]

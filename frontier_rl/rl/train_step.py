@@ -113,7 +113,8 @@ def sequence_logps(model, tokens: jax.Array, valid: jax.Array, temperature: floa
         mask = (causal[None] & valid[:, None, :]) | jnp.eye(length, dtype=bool)[None]
     else:
         positions = segment_positions(valid)
-        mask = SegmentMask(valid.astype(jnp.int32), packed=layout == "pack")
+        mask = SegmentMask(valid.astype(jnp.int32), packed=layout == "pack",
+                           max_segments=batch_lib.MAX_SEGMENTS if layout == "pack" else 1)
     hidden, _ = model.embed_and_hidden(tokens, positions, attn_mask=mask)
     return next_token_stats(model, hidden, tokens, temperature, chunk, unroll=unroll)
 
@@ -239,9 +240,9 @@ class Trainer:
         if layout not in batch_lib.LAYOUTS:
             raise ValueError(f"layout={layout!r} is not one of {batch_lib.LAYOUTS} "
                              "(rl.packing)")
-        # The batches' layout (rl/batch.py), fixed per trainer: rl.packing as asked, until the
-        # parameters show the policy's attention kernel (`_build`: "pack" trains as "trim" on
-        # cuDNN, batch_lib.layout_for).
+        # The batches' layout (rl/batch.py), fixed per trainer: rl.packing as asked, checked
+        # against the policy's attention kernel when the parameters show it (`_build`,
+        # batch_lib.layout_for: every layout trains as asked on XLA and cuDNN).
         self.requested_layout = self.layout = layout
         self.compile_count = 0
         self._row_sharding = sharding.batch_sharding(mesh)
@@ -274,9 +275,6 @@ class Trainer:
             return
         attention = attention_of(nnx.merge(self.graphdef, abstract(params)))
         self.layout = batch_lib.layout_for(self.requested_layout, attention)
-        if self.layout != self.requested_layout:
-            log.warning("rl.packing=%r trains as %r on %s attention (one sequence per row: "
-                        "rl/batch.py)", self.requested_layout, self.layout, attention)
         mesh, rep = self.mesh, sharding.replicated(self.mesh)
         self.param_shardings = sharding.param_shardings(params, mesh)
         opt_state = jax.eval_shape(self.tx.init, abstract(params))
