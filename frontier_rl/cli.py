@@ -11,6 +11,7 @@ Commands:
            finished comparison's curves, predicts the held-out arms: DIR/calibration.json)
   bench    sampler | train_step | entropy | flops  [--bench_config=default] [--repeats=N] [--json]
            (train_step --bench_config=realistic: each batch layout on drawn response lengths)
+  bench    packed [--repeats=N] [--json]   (packed vs one-per-row attention: errors, times)
   bench    warmstart --config=configs/compare_arith.py [--seeds=0-9] [--json] [--workdir=DIR]
   bench    selection --selector=NAME [--sizes=10000,100000,1000000] [--json]
   bench    engine --config=configs/arith_grpo.py --workdir=DIR [--repeats=N] [--json]
@@ -21,7 +22,11 @@ Commands:
            [--device=h100|h200|a100|b200|v4|v5e|v5p|v6e] [--json]
            (memory per device, no device needed)
            [--target=h100x8|a100-80gbx8|h200x8|b200x8|v5e-8|v5p-8|... [--hosts=N]]
-           (every program compiled by the target's own GPU / TPU compiler; exit 3: does not fit)
+           (every program compiled by the target's own GPU / TPU compiler; exit 3: does not
+           fit, the whole GPU included beside an external engine; exit 4: a compile error other
+           than the compiler's refusal of a program over the device's memory)
+           [--propose=false] [--apply=PATH]   (a run that does not fit: the smallest change
+           of its knobs that fits, as --config. overrides; --apply writes a config copy with it)
   export   --workdir=DIR [--step=N] --out=HF_DIR   (a Hugging Face checkpoint of the policy)
   eval     --config=configs/<exp>.py[:arg] --workdir=DIR [--step=N | --model=HF_DIR]
            (the per-benchmark table of eval.sets -> DIR/eval/<step_N|model>/eval.md, .json)
@@ -67,6 +72,11 @@ flags.DEFINE_string("device", "h100", "fit: the device whose memory to compare w
 flags.DEFINE_string("target", "", "fit: compile with this target's own compiler, e.g. h100x8, "
                     "h200x8, v5e-8, v5p-8 (frontier_rl/targets.py); default: CPU estimate.")
 flags.DEFINE_integer("hosts", 1, "fit --target: GPU hosts (e.g. 2 x h100x8).")
+flags.DEFINE_bool("propose", True, "fit: when a program does not fit, search the run's knobs "
+                  "for the smallest change that fits and print it (frontier_rl/fit_propose.py).")
+flags.DEFINE_string("apply", "", "fit: write the proposal, when one fits, as a config copy at "
+                    "this path (it loads --config and sets the command line's overrides and "
+                    "the proposal's).")
 flags.DEFINE_integer("step", None, "export: the checkpoint step (default: the newest).")
 flags.DEFINE_string("out", None, "export: the output directory.")
 flags.DEFINE_string("model", None, "eval: a Hugging Face checkpoint directory to evaluate.")
@@ -151,6 +161,10 @@ def _main(argv: list[str]) -> int:
 
                 bench_sync.main(FLAGS.bench_config, repeats=FLAGS.repeats, as_json=FLAGS.json,
                                 workdir=FLAGS.workdir)
+            elif argv[2] == "packed":
+                from frontier_rl.bench import packed as bench_packed
+
+                bench_packed.main(repeats=FLAGS.repeats, as_json=FLAGS.json)
             elif argv[2] == "warmstart":
                 from frontier_rl.bench import warmstart as bench_warmstart
 
@@ -168,13 +182,22 @@ def _main(argv: list[str]) -> int:
                 bench.main(argv[2], config_name=FLAGS.bench_config, repeats=FLAGS.repeats,
                            as_json=FLAGS.json)
         elif command == "fit":
-            from frontier_rl import fit
+            import shlex
+
+            from frontier_rl import fit, fit_propose
 
             if FLAGS.config is None:
                 raise train.RunError("--config is required (e.g. --config=configs/scale.py:"
                                      "qwen2.5-math-1.5b)")
-            report = fit.main(FLAGS.config, FLAGS.mesh, FLAGS.device, FLAGS.json,
-                              target=FLAGS.target, hosts=FLAGS.hosts)
+            report = fit.main(
+                FLAGS.config, FLAGS.mesh, FLAGS.device, FLAGS.json, target=FLAGS.target,
+                hosts=FLAGS.hosts, after=fit_propose.hook(
+                    search=FLAGS.propose, apply=FLAGS.apply,
+                    source=(config_flags.get_config_filename(FLAGS["config"]),
+                            config_flags.get_override_values(FLAGS["config"])),
+                    command=shlex.join(["frontier-rl", *sys.argv[1:]])))
+            if report.get("error_kind") == fit.COMPILE_ERROR:
+                return 4  # an error of the run, not a memory verdict
             if FLAGS.target and not report["fits"]:
                 return 3  # launch/run_gpu.sh stops on it
         elif command == "eval":

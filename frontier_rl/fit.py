@@ -18,11 +18,11 @@ with its KV cache) per (token cap, greedy, top-p) variant at its largest row buc
 with `fit.every_bucket`), the prompt-entropy pass, the old-log-prob pass (also the KL reference's,
 when the run recomputes or rl.kl_coef > 0), the train step (epochs x minibatches x micro-batches,
 params and optimizer state donated) and, with an external engine, the weight-sync probe (the
-log-prob pass on one prompt; the external engine's own memory is its server's business and the
-sampler is then not compiled). Each figure is per device, from XLA's memory analysis of the
-partitioned program (arguments + outputs - donated aliases + temporaries), plus what stays
-resident meanwhile: Adam's two moments beside every program but the train step, and the KL
-reference policy's parameters beside every program when rl.kl_coef > 0.
+log-prob pass on one prompt and its probe continuation, at the shape the trainer sends it:
+`probe_shape`; the sampler is then not compiled). Each figure is per device, from XLA's memory
+analysis of the partitioned program (arguments + outputs - donated aliases + temporaries),
+plus what stays resident meanwhile: Adam's two moments beside every program but the train
+step, and the KL reference policy's parameters beside every program when rl.kl_coef > 0.
 
 The mesh is built from fake CPU devices (`--xla_force_host_platform_device_count`, set by the
 CLI before JAX starts), so the check runs on any machine and nothing is run. XLA's CPU compiler
@@ -30,8 +30,14 @@ is not the GPU's or TPU's: fusion and layout differ, so treat the figures as est
 compared with a device's own memory profile; launch/gpu_check.sh does that on a GPU). A program
 fits when it needs at most the share of the device's memory JAX will have: on a GPU, the
 fraction it preallocates (`mem_fraction`: XLA_PYTHON_CLIENT_MEM_FRACTION, which launch/env.sh
-sets for every launch script, else JAX's default of 75%); on a TPU, which has no such fraction,
+sets for every launch script, else, with an external engine on JAX's GPUs, the share env.sh
+gives JAX there, else JAX's default of 75%); on a TPU, which has no such fraction,
 `TPU_USABLE`. A program that does not fit is named with its shape and the fields to change.
+With an external engine on JAX's GPUs (launch/run_gpu.sh's default layout) the whole GPU is
+summed too: JAX's share, the engine's memory and a runtime margin (node_memory.py,
+report["node"]); a layout whose sum exceeds the GPU does not fit. On a target, a compiler error
+other than its refusal of a program over the device's memory is an error of the run
+(report["error_kind"] = "compile_error", "fits" unknown), not a verdict.
 """
 from __future__ import annotations
 
@@ -41,6 +47,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import time
 import types
 
@@ -49,7 +56,7 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from frontier_rl import hub, perf, targets
+from frontier_rl import hub, node_memory, perf, targets
 from frontier_rl.accounting import COST_ROWS
 from frontier_rl.models import ModelConfig, abstract_params, hf, presets
 
@@ -59,12 +66,20 @@ from frontier_rl.models import ModelConfig, abstract_params, hf, presets
 JAX_DEFAULT_MEM_FRACTION = 0.75
 TPU_USABLE = 0.9  # share of a TPU's HBM a program may plan for (runtime reservations, headroom)
 TPU_DEVICES = ("v4", "v5e", "v5p", "v6e")
+# A target compiler's error: its refusal of a program over the device's memory (libtpu's
+# RESOURCE_EXHAUSTED, "Ran out of memory in memory space hbm", "exceeds available HBM"), a
+# verdict on the run's size, or any other error, which is the run's (report["error_kind"]).
+OUT_OF_MEMORY, COMPILE_ERROR = "out_of_memory", "compile_error"
+_OOM = re.compile(r"RESOURCE_EXHAUSTED|ran out of memory|exceeds? (the )?available HBM|"
+                  r"exceeded hbm capacity", re.IGNORECASE)
 
 
-def mem_fraction(env=None) -> tuple[float, str]:
+def mem_fraction(env=None, *, colocated: bool = False) -> tuple[float, str]:
     """(the share of each GPU's memory JAX takes, the variable it came from):
     XLA_CLIENT_MEM_FRACTION, else XLA_PYTHON_CLIENT_MEM_FRACTION (the older name, read as jaxlib
-    reads them; launch/env.sh sets it), else JAX's default 0.75."""
+    reads them; launch/env.sh sets it), else, for a run whose engine shares JAX's GPUs
+    (`colocated`), the share launch/env.sh gives it there (node_memory.jax_colocated_share),
+    else JAX's default 0.75."""
     env = os.environ if env is None else env
     for name in ("XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION"):
         value = env.get(name, "")
@@ -76,14 +91,16 @@ def mem_fraction(env=None) -> tuple[float, str]:
             if not 0 < fraction <= 1:
                 raise ValueError(f"{name}={value!r} is not a fraction in (0, 1]")
             return fraction, f"{name}={value}"
+    if colocated:
+        return node_memory.jax_colocated_share(env)
     return JAX_DEFAULT_MEM_FRACTION, "JAX's default; XLA_PYTHON_CLIENT_MEM_FRACTION is unset"
 
 
-def usable_share(device: str, env=None) -> tuple[float, str]:
+def usable_share(device: str, env=None, *, colocated: bool = False) -> tuple[float, str]:
     """(share of `device`'s memory a program may use, where that share comes from)."""
     if device in TPU_DEVICES:
         return TPU_USABLE, "TPU HBM less runtime reservations"
-    return mem_fraction(env)
+    return mem_fraction(env, colocated=colocated)
 
 
 def parse_mesh(spec: str) -> dict[str, int]:
@@ -201,6 +218,17 @@ class _Plan:
     cost: object = None
 
 
+def probe_shape(config: ml_collections.ConfigDict, row_multiple: int) -> tuple[int, int]:
+    """(rows, tokens) of the trainer's weight-sync probe of an external engine, as the run
+    sends it: one prompt (at most `fit.prompt_len` tokens) and its continuation padded to the
+    engine's probe length (rollout/sglang.py: PROBE_LEN, at most rollout.max_new_tokens), laid
+    in `row_multiple` rows padded to a multiple of 8 tokens (Trainer.response_logps)."""
+    from frontier_rl.rollout.sglang import PROBE_LEN
+
+    probe_len = max(1, min(PROBE_LEN, int(config.rollout.max_new_tokens)))
+    return row_multiple, -(-(config.fit.prompt_len + probe_len) // 8) * 8
+
+
 def _aug_cap(config, sim_cap: int) -> int:
     """The token cap of the run's augmentation generations (the sim's augmenter writes arith
     continuations, whatever the run's format): `aug_max_new_tokens`, else the format's default
@@ -250,7 +278,7 @@ def _sampler_variants(config, sim: dict) -> dict:
 
 
 def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: str,
-          say=print, sim: dict | None = None, kinds=None, target=None) -> dict:
+          say=print, sim: dict | None = None, kinds=None, target=None, env=None) -> dict:
     """Sizes every program a run of `config` compiles on `mesh_spec` against `device` (a key of
     perf.DEVICE_BYTES), at the row counts the selector asks for on the synthetic learner
     (`sim`: a `simulate` result, else one is run). `kinds`: size only the programs of these
@@ -258,7 +286,10 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     targets.Target whose compiler is installed): compile with the target's own compiler on its
     compile-only devices, attention resolved for its platform, and add each program's peak,
     FLOPs, collectives and compile seconds, and the accountant's cost programs (compiled on the
-    host CPU, as a run compiles them); `device` is then ignored. Returns the report dict."""
+    host CPU, as a run compiles them); `device` is then ignored. `env` (default os.environ):
+    where JAX's memory fraction and an external engine's settings are read. With an external
+    engine on JAX's GPUs (launch/run_gpu.sh's colocated layout) the node's sum is added
+    (node_memory.size: report["node"]). Returns the report dict."""
     from frontier_rl.entropy import PromptEntropy
     from frontier_rl.models.transformer import attention_impl
     from frontier_rl.rl import sharding, update
@@ -282,6 +313,10 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     if target is not None:  # the kernels the target's run builds (cuDNN attention on a GPU)
         mcfg = dataclasses.replace(mcfg, attention=attention_impl(mcfg, target.platform))
     graphdef, params = abstract_params(mcfg)
+    if target is not None:
+        untested = targets.untested_versions(target.kind)
+        if untested:
+            say(f"fit: {untested}")
     where = (f"target {target.name} ({target.devices} x {pool[0].device_kind}, its own "
              "compiler)" if target is not None else f"device {device} (CPU compiler: an "
              "estimate)")
@@ -394,7 +429,7 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
 
     # The weight-sync probe of an external engine: one prompt's log-probs at the trainer.
     if external:
-        p_rows, p_len = trainer.row_multiple, -(-length // 8) * 8
+        p_rows, p_len = probe_shape(config, trainer.row_multiple)
         plans.append(_Plan(
             "weight-sync probe", "probe", p_rows, str(p_len), 1,
             lambda: trainer.lower_logps(params, p_rows, p_len), opt + ref,
@@ -403,12 +438,16 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     if kinds is not None:
         not_sized += [(p.program, "not asked for") for p in plans if p.kind not in kinds]
         plans = [p for p in plans if p.kind in kinds]
+    # An external engine on JAX's GPUs (run_gpu.sh's default layout): JAX has the share
+    # launch/env.sh gives it there, and the engine's memory is summed with it below.
+    tpu = target.kind == "tpu" if target is not None else device in TPU_DEVICES
+    beside = external and not tpu and node_memory.colocated(env)
     if target is not None:
         device_bytes = target.memory_bytes
-        share, source = (usable_share("v5p") if target.kind == "tpu" else mem_fraction())
+        share, source = (usable_share("v5p") if tpu else mem_fraction(env, colocated=beside))
     else:
         device_bytes = perf.DEVICE_BYTES[device]
-        share, source = usable_share(device)
+        share, source = usable_share(device, env, colocated=beside)
     usable = share * device_bytes
     with (targets.compiling_for(target, pool) if target is not None
           else contextlib.nullcontext()):
@@ -431,8 +470,15 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
                            else "CPU compiler (an estimate)"),
               "target": dataclasses.asdict(target) if target is not None else None,
               "cost_programs": cost_programs,
-              "fits": all(p["fits"] for p in programs)
+              "fits": all(p["fits"] for p in programs if p["fits"] is not None)
               and not any(c.get("error") for c in cost_programs)}
+    # A compile error is the run's error, not a memory verdict: "fits" is then unknown (None)
+    # unless a program is known not to fit, and the CLI exits with its own status.
+    errors = [p for p in programs if p.get("error_kind") == COMPILE_ERROR]
+    if errors:
+        report["error_kind"] = COMPILE_ERROR
+        if report["fits"]:
+            report["fits"] = None
     # The largest program of each kind, under the names earlier reports used.
     for kind in ("train_step", "sampler", "entropy"):
         mine = [p for p in programs if p["kind"] == kind and p["memory"] is not None]
@@ -440,13 +486,25 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
         report[kind] = top["memory"] if top else None
         report[f"{kind}_bytes_per_device"] = top["bytes_per_device"] if top else 0
     report["advice"] = [f"{p['program']} ({p['rows']} rows x {p['tokens']} tokens) does not "
-                        f"fit: {p['change']}" for p in programs if not p["fits"]]
+                        f"fit: {p['change']}" for p in programs if p["fits"] is False]
     report["advice"] += [f"cost program {c['program']} failed: {c['error']}"
                          for c in cost_programs if c.get("error")]
-    tpu = target.kind == "tpu" if target is not None else device in TPU_DEVICES
-    if report["advice"] and not tpu:
+    report["advice"] += [f"{p['program']} ({p['rows']} rows x {p['tokens']} tokens): compile "
+                         f"error: {p['error']}" for p in errors]
+    if report["advice"] and not tpu and not errors:
         report["advice"].append(f"or give JAX more of each GPU ({source}; launch/env.sh sets it "
                                 "for every launch script, JAX_MEM_FRACTION)")
+    # ---- The whole node: an external engine on JAX's GPUs (node_memory.py) ----
+    if beside:
+        report["node"] = node_memory.size(device_bytes=device_bytes, jax_share=share,
+                                          jax_source=source, params=mcfg.num_params(), env=env)
+        if not report["node"]["fits"]:
+            report["fits"] = False
+            report["advice"] += report["node"]["advice"]
+    elif external and not tpu:
+        not_sized.append(("node", f"rollout.engine={ro.engine} on GPUs of its own "
+                                  "(FRONTIER_RL_GPU_SHARED=0): not on JAX's"))
+    # ---- end of the node ----
     report["churn"] = compile_churn(
         config, sim, mesh, graphdef, mcfg, trainer, None if external else sampler,
         logps=recompute or rl.kl_coef > 0,
@@ -486,10 +544,12 @@ def _compile(plans: list[_Plan], target, usable: float, say=print) -> list[dict]
         t0 = time.perf_counter()
         try:
             compiled = p.lower().compile()
-        except Exception as e:  # the target compiler's refusal (a TPU out of HBM), verbatim
+        except Exception as e:  # the target compiler's error, verbatim
             if target is None:
                 raise
-            entry.update(memory=None, bytes_per_device=None, fits=False, error=str(e),
+            kind = OUT_OF_MEMORY if _OOM.search(str(e)) else COMPILE_ERROR
+            entry.update(memory=None, bytes_per_device=None, error=str(e), error_kind=kind,
+                         fits=False if kind == OUT_OF_MEMORY else None,
                          compile_s=time.perf_counter() - t0)
             programs.append(entry)
             continue
@@ -543,18 +603,26 @@ def print_report(r: dict, say=print) -> None:
     head = (f"{'program':<{width}}  {'rows asked':>10}  {'shape (rows x tokens)':<22} "
             f"{'GiB/device':>10}  {'budget':>7}  fits")
     if on_target:
-        head += f"  {'temp GiB':>8}  {'args GiB':>8}  {'compile s':>9}  {'TFLOPs':>8}  collectives"
+        # The compiler's peak less the arguments: what the program adds at its worst point
+        # (outputs and temporaries live then). Not libtpu's temp_size_in_bytes, which is no
+        # live-buffer figure: it can exceed the peak itself.
+        head += (f"  {'peak-args GiB':>13}  {'args GiB':>8}  {'compile s':>9}  {'TFLOPs':>8}  "
+                 "collectives")
     say(head)
     for p in r["programs"]:
         used = p["bytes_per_device"]
+        verdict = ("compile error" if p.get("error_kind") == COMPILE_ERROR
+                   else "yes" if p["fits"] else "NO")
         line = (f"{p['program']:<{width}}  {p['asked']:>10}  "
                 f"{str(p['rows']) + ' x ' + p['tokens']:<22} "
                 f"{(used / gib if used is not None else math.nan):10.2f}  {budget:7.1f}  "
-                f"{'yes' if p['fits'] else 'NO ':<4}")
+                f"{verdict:<4}")
         if on_target and p.get("target"):
             t = p["target"]
             coll = ", ".join(f"{k} x{v}" for k, v in t["collectives"].items()) or "none"
-            line += (f"  {t['temporaries'] / gib:8.2f}  {t['arguments'] / gib:8.2f}  "
+            above = (f"{max(t['peak'] - t['arguments'], 0) / gib:13.2f}" if t["peak"]
+                     else f"{'n/a':>13}")
+            line += (f"  {above}  {t['arguments'] / gib:8.2f}  "
                      f"{p['compile_s']:9.1f}  {t['flops'] / 1e12:8.3f}  {coll}")
         say(line)
         if p.get("error"):
@@ -564,6 +632,8 @@ def print_report(r: dict, say=print) -> None:
         f"state beside every program but the train step"
         + (f", and {r['reference_bytes_per_device'] / gib:.2f} GiB of KL reference beside all"
            if r["reference_bytes_per_device"] else "") + ")")
+    if r.get("node"):
+        say(node_memory.summary(r["node"]))
     for c in r.get("cost_programs", []):
         say(f"cost program (host CPU) of {c['program']}: {c['compile_s']:.1f} s, "
             + (f"error: {c['error']}" if c.get("error") else
@@ -574,29 +644,57 @@ def print_report(r: dict, say=print) -> None:
         churn.print_churn(r["churn"], say)
     for name, why in r["not_sized"]:
         say(f"not sized: {name}: {why}")
-    say("fits: yes" if r["fits"] else "fits: NO\n  " + "\n  ".join(r["advice"]))
+    if r.get("error_kind") == COMPILE_ERROR:
+        say("fits: compile error (an error of the run, not a memory verdict)\n  "
+            + "\n  ".join(r["advice"]))
+    else:
+        say("fits: yes" if r["fits"] else "fits: NO\n  " + "\n  ".join(r["advice"]))
 
 
-def target_mesh(config, target) -> dict[str, int]:
+def target_mesh(config, target, say=print) -> dict[str, int]:
     """The mesh a run of `config` builds on `target`'s devices (mesh.data=-1: the rest), as
-    launch/run_gpu.sh checks it."""
-    from frontier_rl.rl.sharding import mesh_shape
+    launch/run_gpu.sh checks it. A config whose mesh is for another device count (a paper
+    mesh of 8 on a 16-device slice) is scaled to the target (`sharding.scaled_mesh`): the
+    mesh and rl.micro_batch_size are set in `config`, and the overrides a run there needs are
+    printed."""
+    from frontier_rl.rl.sharding import scaled_mesh
 
-    m = config.mesh
-    data, fsdp, model = mesh_shape(m.data, m.fsdp, m.model, target.devices)
-    return {"data": data, "fsdp": fsdp, "model": model}
+    m, rl = config.mesh, config.rl
+    spec, micro = scaled_mesh(m.data, m.fsdp, m.model, target.devices, rl.micro_batch_size)
+    before = {"data": m.data, "fsdp": m.fsdp, "model": m.model}
+    changes = {f"mesh.{k}": v for k, v in spec.items()
+               if v != before[k] and not (k == "data" and before[k] == -1)}
+    if micro != rl.micro_batch_size:
+        changes["rl.micro_batch_size"] = micro
+    if changes:
+        with config.unlocked():
+            for key, value in changes.items():
+                section, field = key.split(".")
+                config[section][field] = value
+        say(f"fit: mesh data={before['data']},fsdp={before['fsdp']},model={before['model']} "
+            f"does not fit {target.name}'s {target.devices} devices; scaled to it "
+            "(sharding.scaled_mesh), as a run there needs: "
+            + " ".join(f"--config.{k}={v}" for k, v in changes.items()))
+    return spec
 
 
 def main(config, mesh: str, device: str, as_json: bool, target: str = "",
-         hosts: int = 1) -> dict:
+         hosts: int = 1, after=None) -> dict:
+    """`frontier-rl fit`: the report, printed (with `as_json`, then as one JSON line).
+    `after(config, spec, device, report, sim, target=, mesh_of=)` runs between the two, on the
+    simulation already played (cli.py passes fit_propose.hook: when a program does not fit, the
+    smallest change of the run's knobs that fits, report["proposal"]); `mesh_of(config)` is a
+    candidate config's mesh, None where --mesh fixes it."""
     tgt = targets.parse(target, hosts) if target else None
-    if mesh:
-        spec = parse_mesh(mesh)
-    elif tgt is not None:
-        spec = target_mesh(config, tgt)
-    else:
-        spec = {"data": config.mesh.data if config.mesh.data > 0 else 1,
-                "fsdp": config.mesh.fsdp, "model": config.mesh.model}
+    planned = tgt  # the mesh follows the target's devices even on the CPU's estimate
+
+    def mesh_of(c) -> dict[str, int]:
+        if planned is not None:
+            return target_mesh(c, planned)
+        return {"data": c.mesh.data if c.mesh.data > 0 else 1, "fsdp": c.mesh.fsdp,
+                "model": c.mesh.model}
+
+    spec = parse_mesh(mesh) if mesh else mesh_of(config)
     if tgt is not None and not targets.compiler_installed(tgt.kind):
         # The CLI re-runs `fit` in the target's virtualenv when there is one (cli.py); here
         # there is none: say so, and size with the CPU compiler, labelled as an estimate.
@@ -604,8 +702,15 @@ def main(config, mesh: str, device: str, as_json: bool, target: str = "",
               f"(`source launch/target_env.sh {tgt.kind}` makes its virtualenv); falling back "
               "to the CPU compiler's estimate", flush=True)
         device, tgt = targets.estimate_device(tgt), None
-    report = check(config, spec, device, target=tgt)
+    # The selector's calls are played once, so `after` sizes its candidates on them too.
+    print(f"  playing {config.selector.name} for {config.fit.sim_steps} steps on the synthetic "
+          "learner ...", flush=True)
+    sim = simulate(config)
+    report = check(config, spec, device, target=tgt, sim=sim)
     print_report(report)
+    if after is not None:
+        after(config, spec, device, report, sim, target=tgt,
+              mesh_of=None if mesh else mesh_of)
     if as_json:
         print(json.dumps(report))
     return report

@@ -62,6 +62,42 @@ OVERLAP_FLAGS = {
             "--xla_enable_async_all_gather=true"),
 }
 
+# The versions `fit --target` was tested with, per target kind. It reaches into JAX's internals
+# (jax._src.cudnn.fused_attention_stablehlo.check_compute_capability,
+# jax._src.lib._jax.hlo_module_cost_analysis, jax.experimental.topologies' compile-only devices)
+# and passes compiler flags (OVERLAP_FLAGS), any of which another release may move or drop;
+# setup.py pins JAX to this release's series.
+TESTED_VERSIONS = {
+    "gpu": {"jax": "0.10.2", "jaxlib": "0.10.2", "jax-cuda12-plugin": "0.10.2"},
+    "tpu": {"jax": "0.10.2", "jaxlib": "0.10.2", "libtpu": "0.0.42.1"},
+}
+
+
+def installed_versions(kind: str) -> dict[str, str | None]:
+    """{distribution: version installed in this Python (None: absent)} of TESTED_VERSIONS[kind]."""
+    from importlib import metadata
+
+    out: dict[str, str | None] = {}
+    for name in TESTED_VERSIONS[kind]:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def untested_versions(kind: str) -> str:
+    """One line naming each of the target compiler's packages whose installed version is not
+    the tested one ("" when all are)."""
+    have = installed_versions(kind)
+    odd = [f"{name} {have[name] or 'absent'} (tested {want})"
+           for name, want in TESTED_VERSIONS[kind].items() if have[name] != want]
+    if not odd:
+        return ""
+    return (f"untested {kind.upper()} compiler versions: {', '.join(odd)}; the figures may "
+            "differ, and fit --target relies on JAX internals of the tested release "
+            "(frontier_rl/targets.py TESTED_VERSIONS)")
+
 
 @dataclasses.dataclass(frozen=True)
 class Target:

@@ -47,16 +47,20 @@ else
 fi
 # The share of each GPU's memory JAX preallocates, one value for every launch script and what
 # `frontier-rl fit` sizes programs against (frontier_rl/fit.py reads it back). JAX's own default
-# is 0.75; with a GPU to itself the trainer takes JAX_MEM_FRACTION (default 0.9, as openpi's
-# training instructions use; the rest holds the CUDA context, NCCL and cuDNN workspaces); a script whose JAX shares a GPU with SGLang
-# sets FRONTIER_RL_GPU_SHARED=1 before sourcing this file and gets JAX_MEM_FRACTION_SHARED
-# (default 0.45, beside SGLANG_MEM=0.45). An XLA_PYTHON_CLIENT_MEM_FRACTION already set wins;
-# one set under JAX's newer name XLA_CLIENT_MEM_FRACTION is left alone (JAX refuses both).
+# is 0.75; with a GPU to itself the trainer takes JAX_MEM_FRACTION (default
+# DEFAULT_JAX_MEM_FRACTION of launch/shares.sh, as openpi's training instructions use; the rest
+# holds the CUDA context, NCCL and cuDNN workspaces); a script whose JAX shares a GPU with
+# SGLang sets FRONTIER_RL_GPU_SHARED=1 before sourcing this file and gets
+# JAX_MEM_FRACTION_SHARED (default DEFAULT_JAX_MEM_FRACTION_SHARED, beside SGLang's
+# DEFAULT_SGLANG_MEM_SHARED). An XLA_PYTHON_CLIENT_MEM_FRACTION already set wins; one set under
+# JAX's newer name XLA_CLIENT_MEM_FRACTION is left alone (JAX refuses both).
+# shellcheck source=launch/shares.sh
+source "$ROOT/launch/shares.sh"
 if [ -z "${XLA_CLIENT_MEM_FRACTION:-}" ]; then
   if [ "${FRONTIER_RL_GPU_SHARED:-0}" = 1 ]; then
-    export XLA_PYTHON_CLIENT_MEM_FRACTION="${XLA_PYTHON_CLIENT_MEM_FRACTION:-${JAX_MEM_FRACTION_SHARED:-0.45}}"
+    export XLA_PYTHON_CLIENT_MEM_FRACTION="${XLA_PYTHON_CLIENT_MEM_FRACTION:-${JAX_MEM_FRACTION_SHARED:-$DEFAULT_JAX_MEM_FRACTION_SHARED}}"
   else
-    export XLA_PYTHON_CLIENT_MEM_FRACTION="${XLA_PYTHON_CLIENT_MEM_FRACTION:-${JAX_MEM_FRACTION:-0.9}}"
+    export XLA_PYTHON_CLIENT_MEM_FRACTION="${XLA_PYTHON_CLIENT_MEM_FRACTION:-${JAX_MEM_FRACTION:-$DEFAULT_JAX_MEM_FRACTION}}"
   fi
 fi
 # The XLA flags that overlap a sharded train step's collectives (the per-layer weight gathers,

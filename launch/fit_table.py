@@ -3,13 +3,14 @@ compiled by the target's own compiler (`frontier-rl fit --target`) beside the CP
 estimate (`frontier-rl fit --device`), at the memory fraction the launcher sets.
 
   python launch/fit_table.py OUT_DIR [--only=TEXT] [--compilers=target,cpu]  # what OUT_DIR lacks
-  python launch/fit_table.py OUT_DIR --render                           # the markdown table
+  python launch/fit_table.py OUT_DIR --render [--measured]              # the markdown table
 
-GPU rows run as launch/run_gpu.sh runs them (SGLang engine, JAX's colocated share 0.45 of each
-GPU); TPU rows as launch/tpu_pod.sh does (embedded sampler; libtpu's own usable share). Each
-(config, target, compiler) is one `frontier-rl fit --json` run whose report is kept in
-OUT_DIR/<name>.json (its log beside it), so an interrupted table resumes where it stopped. The
-target compilers come from launch/target_env.sh's virtualenvs (`fit` re-runs in them).
+GPU rows run as launch/run_gpu.sh runs them (SGLang engine, JAX's colocated share of each GPU,
+launch/shares.sh); TPU rows as launch/tpu_pod.sh does (embedded sampler; libtpu's own usable
+share). Each (config, target, compiler) is one `frontier-rl fit --json` run whose report is
+kept in OUT_DIR/<name>.json (its log beside it), so an interrupted table resumes where it
+stopped. The target compilers come from launch/target_env.sh's virtualenvs (`fit` re-runs in
+them).
 """
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COLOCATED = "0.45"  # launch/env.sh's JAX_MEM_FRACTION_SHARED, run_gpu.sh's default layout
 SGLANG = ["--config.rollout.engine=sglang", "--config.rollout.sglang.url=http://127.0.0.1:31000",
           "--config.rollout.sglang.max_rows=512"]
 
@@ -30,6 +30,19 @@ HIVE = ("qwen2.5-math-1.5b", "qwen2.5-math-7b", "deepseek-r1-distill-qwen-1.5b",
         "qwen3-4b-base", "llama3.2-3b-instruct")
 HEAPA = ("qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b", "qwen3-4b-instruct-2507",
          "qwen2.5-7b-instruct")
+# A TPU line that fits for every paper config: HIVE's 1.5B on v5e-8 with `fit`'s proposal
+# (fewer rows per sampler call) and on v5p-8 above; HIVE's 7B and the 8B configs (HeaPA, GRPO,
+# DAPO) on v5p-16, 8 chips on 2 hosts, where the paper mesh (data=1, fsdp=8) holds as written;
+# HeaPA's 8B on v5e-32 with a tensor axis (docs/architecture.md, "A paper run on a TPU slice").
+TPU_FITS = ([("math_hive.py:qwen2.5-math-1.5b", "v5e-8", "data=1,fsdp=8",
+              ["--config.rollout.rows_per_call=256"]),
+             ("math_hive.py:qwen2.5-math-7b", "v5p-16", "data=1,fsdp=8", [])]
+            + [(f"{c}.py:qwen3-8b", "v5p-16", "data=1,fsdp=8", [])
+               for c in ("math_heapa", "math_grpo", "math_dapo")]
+            # on v5e's 16 GiB chips the sampler's weights must be split: a tensor axis of 8
+            # (the KV heads), micro-batches of one row per fsdp shard
+            + [("math_heapa.py:qwen3-8b", "v5e-32", "data=1,fsdp=4,model=8",
+                ["--config.mesh.model=8", "--config.rl.micro_batch_size=4"])])
 # (config, target, mesh, extra flags): the paper configs on their docstrings' hardware (the
 # configs' mesh, data=1 fsdp=8), then the 1.5B and 8B configs on TPU slices, fsdp over every
 # device of the slice (v5p-8 is 4 megacore devices).
@@ -42,17 +55,26 @@ ROWS = ([(f"math_hive.py:{m}", "a100-80gbx8", "data=1,fsdp=8", SGLANG) for m in 
         # an 8B policy's float32 weights and Adam state alone fill a v5e-8's 8 x 16 GiB: the
         # v5e slice for it is 32 chips (micro-batches of one row per chip)
         + [("math_heapa.py:qwen3-8b", "v5e-32", "data=1,fsdp=32",
-            ["--config.rl.micro_batch_size=32"])])
+            ["--config.rl.micro_batch_size=32"])]
+        + TPU_FITS)
 
 
-def name(config: str, target: str, compiler: str) -> str:
-    return f"{config.replace('.py:', '-')}@{target}.{compiler}"
+def name(config: str, target: str, compiler: str, extra=()) -> str:
+    """The results file's name of one line and compiler (its overrides, if any, in it)."""
+    tail = "".join("+" + re.sub(r"[^\w.-]", "-", f.removeprefix("--config.")) for f in extra)
+    return f"{config.replace('.py:', '-')}@{target}{tail}.{compiler}"
+
+
+def label(config: str, extra) -> str:
+    """The config column: the config, then its overrides."""
+    flags = [f"`{f.removeprefix('--config.')}`" for f in extra]
+    return ", ".join([config, *flags])
 
 
 def run_one(out: str, config: str, target: str, mesh: str, extra: list[str],
             compiler: str) -> dict:
     """One `fit` run: compiler "target" (--target) or "cpu" (--device, the CPU estimate)."""
-    path = os.path.join(out, name(config, target, compiler) + ".json")
+    path = os.path.join(out, name(config, target, compiler, extra) + ".json")
     if os.path.exists(path):
         with open(path) as f:
             return json.load(f)
@@ -65,15 +87,19 @@ def run_one(out: str, config: str, target: str, mesh: str, extra: list[str],
            f"--config={os.path.join(ROOT, 'configs', config)}", "--config.model.path=",
            *where, f"--mesh={mesh}", *extra, "--json"]
     env = dict(os.environ)
-    if t.kind == "gpu":
-        env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = COLOCATED
-    print(f"[fit_table] {name(config, target, compiler)}: {' '.join(cmd[1:])}", flush=True)
+    if t.kind == "gpu":  # run_gpu.sh's default layout: the share env.sh gives JAX there
+        from frontier_rl import node_memory
+
+        env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = str(
+            node_memory.launch_shares()["DEFAULT_JAX_MEM_FRACTION_SHARED"])
+    print(f"[fit_table] {name(config, target, compiler, extra)}: {' '.join(cmd[1:])}",
+          flush=True)
     t0 = time.perf_counter()
     r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     with open(path[:-5] + ".log", "w") as f:
         f.write(r.stdout + r.stderr)
     lines = [line for line in r.stdout.splitlines() if line.startswith("{")]
-    if r.returncode not in (0, 3) or not lines:
+    if r.returncode not in (0, 3, 4) or not lines:  # 4: a compile error, kept in its report
         print(f"[fit_table]   failed (exit {r.returncode}): {r.stderr[-2000:]}", flush=True)
         return {}
     report = json.loads(lines[-1])
@@ -92,19 +118,23 @@ KINDS = (("entropy", "prompt entropy"), ("logps", "log-probs"), ("train_step", "
          ("probe", "weight-sync probe"), ("sampler", "sampler (largest)"))
 
 
-def render(out: str) -> str:
+def render(out: str, measured_only: bool = False) -> str:
     """One line per (config, target): each program's peak GiB per device by the target's
-    compiler, the CPU compiler's estimate of it in brackets (largest program of each kind)."""
+    compiler, the CPU compiler's estimate of it in brackets (largest program of each kind);
+    `measured_only`: only the lines OUT_DIR has a report for."""
     head = ("| config | target (budget GiB) | mesh d/f/m | "
             + " | ".join(title for _, title in KINDS)
             + " | fits | train step compile s | train step collectives |")
     lines = [head, "|" + "---|" * (len(KINDS) + 6)]
-    for config, target, _, _ in ROWS:
-        rep = _load(out, config, target, "target")
+    for config, target, _, extra in ROWS:
+        rep = _load(out, config, target, "target", extra)
         if not rep:
-            lines.append(f"| {config} | {target} | not measured |" + " |" * (len(KINDS) + 3))
+            if measured_only:
+                continue
+            lines.append(f"| {label(config, extra)} | {target} | not measured |"
+                         + " |" * (len(KINDS) + 3))
             continue
-        cpu = _load(out, config, target, "cpu")
+        cpu = _load(out, config, target, "cpu", extra)
         mesh = "/".join(str(rep["mesh"][k]) for k in ("data", "fsdp", "model"))
         cells = []
         for kind, _ in KINDS:
@@ -115,15 +145,23 @@ def render(out: str) -> str:
             est = _largest(cpu, kind) if cpu else None
             value = _failure(got["error"]) if got.get("error") else _gib(got["bytes_per_device"])
             cells.append(f"{value} ({_gib(est['bytes_per_device']) if est else 'n/m'})"
-                         f"{'' if got['fits'] else ' NO'}")
+                         f"{' NO' if got['fits'] is False else ''}")
         train = _largest(rep, "train_step") or {}
         coll = ", ".join(f"{k} x{v}" for k, v in
                          (train.get("target") or {}).get("collectives", {}).items())
-        lines.append(f"| {config} | {target} ({rep['usable_bytes'] / 2**30:.1f}) | {mesh} | "
+        lines.append(f"| {label(config, extra)} | {target} ({rep['usable_bytes'] / 2**30:.1f}) "
+                     f"| {mesh} | "
                      + " | ".join(cells)
-                     + f" | {'yes' if rep['fits'] else 'NO'} | {train.get('compile_s', 0):.0f} | "
+                     + f" | {verdict(rep)} | {train.get('compile_s', 0):.0f} | "
                      f"{coll} |")
     return "\n".join(lines)
+
+
+def verdict(report: dict) -> str:
+    """The fits column: a compile error is the run's error, not a verdict (fit.py)."""
+    if report.get("error_kind") == "compile_error":
+        return "compile error"
+    return "yes" if report["fits"] else "NO"
 
 
 def _failure(error: str) -> str:
@@ -139,8 +177,8 @@ def _largest(report: dict, kind: str) -> dict | None:
     return max(mine, key=lambda p: p["bytes_per_device"] or float("inf")) if mine else None
 
 
-def _load(out, config, target, compiler) -> dict:
-    path = os.path.join(out, name(config, target, compiler) + ".json")
+def _load(out, config, target, compiler, extra=()) -> dict:
+    path = os.path.join(out, name(config, target, compiler, extra) + ".json")
     if not os.path.exists(path):
         return {}
     with open(path) as f:
@@ -150,17 +188,19 @@ def _load(out, config, target, compiler) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out")
-    ap.add_argument("--only", default="", help="rows whose config@target contains this")
+    ap.add_argument("--only", default="",
+                    help="rows whose 'config@target flags' contains this")
     ap.add_argument("--compilers", default="target,cpu",
                     help="which runs: target (fit --target), cpu (fit --device), or both")
     ap.add_argument("--render", action="store_true")
+    ap.add_argument("--measured", action="store_true", help="--render: measured lines only")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     if a.render:
-        print(render(a.out))
+        print(render(a.out, a.measured))
         return
     for config, target, mesh, extra in ROWS:
-        if a.only and a.only not in f"{config}@{target}":
+        if a.only and a.only not in f"{config}@{target} {' '.join(extra)}":
             continue
         for compiler in a.compilers.split(","):
             run_one(a.out, config, target, mesh, extra, compiler)

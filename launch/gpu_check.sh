@@ -15,6 +15,10 @@
 # 4. `bench sync` on the 0.5B shape against `frontier-rl serve` on the same GPU: seconds per
 #    weight sync by phase (device cast + host copy, write, server load, probe), old path beside
 #    new.
+# 5. `bench packed`: packed rows on cuDNN's packed layout against a float32 reference (output
+#    and q/k/v gradients beside XLA's own bfloat16 error, every gradient finite, padding
+#    included), a small policy's log-probs packed vs one sequence per row, and attention
+#    forward + backward timed in both layouts.
 # Each bench also reports the device's peak bytes in use (`peak_bytes_in_use`).
 # Figures are printed and saved as JSON lines in OUT_DIR (default runs/gpu_check).
 set -euo pipefail
@@ -37,5 +41,7 @@ frontier-rl bench sampler --bench_config=qwen2.5-0.5b-full --repeats=3 --json \
   source launch/env.sh tasks
   frontier-rl bench sync --bench_config=qwen2.5-0.5b --repeats=3 --json
 ) | tee "$OUT/sync.txt"
-tail -n 1 -q "$OUT"/train_step.txt "$OUT"/sampler.txt "$OUT"/sync.txt > "$OUT/figures.jsonl"
+frontier-rl bench packed --repeats=5 --json | tee "$OUT/packed.txt"
+tail -n 1 -q "$OUT"/train_step.txt "$OUT"/sampler.txt "$OUT"/sync.txt "$OUT"/packed.txt \
+  > "$OUT/figures.jsonl"
 echo "figures in $OUT/figures.jsonl"

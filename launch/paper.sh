@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # From a paper config to its report on one GPU node, in one command:
 #   launch/paper.sh CONFIG [--target=GPUxN] [--gpus=N] [--workdir=DIR] [--port=P] [--dry-run]
-#                   [--config.FIELD=VALUE ...]
+#                   [--apply-fit] [--config.FIELD=VALUE ...]
 # e.g.  launch/paper.sh configs/math_hive.py:qwen2.5-math-1.5b
 #       launch/paper.sh configs/math_hive.py:qwen2.5-math-1.5b --target=a100-80gbx8 --dry-run
 # Paths are relative to the repository root; DIR defaults to runs/paper/<config>_<arg>. The
@@ -15,7 +15,11 @@
 #             the policy's files)
 #   3 fit     frontier-rl fit --target=GPUxN: every program of the run compiled for the node's
 #             GPUs at JAX's share of each, laid out as launch/run_gpu.sh lays them out
-#             -> DIR/fit_GPUxN.txt (exit 3 when the run does not fit: nothing starts)
+#             -> DIR/fit_GPUxN.txt (exit 3 when the run does not fit: nothing starts, and the
+#             stop line names fit's proposal, the smallest change of the run's knobs that fits;
+#             with --apply-fit the proposal is taken instead: its --config. overrides are kept
+#             in DIR/fit_flags, fit is run again with them, and every later step and rerun
+#             adds them)
 #   4 train   launch/run_gpu.sh: SGLang and the trainer (its own fit check skipped: step 3 ran
 #             it) -> DIR/final_metrics.json
 #   5 eval    frontier-rl eval --step=<last>: the config's benchmark suite -> DIR/eval/step_N/
@@ -34,7 +38,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
 cd "$ROOT"
 USAGE="usage: launch/paper.sh CONFIG [--target=GPUxN] [--gpus=N] [--workdir=DIR] [--port=P] \
-[--dry-run] [--config.FIELD=VALUE ...]"
+[--dry-run] [--apply-fit] [--config.FIELD=VALUE ...]"
 CONFIG="${1:?$USAGE}"
 shift
 TARGET=""
@@ -42,6 +46,7 @@ GPUS=""
 WORKDIR=""
 PORT=31000
 DRY=0
+APPLY_FIT=0
 EXTRA=()
 for arg in "$@"; do
   case "$arg" in
@@ -50,6 +55,7 @@ for arg in "$@"; do
     --workdir=*) WORKDIR="${arg#*=}" ;;
     --port=*) PORT="${arg#*=}" ;;
     --dry-run|--dry_run) DRY=1 ;;
+    --apply-fit|--apply_fit) APPLY_FIT=1 ;;
     --config.*) EXTRA+=("$arg") ;;
     *) echo "paper: unknown argument $arg; $USAGE" >&2; exit 2 ;;
   esac
@@ -153,7 +159,9 @@ elif [ "$DRY" = 1 ]; then
   HUB_FLAGS=("<the overrides in $HUB/flags>")
 fi
 export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}"  # every later step reads the commits pinned
-FLAGS=("${HUB_FLAGS[@]}" "${EXTRA[@]}")
+FIT_FLAGS=()  # fit's proposal, once --apply-fit took it
+if [ -f "$WORKDIR/fit_flags" ]; then mapfile -t FIT_FLAGS <"$WORKDIR/fit_flags"; fi
+FLAGS=("${HUB_FLAGS[@]}" "${EXTRA[@]}" "${FIT_FLAGS[@]}")
 SGLANG=(--config.rollout.engine=sglang --config.rollout.sglang.url="http://127.0.0.1:$PORT"
         --config.rollout.sglang.max_rows=512)
 
@@ -161,15 +169,11 @@ SGLANG=(--config.rollout.engine=sglang --config.rollout.sglang.url="http://127.0
 FIT_OUT="$WORKDIR/fit_$FIT_TARGET.txt"
 MODEL_FLAG=()
 if [ -e "$WORKDIR/model" ] || [ "$DRY" = 1 ]; then MODEL_FLAG=(--config.model.path="$WORKDIR/model"); fi
-FIT_CMD=(frontier-rl fit --target="$FIT_TARGET" --config="$CONFIG" "${SGLANG[@]}" "${FLAGS[@]}"
-         "${MODEL_FLAG[@]}")
-if [ -f "$FIT_OUT" ]; then
-  skipped "3/6 fit" "$FIT_OUT"
-elif [ "$DRY" = 1 ]; then
-  show "3/6 fit (JAX's share: $([ "$SHARED" = 1 ] && echo "beside SGLang" || echo "GPUs of its own"))" \
-       "${FIT_CMD[@]}" ">" "$FIT_OUT"
-else
-  say "3/6 fit: ${FIT_CMD[*]}"
+fit_cmd() {
+  FIT_CMD=(frontier-rl fit --target="$FIT_TARGET" --config="$CONFIG" "${SGLANG[@]}" "${FLAGS[@]}"
+           "${MODEL_FLAG[@]}")
+}
+run_fit() {  # FIT_CMD, its report to $FIT_OUT.tmp and the terminal; its status in FIT_RC
   FIT_RC=0
   (  # the share of each GPU is this subshell's alone (env.sh reads FRONTIER_RL_GPU_SHARED)
     # shellcheck disable=SC2030
@@ -178,6 +182,38 @@ else
     source "$HERE/env.sh" tasks >/dev/null
     "${FIT_CMD[@]}"
   ) 2>&1 | tee "$FIT_OUT.tmp" || FIT_RC=$?
+}
+fit_cmd
+if [ -f "$FIT_OUT" ]; then
+  skipped "3/6 fit" "$FIT_OUT"
+elif [ "$DRY" = 1 ]; then
+  show "3/6 fit (JAX's share: $([ "$SHARED" = 1 ] && echo "beside SGLang" || echo "GPUs of its own"))" \
+       "${FIT_CMD[@]}" ">" "$FIT_OUT"
+else
+  say "3/6 fit: ${FIT_CMD[*]}"
+  run_fit
+  if [ "$FIT_RC" -eq 3 ]; then
+    # fit's proposal: the line `proposal: --config.a=1 --config.b=2` (fit_propose.py)
+    PROPOSAL="$(sed -n 's/^proposal: \(--config\..*\)$/\1/p' "$FIT_OUT.tmp" | tail -n 1)"
+    if [ -z "$PROPOSAL" ]; then
+      echo "paper: $CONFIG does not fit $FIT_TARGET at JAX's share of each GPU, and fit found" \
+           "no change of the run's knobs that fits (the report above says what it tried);" \
+           "nothing started" >&2
+      exit 3
+    elif [ "$APPLY_FIT" = 0 ]; then
+      echo "paper: $CONFIG does not fit $FIT_TARGET at JAX's share of each GPU; fit proposes" \
+           "$PROPOSAL (its figures are in the report above): rerun with --apply-fit to take" \
+           "it; nothing started" >&2
+      exit 3
+    fi
+    read -r -a PROPOSED <<<"$PROPOSAL"
+    printf '%s\n' "${PROPOSED[@]}" >"$WORKDIR/fit_flags"
+    FLAGS+=("${PROPOSED[@]}")
+    fit_cmd
+    say "3/6 fit: taking fit's proposal $PROPOSAL (kept in $WORKDIR/fit_flags for every later" \
+        "step and rerun): ${FIT_CMD[*]}"
+    run_fit
+  fi
   if [ "$FIT_RC" -eq 3 ]; then
     echo "paper: $CONFIG does not fit $FIT_TARGET at JAX's share of each GPU (the report above" \
          "names the program and the fields to change); nothing started" >&2

@@ -45,8 +45,10 @@
 #   SGLANG_VERSION   pip spec to install instead of the flavour's range (its pins still apply)
 #   SGLANG_VENV      the virtualenv (default .venv-sglang-cudaNN)
 #   SGLANG_SEED      --random-seed (default 0)
-#   SGLANG_MEM       --mem-fraction-static, the GPU memory SGLang takes (default 0.45: the rest
-#                    is left for JAX when both share a GPU; 0.85 on GPUs of its own)
+#   SGLANG_MEM       --mem-fraction-static, SGLang's weights + KV pool as a share of the GPU
+#                    (default DEFAULT_SGLANG_MEM_SHARED of launch/shares.sh: the rest is left
+#                    for JAX when both share a GPU; launch/run_gpu.sh sets DEFAULT_SGLANG_MEM
+#                    on GPUs of its own; `frontier-rl fit` sizes the node with it)
 #   SGLANG_ARGS      further server arguments, split on spaces (e.g. --attention-backend triton
 #                    on GPUs older than SM 80)
 #   SGLANG_DRY_RUN   1: print the CUDA flavour, virtualenv, pip spec and server command line,
@@ -60,6 +62,8 @@ PORT="${2:-31000}"
 TP="${3:-1}"
 DP="${4:-1}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=launch/shares.sh
+source "$ROOT/launch/shares.sh"
 CUDA="${SGLANG_CUDA:-}"
 if [ -z "$CUDA" ]; then
   case "${FRONTIER_RL_ACCEL:-}" in
@@ -92,7 +96,7 @@ fi
 read -r -a EXTRA <<<"${SGLANG_ARGS:-}"
 CMD=("$VENV/bin/python" -m sglang.launch_server --model-path "$MODEL" --port "$PORT"
      --host 127.0.0.1 --tp-size "$TP" --dp-size "$DP" --skip-tokenizer-init
-     --mem-fraction-static "${SGLANG_MEM:-0.45}"
+     --mem-fraction-static "${SGLANG_MEM:-$DEFAULT_SGLANG_MEM_SHARED}"
      --enable-deterministic-inference --random-seed "$SEED" "${EXTRA[@]}")
 if [ "${SGLANG_DRY_RUN:-0}" = 1 ]; then
   echo "cuda: $CUDA"

@@ -5,8 +5,12 @@
 #   source launch/target_env.sh gpu|tpu
 # gpu: jax[cuda12] (the CUDA 12 plugin and NVIDIA's wheels, about 3.2 GB; no driver needed to
 # compile); tpu: jax[tpu] (libtpu, about 0.3 GB). Both at the JAX version of the trainer's own
-# virtualenv, so the programs compiled are the ones the trainer would build. The target
-# compilers never go into the trainer's virtualenv: its JAX would then try to open the device.
+# Python, so the programs compiled are the ones the trainer would build: JAX_TARGET_VERSION if
+# set, else the JAX of the first of these that imports frontier_rl and jax: the virtualenv
+# FRONTIER_RL_VENV names, the checkout's .venv, then python3 / python on PATH (the project
+# installed in another virtualenv or the system Python); else the release setup.py pins (its
+# lower bound, the tested one). The target compilers never go into the trainer's Python: its JAX
+# would then try to open the device.
 # The virtualenvs live under ${FRONTIER_RL_TARGET_CACHE:-~/.cache/frontier_rl} (kept between
 # runs and CI jobs that keep ~/.cache).
 set -euo pipefail
@@ -17,13 +21,22 @@ case "$KIND" in
   tpu) JAX_EXTRA=tpu ;;
   *) echo "[target_env] usage: source launch/target_env.sh gpu|tpu (got '${KIND}')" >&2; return 2 ;;
 esac
-MAIN_PY="${FRONTIER_RL_VENV:-$ROOT/.venv}/bin/python"
 if [ -z "${JAX_TARGET_VERSION:-}" ]; then
-  if [ -x "$MAIN_PY" ]; then
-    JAX_TARGET_VERSION="$("$MAIN_PY" -c 'import jax; print(jax.__version__)')"
-  else
-    echo "[target_env] no trainer virtualenv at $MAIN_PY: run 'source launch/env.sh' first or set JAX_TARGET_VERSION" >&2
-    return 1
+  for PY in ${FRONTIER_RL_VENV:+"$FRONTIER_RL_VENV/bin/python"} "$ROOT/.venv/bin/python" python3 python; do
+    if command -v "$PY" >/dev/null 2>&1 && JAX_TARGET_VERSION="$("$PY" -c \
+        'import frontier_rl, jax; print(jax.__version__)' 2>/dev/null)" && [ -n "$JAX_TARGET_VERSION" ]; then
+      echo "[target_env] JAX $JAX_TARGET_VERSION, as $PY has it"
+      break
+    fi
+    JAX_TARGET_VERSION=""
+  done
+  if [ -z "$JAX_TARGET_VERSION" ]; then
+    JAX_TARGET_VERSION="$(sed -n 's/.*"jax>=\([0-9][0-9.]*\)[,"].*/\1/p' "$ROOT/setup.py" | sed -n 1p)"
+    if [ -z "$JAX_TARGET_VERSION" ]; then
+      echo "[target_env] no Python here imports frontier_rl and jax, and setup.py pins no jax>=X: set JAX_TARGET_VERSION" >&2
+      return 1
+    fi
+    echo "[target_env] no Python here imports frontier_rl and jax: JAX $JAX_TARGET_VERSION, setup.py's pin"
   fi
 fi
 CACHE="${FRONTIER_RL_TARGET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/frontier_rl}"

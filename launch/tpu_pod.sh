@@ -17,6 +17,12 @@
 # "data checkpoints"; symlinks are followed), copied into the same archive to every host on
 # each launch. For checkpoints of many GB, put them on a mount every host sees instead, set
 # SHIP="data" (or SHIP="") and pass absolute paths (--config.model.path=/mnt/shared/...).
+# FIT_TARGET=<slice> (e.g. v5p-16, as `frontier-rl fit --target` names it) first compiles the
+# run for that slice here, with this checkout's `frontier-rl fit` (its TPU compiler from
+# launch/target_env.sh tpu) and the same config and flags: a run that does not fit stops before
+# anything is copied, the stop line naming fit's proposal (the smallest change of the run's
+# knobs that fits); with FIT_APPLY=1 the proposal's --config. overrides are added to the run's
+# flags instead.
 set -euo pipefail
 TPU="${1:?usage: launch/tpu_pod.sh TPU_NAME ZONE WORKDIR CONFIG [flags...]}"
 ZONE="${2:?usage: launch/tpu_pod.sh TPU_NAME ZONE WORKDIR CONFIG [flags...]}"
@@ -29,6 +35,29 @@ REMOTE_DIR="frontier_rl"
 read -r -a SHIP_DIRS <<<"${SHIP-data checkpoints}"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
+if [ -n "${FIT_TARGET:-}" ]; then
+  FIT_RC=0
+  (cd "$ROOT" && frontier-rl fit --target="$FIT_TARGET" --config="$CONFIG" "$@") 2>&1 \
+    | tee "$TMP/fit.txt" || FIT_RC=$?
+  # fit's proposal: the line `proposal: --config.a=1 --config.b=2` (fit_propose.py)
+  PROPOSAL="$(sed -n 's/^proposal: \(--config\..*\)$/\1/p' "$TMP/fit.txt" | tail -n 1)"
+  if [ "$FIT_RC" -eq 3 ] && [ -z "$PROPOSAL" ]; then
+    echo "[tpu_pod] $CONFIG does not fit $FIT_TARGET, and fit found no change of the run's" \
+         "knobs that fits (the report above says what it tried); nothing launched" >&2
+    exit 3
+  elif [ "$FIT_RC" -eq 3 ] && [ "${FIT_APPLY:-0}" != 1 ]; then
+    echo "[tpu_pod] $CONFIG does not fit $FIT_TARGET; fit proposes $PROPOSAL (its figures are" \
+         "in the report above): rerun with FIT_APPLY=1 to take it; nothing launched" >&2
+    exit 3
+  elif [ "$FIT_RC" -eq 3 ]; then
+    read -r -a PROPOSED <<<"$PROPOSAL"
+    set -- "$@" "${PROPOSED[@]}"
+    echo "[tpu_pod] taking fit's proposal: $PROPOSAL"
+  elif [ "$FIT_RC" -ne 0 ]; then
+    echo "[tpu_pod] frontier-rl fit --target=$FIT_TARGET failed (exit $FIT_RC)" >&2
+    exit "$FIT_RC"
+  fi
+fi
 ARCHIVE="$TMP/frontier_rl.tar"
 git -C "$ROOT" archive --format=tar -o "$ARCHIVE" HEAD
 for d in "${SHIP_DIRS[@]}"; do

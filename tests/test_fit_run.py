@@ -25,13 +25,14 @@ def test_row_buckets_pad_under_ten_percent():
     assert row_bucket(3136) == 3328
     for n in (2048, 4096, 8192):
         assert row_bucket(n) == n
-    # Up to 1,024 rows the embedded runs keep the buckets they were measured with (HIVE's
-    # first round of 96 x 8 runs as 1,024), so their published figures still reproduce.
-    assert [row_bucket(n) for n in (1, 8, 9, 64, 65, 256, 300, 512, 768, 1024)] == [
-        8, 8, 64, 64, 256, 256, 512, 512, 1024, 1024]
+    # Up to 1,024 rows: 8, 16, 32, 64, then 256, 512, 1,024 (HIVE's first round of 96 x 8
+    # runs as 1,024); a paper run's small calls (16 or 32 rows) no longer run as 64.
+    assert [row_bucket(n) for n in (1, 8, 9, 16, 17, 32, 33, 64, 65, 256, 300, 512, 768,
+                                    1024)] == [8, 8, 16, 16, 32, 32, 64, 64, 256, 256, 512,
+                                               512, 1024, 1024]
     # A sampler on a mesh pads the bucket to its row shards; given buckets are kept as before.
     assert Sampler.padded_rows(type("S", (), {"batch_buckets": None, "row_multiple": 48})(),
-                               9) == 96
+                               33) == 96
     assert Sampler.padded_rows(type("S", (), {"batch_buckets": (8, 32), "row_multiple": 1})(),
                                9) == 32
 
@@ -158,3 +159,52 @@ def test_kl_reference_old_logprobs_and_probe_are_planned():
     assert "log-probs (old policy and KL reference)" in names
     assert "weight-sync probe" in names and "train step" in names
     assert r["reference_bytes_per_device"] > 0
+
+
+@pytest.mark.parametrize("max_new", [100, 40])
+def test_the_weight_sync_probe_is_sized_at_the_shape_the_trainer_sends(tmp_path, max_new):
+    """The probe sends one prompt and its continuation padded to the engine's probe length
+    (rollout/sglang.py), through Trainer.response_logps; fit's probe program has that shape,
+    not the run's rows of prompt bucket + rollout.max_new_tokens."""
+    import types
+
+    import jax
+    import numpy as np
+
+    from configs import arith_grpo
+    from frontier_rl.models import abstract_params
+    from frontier_rl.rl import sharding, update
+    from frontier_rl.rollout.sglang import SGLangEngine
+
+    c = arith_grpo.get_config("smoke")
+    c.rollout.engine, c.rollout.sglang.url = "sglang", "http://127.0.0.1:31000"
+    c.fit.prompt_len, c.rollout.max_new_tokens = 33, max_new  # the longest prompt: 33 tokens
+    r = fit.check(c, fit.parse_mesh("data=1"), "h200", say=lambda *a, **k: 0,
+                  sim=fit.simulate(c, steps=2), kinds=("probe",))
+    (plan,) = r["programs"]
+    assert plan["program"] == "weight-sync probe"
+
+    # What the run's probe sends the trainer: the engine samples a continuation, the trainer's
+    # log-probs of it come from response_logps (its device call recorded, not run).
+    graphdef, _ = abstract_params(fit.model_config(c))
+    trainer = update.make_trainer(c, graphdef, sharding.make_mesh(1, 1, 1,
+                                                                  devices=jax.devices()[:1]))
+    sent = []
+
+    def logps(params, tokens, valid):
+        sent.append(tokens.shape)
+        return np.zeros((tokens.shape[0], tokens.shape[1] - 1), np.float32)
+
+    trainer.logps = logps
+    engine = SGLangEngine(c.rollout.sglang.url, pad_id=0, stop_ids=[], max_new_tokens=max_new,
+                          sync_dir=str(tmp_path), probe_fn=lambda p, ids, resp: (
+                              trainer.response_logps(p, ids, resp, pad_id=0)),
+                          probe_ids=[1] * c.fit.prompt_len,
+                          transport=lambda post: types.SimpleNamespace(close=lambda: None))
+    engine.generate = lambda prompts, n, sampling: types.SimpleNamespace(
+        tokens=np.ones((1, sampling.max_new_tokens), np.int32),
+        lengths=np.array([sampling.max_new_tokens - 3]),
+        logps=np.zeros((1, sampling.max_new_tokens), np.float32))
+    engine._probe(None)
+    engine.close()
+    assert sent == [(plan["rows"], int(plan["tokens"]))]

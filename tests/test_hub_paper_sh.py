@@ -81,7 +81,7 @@ def stand_in_node(tmp_path):
     HF_HUB_OFFLINE as they see them) and write the outputs the real ones write."""
     root = tmp_path / "node"
     (root / "launch").mkdir(parents=True)
-    for f in ("paper.sh", "env.sh"):
+    for f in ("paper.sh", "env.sh", "shares.sh"):
         shutil.copy(os.path.join(ROOT, "launch", f), root / "launch")
     shutil.copy(os.path.join(ROOT, "setup.py"), root)
     log = tmp_path / "calls.log"

@@ -29,7 +29,7 @@ PKG = os.path.join(ROOT, "frontier_rl")
 # run them; the CLI.
 LAYERS = (
     ("base", ("", "errors", "shapes", "budget", "compile_cache", "gpu_specs", "targets", "hub",
-              "lock", "metrics", "perf", "checkpoint", "distributed")),
+              "lock", "metrics", "perf", "checkpoint", "distributed", "node_memory")),
     ("models", ("models", "accounting", "export")),
     ("tasks", ("tasks", "data")),
     ("selection", ("selection",)),
@@ -37,7 +37,8 @@ LAYERS = (
     ("rollout", ("rollout", "entropy", "evaluation")),
     ("config", ("config_lib",)),
     ("policy", ("policy", "warmstart", "data.fixtures")),
-    ("run", ("train", "fit", "churn", "sim", "evaluation.suite", "rollout.serve")),
+    ("run", ("train", "fit", "fit_propose", "node_check", "churn", "sim", "evaluation.suite",
+             "rollout.serve")),
     ("experiment", ("experiment", "bench", "sim.controls")),
     ("cli", ("cli", "__main__")),
 )

@@ -119,7 +119,7 @@ def stand_in_node(tmp_path, gpus: int):
     them, sglang_server.sh and frontier-rl record what they were started with."""
     root = tmp_path / "node"
     (root / "launch").mkdir(parents=True)
-    for f in ("run_gpu.sh", "env.sh"):
+    for f in ("run_gpu.sh", "env.sh", "shares.sh"):
         shutil.copy(os.path.join(LAUNCH, f), root / "launch")
     shutil.copy(os.path.join(ROOT, "setup.py"), root)
     log = tmp_path / "calls.log"
@@ -158,8 +158,10 @@ def stand_in_node(tmp_path, gpus: int):
     (model / "config.json").write_text("{}")
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("XLA_", "JAX_MEM", "FRONTIER_RL_", "SGLANG_", "CUDA_"))}
+    # PYTHONPATH: the scripts' Python imports this checkout's frontier_rl wherever the
+    # virtualenv's own install points
     env.update(PATH=f"{bin_dir}:{os.environ['PATH']}", FRONTIER_RL_VENV=str(venv),
-               FRONTIER_RL_ACCEL="cpu", SGLANG_MODEL=str(model))
+               FRONTIER_RL_ACCEL="cpu", SGLANG_MODEL=str(model), PYTHONPATH=ROOT)
 
     def run(*args, config=os.path.join(ROOT, "configs", "math_hive.py") + ":qwen2.5-math-1.5b",
             **extra):

@@ -95,11 +95,16 @@ def _fit(kind: str, target: str) -> dict:
 
 
 @pytest.mark.target
-@pytest.mark.parametrize("kind,target", [("gpu", "h100x8"), ("tpu", "v5e-8")])
-def test_fit_compiles_every_program_with_the_target_compiler(kind, target):
+@pytest.mark.parametrize("kind,target,hosts", [("gpu", "h100x8", 1), ("tpu", "v5e-8", 2),
+                                               ("tpu", "v5p-16", 2)])
+def test_fit_compiles_every_program_with_the_target_compiler(kind, target, hosts):
+    """One small run's every program for 8 GPUs on a host and two TPU slices of 8 devices on 2
+    hosts each (compile-only topologies are hosts of 2 x 2 chips: v5e-8's 8 chips, v5p-16's 8
+    megacore chips), the multi-host topology a v5p-16 is."""
     report = _fit(kind, target)
     assert report["compiler"] == f"{kind} target compiler"
     assert report["target"]["devices"] == 8 and report["fits"], report["advice"]
+    assert report["target"]["hosts"] == hosts
     kinds = {p["kind"] for p in report["programs"]}
     assert kinds == {"sampler", "entropy", "logps", "train_step"}, kinds
     for p in report["programs"]:
