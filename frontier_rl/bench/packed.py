@@ -20,6 +20,7 @@ GPU.
 """
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 
@@ -120,10 +121,13 @@ def timing(implementation: str, length: int, sequences: int, repeats: int,
         q = jnp.asarray(rng.standard_normal((b, length, n, d)), jnp.bfloat16)
         k = jnp.asarray(rng.standard_normal((b, length, kh, d)), jnp.bfloat16)
         mask = SegmentMask(jnp.asarray(seg), packed=layout == "pack", max_segments=most)
-        step = jax.jit(jax.grad(lambda q, k: jnp.sum(
-            attend(q, k, k, mask, implementation).astype(jnp.float32)), argnums=(0, 1)))
+
+        def loss(q, k, mask=mask):
+            return jnp.sum(attend(q, k, k, mask, implementation).astype(jnp.float32))
+
+        step = jax.jit(jax.grad(loss, argnums=(0, 1)))
         out[f"{layout}_shape"] = f"{b}x{length}"
-        out[f"{layout}_median_s"] = _timed(lambda: step(q, k), repeats)
+        out[f"{layout}_median_s"] = _timed(functools.partial(step, q, k), repeats)
     out["pack_speedup"] = out["trim_median_s"] / out["pack_median_s"]
     return out
 
@@ -159,8 +163,8 @@ def policy_parity(implementation: str, seed: int = 2) -> dict:
 def main(repeats: int = 5, as_json: bool = False) -> dict:
     import json
 
-    from frontier_rl.models.transformer import attention_impl
     from frontier_rl.models import ModelConfig
+    from frontier_rl.models.transformer import attention_impl
 
     impl = attention_impl(ModelConfig(vocab_size=8, hidden_size=8, intermediate_size=8,
                                       num_layers=1, num_heads=1, num_kv_heads=1, head_dim=8,
