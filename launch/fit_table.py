@@ -169,6 +169,9 @@ def _failure(error: str) -> str:
     m = re.search(r"temporaries \(([\d.]+)G\) exceeds available HBM \(([\d.]+)G\)", error)
     if m:
         return f"over HBM: {m.group(1)}G temporaries of {m.group(2)}G"
+    m = re.search(r"Used ([\d.]+)G of ([\d.]+)G hbm", error)
+    if m:
+        return f"over HBM: {m.group(1)}G of {m.group(2)}G"
     return "fails: " + error.split("\n")[0][:60]
 
 
