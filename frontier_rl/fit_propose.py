@@ -119,13 +119,16 @@ def knobs(config, spec: dict, failing: list[dict], mcfg, platform: str,
     # A chunk at least the sequence's length is the sequence at once (0 says the same).
     whole = 1 << (config.fit.prompt_len + ro.max_new_tokens - 1).bit_length()
     chunked = kinds & {"entropy", "logps", "train_step", "probe"}
+    def chunk_knob(field: str, now: int, programs, bound) -> Knob:
+        """A chunk knob halving `field` from `now` (0: the whole sequence), compiled only where
+        `bound` (program, positions fewer, config, model, shards) says it could free enough."""
+        cur = min(now or whole, whole)
+        return Knob(field, [({field: v}, None) for v in _halves(cur, MIN_CHUNK)],
+                    tuple(sorted(programs)),
+                    frees=lambda p, o: bound(p, cur - o[field], config, mcfg, shards))
+
     if chunked:
-        cur = min(m.logits_chunk or whole, whole)
-        out.append(Knob("model.logits_chunk",
-                        [({"model.logits_chunk": v}, None) for v in _halves(cur, MIN_CHUNK)],
-                        tuple(sorted(chunked)),
-                        frees=lambda p, o, cur=cur: _logits_bound(
-                            p, cur - o["model.logits_chunk"], config, mcfg, shards)))
+        out.append(chunk_knob("model.logits_chunk", m.logits_chunk, chunked, _logits_bound))
     if "entropy" in kinds:
         most = max(p["rows"] for p in failing if p["kind"] == "entropy")
         cur = min(-(-ro.entropy_batch // shards) * shards, most)
@@ -134,12 +137,8 @@ def knobs(config, spec: dict, failing: list[dict], mcfg, platform: str,
                          if v % shards == 0], ("entropy",), cur))
     train = kinds & {"logps", "train_step", "probe"}
     if train and attention_impl(mcfg, platform) == "xla":
-        cur = min(m.attention_chunk or whole, whole)
-        out.append(Knob("model.attention_chunk",
-                        [({"model.attention_chunk": v}, None) for v in _halves(cur, MIN_CHUNK)],
-                        tuple(sorted(train)),
-                        frees=lambda p, o, cur=cur: _attention_bound(
-                            p, cur - o["model.attention_chunk"], config, mcfg, shards)))
+        out.append(chunk_knob("model.attention_chunk", m.attention_chunk, train,
+                              _attention_bound))
     if kinds & {"logps", "train_step"}:
         mb_rows = rl.batch_size * rl.group_size // rl.minibatches
         cur = rl.micro_batch_size or mb_rows

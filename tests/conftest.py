@@ -101,3 +101,19 @@ def tiny_policy(tokenizer):
                       num_layers=2, num_heads=4, num_kv_heads=2, head_dim=8, qk_norm=True)
     graphdef, params = nnx.split(Transformer(cfg, rngs=nnx.Rngs(0)), nnx.Param)
     return cfg, graphdef, params
+
+
+@pytest.fixture
+def tpu_pod_repo(tmp_path):
+    """A git repository holding launch/tpu_pod.sh, committed (the script ships HEAD's files)."""
+    import shutil
+    import subprocess
+
+    repo = tmp_path / "repo"
+    (repo / "launch").mkdir(parents=True)
+    shutil.copy(os.path.join(ROOT, "launch", "tpu_pod.sh"), repo / "launch")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git[:3] + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "launch"], check=True)
+    subprocess.run(git + ["commit", "-qm", "x"], check=True)
+    return repo

@@ -176,21 +176,14 @@ def test_explicit_processes_win(calls, monkeypatch):
                       "process_id": 1}]
 
 
-def test_tpu_pod_ships_the_code_data_and_checkpoints(tmp_path):
+def test_tpu_pod_ships_the_code_data_and_checkpoints(tmp_path, tpu_pod_repo):
     """launch/tpu_pod.sh with a stand-in gcloud: every host gets one archive holding HEAD's
     files plus data/ and checkpoints/ (a symlinked checkpoint copied as files), and runs the
     train command from the unpacked tree."""
-    import shutil
     import subprocess
     import tarfile
 
-    repo = tmp_path / "repo"
-    (repo / "launch").mkdir(parents=True)
-    shutil.copy(os.path.join(ROOT, "launch", "tpu_pod.sh"), repo / "launch")
-    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(git[:3] + ["init", "-q"], check=True)
-    subprocess.run(git + ["add", "launch"], check=True)
-    subprocess.run(git + ["commit", "-qm", "x"], check=True)
+    repo = tpu_pod_repo
     (repo / "data" / "train").mkdir(parents=True)
     (repo / "data" / "train" / "math.parquet").write_text("rows")
     model = tmp_path / "hf" / "Qwen3-4B"

@@ -263,14 +263,8 @@ def test_paper_sh_names_the_proposal_or_takes_it(tmp_path):
     assert "fits: yes" in (workdir / "fit_h100x8.txt").read_text()
 
 
-def test_tpu_pod_sh_stops_naming_the_proposal_or_takes_it(tmp_path):
-    repo = tmp_path / "repo"
-    (repo / "launch").mkdir(parents=True)
-    shutil.copy(os.path.join(ROOT, "launch", "tpu_pod.sh"), repo / "launch")
-    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(git[:3] + ["init", "-q"], check=True)
-    subprocess.run(git + ["add", "launch"], check=True)
-    subprocess.run(git + ["commit", "-qm", "x"], check=True)
+def test_tpu_pod_sh_stops_naming_the_proposal_or_takes_it(tmp_path, tpu_pod_repo):
+    repo = tpu_pod_repo
     bin_dir, log = tmp_path / "bin", tmp_path / "calls.log"
     bin_dir.mkdir()
     (bin_dir / "gcloud").write_text(f'#!/usr/bin/env bash\necho "gcloud $*" >> {log}\n')
