@@ -194,6 +194,10 @@ def get_config(arg: str | None = None):
     # rollouts per run (every generated response counts): 150 uniform steps of B = 32 x G = 8
     c.compare.rollout_budget = TESTBED["rollout_budget"]
     c.compare.steps = 0  # steps per run when budget = "steps"
+    # generated response tokens / measured PFLOPs per run when budget = "tokens" / "pflops":
+    # the same comparison rerun at another budget, from the same warm-start cache
+    c.compare.token_budget = 0
+    c.compare.pflops_budget = 0.0
     c.compare.evals = 6  # held-out evaluations per run, evenly spaced (+ step 0)
     c.compare.metric = "4op"  # the pre-registered primary bucket (the frontier); "all" secondary
     c.compare.target = "uniform"  # reference of the paired differences and of the target

@@ -130,6 +130,10 @@ def get_config(arg: str | None = None):
     c.compare.budget = "rollouts"  # matched rollouts; "steps": matched updates (compare.steps)
     c.compare.rollout_budget = 38400  # 75 uniform steps of 64 x 8
     c.compare.steps = 0  # steps per run when budget = "steps"
+    # generated response tokens / measured PFLOPs per run when budget = "tokens" / "pflops":
+    # the same comparison rerun at another budget, from the same warm-start cache
+    c.compare.token_budget = 0
+    c.compare.pflops_budget = 0.0
     c.compare.evals = 6  # held-out evaluations per run, evenly spaced (+ step 0)
     c.compare.metric = "num_terms=5"  # the pre-registered primary (frontier) bucket
     c.compare.target = "uniform"

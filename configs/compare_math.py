@@ -91,6 +91,8 @@ def get_config(arg: str | None = None):
     c.compare.seeds = "0"
     c.compare.budget = "steps"
     c.compare.steps = c.rl.num_steps  # HIVE App. B.1: 1,000
+    c.compare.token_budget = 0  # per run when budget = "tokens"
+    c.compare.pflops_budget = 0.0  # per run when budget = "pflops"
     c.compare.rollout_budget = BUDGET[model]
     c.compare.evals = c.compare.steps // c.eval.every  # every 50 steps
     c.compare.metric = "bench_mean"

@@ -178,6 +178,10 @@ def default_config() -> ml_collections.ConfigDict:
     # many rollouts (every generated response counts, see docs/architecture.md "Accounting");
     # num_steps stays an upper bound on steps.
     c.rl.rollout_budget = 0
+    # The same in generated response tokens, or in measured PFLOPs (every program charged,
+    # selection's forward passes included): a run has at most one budget (budget.py).
+    c.rl.token_budget = 0
+    c.rl.pflops_budget = 0.0
     # Adam's first updates move every weight by ~lr in the gradient's sign direction; on the
     # ~120k-parameter embedded policy 3e-4 changed response log-probs by ~1.8 nats in one
     # update and collapsed it, 1e-4 trains stably.
@@ -273,6 +277,7 @@ def default_config() -> ml_collections.ConfigDict:
     c.eval = ml_collections.ConfigDict()
     c.eval.every = 25  # steps; 0 = only at step 0 and the end
     c.eval.every_rollouts = 0  # also evaluate each time cumulative rollouts cross a multiple
+    c.eval.every_budget = 0.0  # ... each time the run's budget spend (its unit) crosses a multiple
     c.eval.k = 8
     c.eval.temperature = 0.7
     c.eval.top_p = 0.7
@@ -350,6 +355,7 @@ def augment_on_arith(c: ml_collections.ConfigDict, *, max_digits: int | None = N
 # Fields a resumed run may change without changing what it computes: how it logs, checkpoints
 # and exports, how far it runs, when it evaluates, which server it reaches, and its mesh.
 RESUME_FREE = ("log.", "checkpoint.", "export.", "rl.num_steps", "rl.rollout_budget",
+               "rl.token_budget", "rl.pflops_budget", "eval.every_budget",
                "eval.every", "eval.every_rollouts", "rollout.sglang.", "warmstart.cache_dir",
                "mesh.")
 
@@ -632,6 +638,14 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "rl.num_steps", lambda x: isinstance(x, int) and x >= 0, "an integer >= 0")
     _check(cfg, "rl.rollout_budget", lambda x: isinstance(x, int) and x >= 0,
            "an integer >= 0 (0 = no budget; the run ends after rl.num_steps)")
+    _check(cfg, "rl.token_budget", lambda x: isinstance(x, int) and x >= 0,
+           "an integer >= 0 (generated response tokens; 0 = no token budget)")
+    _check(cfg, "rl.pflops_budget", _nonneg,
+           "a number >= 0 (measured PFLOPs; 0 = no PFLOPs budget)")
+    budgets = [f for f in ("rollout_budget", "token_budget", "pflops_budget") if cfg.rl.get(f)]
+    if len(budgets) > 1:
+        raise ConfigError(f"rl.{budgets[1]}={cfg.rl[budgets[1]]!r} is not allowed with "
+                          f"rl.{budgets[0]}={cfg.rl[budgets[0]]!r}: a run has one budget")
     _check(cfg, "rl.learning_rate", _pos, "a number > 0")
     _check(cfg, "rl.b1", lambda x: 0 <= x < 1, "a number in [0, 1)")
     _check(cfg, "rl.b2", lambda x: 0 <= x < 1, "a number in [0, 1)")
@@ -708,6 +722,8 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "eval.every", lambda x: isinstance(x, int) and x >= 0, "an integer >= 0")
     _check(cfg, "eval.every_rollouts", lambda x: isinstance(x, int) and x >= 0,
            "an integer >= 0 (0 disables)")
+    _check(cfg, "eval.every_budget", _nonneg,
+           "a number >= 0 in the budget's unit (0 disables)")
     _check(cfg, "eval.k", _pos_int, "an integer >= 1")
     _check(cfg, "eval.temperature", _pos, "a number > 0")
     _check(cfg, "eval.top_p", lambda x: _pos(x) and x <= 1, "a number in (0, 1]")

@@ -216,9 +216,9 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
         say(_eval_line(0, run_state.last_eval, task.buckets, config.eval.k, evaluator.empty))
 
     # ======================================================================= loop
-    num_steps, budget = config.rl.num_steps, config.rl.rollout_budget
-    bar = _progress(config.log.progress, start_step, num_steps, budget,
-                    ctx.counters["rollouts"])
+    num_steps, meter = config.rl.num_steps, budget_rule.Meter.of(config)
+    bar = _progress(config.log.progress, start_step, num_steps, meter,
+                    _spent(meter, ctx, accountant))
     profile = _Profiler(config.log.profile_steps, os.path.join(workdir, "profile"))
     timing = _StepTiming(run_state.clock, accountant)
     # SIGTERM (preemption, maintenance) -> checkpoint at the end of the step, exit cleanly.
@@ -232,6 +232,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
         ctx.begin_step(step, params)
         engine.begin_step(step)
         rollouts_before = ctx.counters["rollouts"]
+        spent_before = _spent(meter, ctx, accountant)
 
         # --- select + roll out
         groups = _build_batch(selector, config.selector.name, ctx, step, workdir)
@@ -248,11 +249,12 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
         timing.after()
 
         # --- budget: stop at the step boundary nearest the budget (the next step is expected
-        # to cost what this one did), so matched runs differ by at most about one step's batch.
+        # to cost what this one did), so matched runs differ by at most about one step's spend.
         used = ctx.counters["rollouts"] - rollouts_before
+        spent = _spent(meter, ctx, accountant)
         # responses that carry gradient: trained groups with non-zero reward variance
         ctx.counters["effective_rollouts"] += sum(g.size for g in groups if not g.zero_variance)
-        if budget_rule.reached(ctx.counters["rollouts"], budget, used):
+        if meter.reached(spent, spent - spent_before):
             run_state.done = True
         last = run_state.done or step == num_steps
 
@@ -261,7 +263,8 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
                               selector, step)
         # compile churn since this run started: seconds, and programs per kind
         record.update(compiles.metrics(since=compiles_before))
-        if evaluator.due(step, rollouts_before, ctx.counters["rollouts"], last):
+        if (evaluator.due(step, rollouts_before, ctx.counters["rollouts"], last)
+                or meter.eval_due(spent_before, spent)):
             t0 = time.perf_counter()
             run_state.last_eval = evaluator.run(params, step)
             run_state.clock["eval"] += time.perf_counter() - t0
@@ -275,7 +278,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
             writer.close()
             run_state.ckpt.wait()
             raise diverged
-        bar.update(step, ctx.counters["rollouts"], record["rollout/reward_mean"],
+        bar.update(step, spent, record["rollout/reward_mean"],
                    run_state.last_eval, task.buckets, config.eval.k, evaluator.empty)
 
         # --- checkpoint, export
@@ -428,6 +431,12 @@ def _step_record(train_metrics, engine_diff, ctx, groups, used: int, timing, eng
     return record
 
 
+def _spent(meter: budget_rule.Meter, ctx, accountant) -> float:
+    """What the run has spent so far in its budget's unit (budget.py)."""
+    pflops = accountant.metrics()["perf/pflops"] if meter.unit == "pflops" else 0.0
+    return meter.read(ctx.counters, pflops)
+
+
 def _rollout_metrics(ctx, groups, used: int) -> dict[str, float]:
     """What the step rolled out and trained on (counters are cumulative)."""
     outcomes = np.concatenate([g.outcomes for g in groups])
@@ -441,6 +450,7 @@ def _rollout_metrics(ctx, groups, used: int) -> dict[str, float]:
         # samples a control arm measured pass rates with (selection/oracle.py): never charged
         "rollout/control_samples": ctx.counters.get("control_samples", 0),
         "rollout/tokens": ctx.counters["response_tokens"],
+        "rollout/prompt_tokens": ctx.counters["prompt_tokens"],
         "perf/rollout_pflops": ctx.counters["rollout_flops"] / 1e15,
         "perf/entropy_pflops": ctx.counters["entropy_flops"] / 1e15,
         "rollout/reward_mean": float(rewards.mean()),
@@ -634,30 +644,33 @@ class _Profiler:
 
 
 class _progress:
-    """A tqdm bar showing step (or rollouts, under a budget), mean reward and the last eval."""
+    """A tqdm bar showing step (or the spend, under a budget: rollouts, tokens or PFLOPs), mean
+    reward and the last eval."""
 
-    def __init__(self, enabled: bool, start: int, total: int, budget: int = 0,
-                 rollouts: int = 0):
+    def __init__(self, enabled: bool, start: int, total: int, meter: budget_rule.Meter,
+                 spent: float = 0.0):
         self._bar = None
-        self._budget = budget
+        self._budget = meter.limit
+        self._unit = meter.unit
         if enabled:
             from tqdm import tqdm
 
-            if budget:
-                self._bar = tqdm(total=budget, initial=min(rollouts, budget), desc="rl rollouts",
-                                 dynamic_ncols=True)
+            if self._budget:
+                self._bar = tqdm(total=self._budget, initial=min(spent, self._budget),
+                                 desc=f"rl {self._unit}", dynamic_ncols=True)
             else:
                 self._bar = tqdm(total=total, initial=start, desc="rl", dynamic_ncols=True)
 
-    def update(self, step, rollouts, reward, last_eval, buckets, k, empty):
+    def update(self, step, spent, reward, last_eval, buckets, k, empty):
         if self._bar is None:
             return
         ev = "/".join(eval_suite.bucket_accuracy(last_eval, b, k, empty, 0) for b in buckets)
         if self._budget:
             self._bar.set_postfix_str(f"step {step} reward {reward:+.2f} avg@{k} {ev}")
-            self._bar.update(min(rollouts, self._budget) - self._bar.n)
+            self._bar.update(min(spent, self._budget) - self._bar.n)
         else:
-            self._bar.set_postfix_str(f"rollouts {rollouts:,} reward {reward:+.2f} avg@{k} {ev}")
+            self._bar.set_postfix_str(f"{self._unit} {spent:,.0f} reward {reward:+.2f} "
+                                      f"avg@{k} {ev}")
             self._bar.update(1)
 
     def close(self):

@@ -1,7 +1,10 @@
 """One budget rule for the trainer and the synthetic learner (budget.py): the same budget and
 per-step cost stop both at the same step."""
 
+import copy
 import os
+
+import pytest
 
 from frontier_rl import budget, config_lib, metrics, train
 from frontier_rl.sim import run as sim_run
@@ -56,3 +59,74 @@ def test_runs_record_their_compiles(tmp_path):
     total = compile_cache.compile_log().metrics()["perf/compiles"] - before
     assert 0 < second["perf/compiles"] <= first["perf/compiles"]
     assert total >= first["perf/compiles"] + second["perf/compiles"]
+
+
+# ----------------------------------------------------------------------------- units
+
+
+def test_a_meter_reads_its_unit_and_its_evaluation_period():
+    counters = {"rollouts": 640, "response_tokens": 9_000}
+    c = config_lib.default_config()
+    assert budget.Meter.of(c) == budget.Meter("rollouts", 0.0, 0.0)  # no budget
+    c.rl.token_budget, c.eval.every_budget = 20_000, 5_000.0
+    m = budget.Meter.of(c)
+    assert (m.unit, m.limit, m.eval_every) == ("tokens", 20_000.0, 5_000.0)
+    assert m.read(counters, pflops=3.0) == 9_000
+    assert m.eval_due(4_999, 5_000) and not m.eval_due(5_000, 9_999)
+    assert m.reached(19_000, 2_400) and not m.reached(17_000, 2_400)
+    assert m.describe() == "20,000 tokens"
+    c.rl.token_budget, c.rl.pflops_budget = 0, 0.5
+    p = budget.Meter.of(c)
+    assert (p.unit, p.read(counters, pflops=0.25), p.describe()) == ("pflops", 0.25,
+                                                                     "0.5 PFLOPs")
+    c.rl.pflops_budget, c.rl.rollout_budget, c.eval.every_budget = 0.0, 600, 0.0
+    c.eval.every_rollouts = 200  # a rollout budget keeps its own evaluation period
+    assert budget.Meter.of(c) == budget.Meter("rollouts", 600.0, 200.0)
+
+
+def test_a_run_has_one_budget():
+    c = config_lib.shrink_for_smoke(config_lib.default_config())
+    c.rl.rollout_budget, c.rl.pflops_budget = 100, 1e-3
+    with pytest.raises(config_lib.ConfigError,
+                       match=r"rl.pflops_budget=0.001 is not allowed with "
+                             r"rl.rollout_budget=100: a run has one budget"):
+        config_lib.validate(c)
+    c.rl.rollout_budget, c.rl.pflops_budget, c.rl.token_budget = 0, 0.0, -1
+    with pytest.raises(config_lib.ConfigError, match=r"rl.token_budget=-1 is not allowed"):
+        config_lib.validate(c)
+
+
+@pytest.mark.parametrize("unit", ["tokens", "pflops"])
+def test_train_stops_at_the_step_boundary_nearest_a_token_or_pflops_budget(tmp_path, unit):
+    """The trainer ends at the boundary nearest a budget in generated tokens or measured PFLOPs
+    by the same rule as rollouts, evaluating each time the spend crosses eval.every_budget."""
+    c = config_lib.shrink_for_smoke(config_lib.default_config())
+    c.log.progress = c.log.tensorboard = False
+    c.eval.every, c.rl.num_steps = 0, 40
+    key = {"tokens": "rollout/tokens", "pflops": "perf/pflops"}[unit]
+    # one step's spend first, to set a budget of about three and a half steps
+    probe = config_lib.validate(copy.deepcopy(c))
+    probe.rl.num_steps = 1
+    train.run(probe, str(tmp_path / "probe"))
+    per_step = metrics.read(os.path.join(tmp_path, "probe", "metrics.jsonl"))[-1][key]
+    amount = 3.5 * per_step
+    if unit == "tokens":
+        c.rl.token_budget = int(amount)
+    else:
+        c.rl.pflops_budget = float(amount)
+    c.eval.every_budget = amount / 2
+    train.run(config_lib.validate(c), str(tmp_path / "run"))
+    recs = metrics.read(os.path.join(tmp_path, "run", "metrics.jsonl"))
+    steps = [r for r in recs if r["step"] > 0]
+    spent = [r[key] for r in steps]
+    last_step = spent[-1] - (spent[-2] if len(spent) > 1 else 0.0)
+    assert budget.reached(spent[-1], amount, last_step)  # it stopped by the rule ...
+    before = spent[-2]  # ... and not a step earlier
+    assert not budget.reached(before, amount, before - (spent[-3] if len(spent) > 2 else 0.0))
+    assert 2 <= len(steps) < 40
+    evals = [r["step"] for r in steps if "eval/avg@8/all" in r or any(
+        k.startswith("eval/avg@") for k in r)]
+    assert evals and evals[-1] == steps[-1]["step"]  # the last step is evaluated
+    crossed = [r["step"] for r, a, b in zip(steps, [0.0, *spent[:-1]], spent, strict=True)
+               if b // (amount / 2) > a // (amount / 2)]
+    assert set(crossed) <= set(evals)

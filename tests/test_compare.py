@@ -851,3 +851,63 @@ def test_sigterm_stops_every_worker_and_the_rerun_ends_as_an_uninterrupted_one(t
     with open(os.path.join(cut, "results.json")) as f:
         got = _timeless(json.load(f))
     assert got == want
+
+
+# ----------------------------------------------------------------------------- other budgets
+
+
+@pytest.mark.parametrize("kind,amount,field", [("tokens", 9_000, "token_budget"),
+                                               ("pflops", 2e-4, "pflops_budget")])
+def test_token_and_pflops_budgets_plan_every_run_to_that_spend(tmp_path, kind, amount, field):
+    cfg = _load_config()
+    cfg.compare.budget = kind
+    cfg.compare[field] = amount
+    cfg.compare.evals = 3
+    specs = compare.plan(cfg, str(tmp_path))
+    for s in specs:
+        rl = s.config.rl
+        assert (rl.rollout_budget, rl[field]) == (0, amount)
+        assert s.config.eval.every_rollouts == 0 and s.config.eval.every == 0
+        assert s.config.eval.every_budget == pytest.approx(amount / 3, rel=1e-3)
+    # the warm start is the rollout comparison's: a rerun at another budget starts there
+    base = compare.plan(_load_config(), str(tmp_path))
+    assert [s.config.warmstart.cache_dir for s in specs] == [
+        s.config.warmstart.cache_dir for s in base]
+    assert compare.fingerprint(specs[0].config) != compare.fingerprint(base[0].config)
+
+
+@pytest.mark.parametrize("kind,field,value", [("tokens", "token_budget", 0),
+                                              ("tokens", "token_budget", 2.5),
+                                              ("pflops", "pflops_budget", -1.0)])
+def test_a_token_or_pflops_budget_needs_its_amount(tmp_path, kind, field, value):
+    cfg = _load_config()
+    cfg.compare.budget = kind
+    del cfg.compare[field]
+    cfg.compare[field] = value
+    with pytest.raises(config_lib.ConfigError,
+                       match=rf"compare.{field}={value!r} is not allowed with "
+                             rf"compare.budget='{kind}'"):
+        compare.plan(cfg, str(tmp_path))
+
+
+def test_matched_tokens_can_flip_a_verdict():
+    """hive is ahead of uniform at the matched rollouts, but its responses are three times as
+    long: at matched generated tokens its gain is gone. The re-read table says the verdict
+    changes with the budget."""
+    res = _results()
+    for r in res["runs"]:
+        scale = 3.0 if r["method"] == "hive" else 1.0
+        r["curve"]["tokens"] = [scale * 10 * x for x in r["curve"]["rollouts"]]
+        r["tokens"] = int(r["curve"]["tokens"][-1])
+    rows = {x["method"]: x for x in report.matched_rows(res, "rollouts")}
+    assert rows["hive"]["verdict"] == "better"  # 41 against 40 at 3,000 rollouts, every seed
+    tok = {x["method"]: x for x in report.matched_rows(res, "tokens")}
+    # at uniform's 30,000 tokens hive has spent 1,000 rollouts' worth: 39 or 40 against 40
+    assert tok["hive"]["at"] == [30_000.0] * 3
+    assert tok["hive"]["diff"] == pytest.approx(np.mean([39 - 40, 40 - 40, 39 - 40]))
+    assert tok["hive"]["verdict"] == "not distinguishable at this budget"
+    table = report.matched_table(res)
+    line = next(x for x in table.splitlines() if x.startswith("| hive |"))
+    assert line.endswith("| **yes** |")
+    assert "| method | vs uniform at matched rollouts [95% CI] | verdict | vs uniform at " \
+           "matched generated tokens" in table

@@ -49,12 +49,14 @@ import dataclasses
 import functools
 import hashlib
 import json
+import math
 import os
 import time
 
 import ml_collections
 import numpy as np
 
+from frontier_rl import budget as budget_rule
 from frontier_rl import config_lib, lock, selection
 from frontier_rl.experiment import controls_report, report, two_run, workers
 from frontier_rl.experiment.stats import to_target
@@ -63,7 +65,7 @@ from frontier_rl.selection.mechanisms import required_mechanisms
 DONE = "compare_done.json"
 # what train.run writes when a run ends at its budget or step count, never when cut by SIGTERM
 FINAL = "final_metrics.json"
-BUDGETS = ("rollouts", "steps")
+BUDGETS = ("rollouts", "steps", "tokens", "pflops")
 # Fields a `compare` section may leave out (configs written before them), with their defaults.
 # equivalence_margin: accuracy points within which the equivalence test (stats.equivalence)
 # may call two methods equal; 1.5 is below the smallest gain the papers report for a method
@@ -72,7 +74,8 @@ BUDGETS = ("rollouts", "steps")
 # effect_sizes: {name: {points, source}}, the effects power is computed at (never the observed
 # one); confirmatory: "all" (every non-control method vs the reference and every claim with a
 # paired p-value) or the names of those in the Holm-corrected family (controls_report.py).
-DEFAULTS = {"budget": "rollouts", "steps": 0, "target_value": 0.0, "target_margin": 0.0,
+DEFAULTS = {"budget": "rollouts", "steps": 0, "token_budget": 0, "pflops_budget": 0.0,
+            "target_value": 0.0, "target_margin": 0.0,
             "equivalence_margin": 1.5, "shared_start": False, "ablations": {},
             "settings_notes": {}, "match_rollouts": {}, "best_of": {}, "workers": 1,
             "equivalence_margin_source": "below the smallest gain the papers report for a "
@@ -139,7 +142,19 @@ def validate(config: ml_collections.ConfigDict) -> None:
     if budget not in BUDGETS:
         raise config_lib.ConfigError(
             f"compare.budget={budget!r} is not allowed: 'rollouts' (every run to "
-            "compare.rollout_budget rollouts) or 'steps' (every run to compare.steps steps)")
+            "compare.rollout_budget rollouts), 'steps' (to compare.steps steps), 'tokens' (to "
+            "compare.token_budget generated tokens) or 'pflops' (to compare.pflops_budget "
+            "measured PFLOPs)")
+    tokens, pflops = _get(c, "token_budget"), _get(c, "pflops_budget")
+    if budget == "tokens" and not (isinstance(tokens, int) and not isinstance(tokens, bool)
+                                   and tokens >= 1):
+        raise config_lib.ConfigError(
+            f"compare.token_budget={tokens!r} is not allowed with compare.budget='tokens': the "
+            "generated response tokens every run spends, an integer >= 1")
+    if budget == "pflops" and not (_number(pflops) and np.isfinite(pflops) and pflops > 0):
+        raise config_lib.ConfigError(
+            f"compare.pflops_budget={pflops!r} is not allowed with compare.budget='pflops': the "
+            "measured PFLOPs every run spends, a number > 0")
     if not (isinstance(c.rollout_budget, int) and c.rollout_budget > 0):
         raise config_lib.ConfigError(
             f"compare.rollout_budget={c.rollout_budget!r} is not allowed: an integer >= 1")
@@ -149,7 +164,9 @@ def validate(config: ml_collections.ConfigDict) -> None:
         raise config_lib.ConfigError(
             f"compare.steps={steps!r} is not allowed with compare.budget='steps': the steps "
             "every run takes, an integer >= 1")
-    span, unit = (c.rollout_budget, "rollout_budget") if budget == "rollouts" else (steps, "steps")
+    span, unit = {"rollouts": (c.rollout_budget, "rollout_budget"), "steps": (steps, "steps"),
+                  "tokens": (tokens, "token_budget"),
+                  "pflops": (math.inf, "pflops_budget")}[budget]
     if not (isinstance(c.evals, int) and 1 <= c.evals <= span):
         raise config_lib.ConfigError(
             f"compare.evals={c.evals!r} is not allowed: an integer in [1, compare.{unit}]")
@@ -282,11 +299,22 @@ def plan(config: ml_collections.ConfigDict, workdir: str) -> list[RunSpec]:
             else:  # each seed its own, shared by the methods at that seed
                 cfg.warmstart.seed = seed
                 cfg.warmstart.cache_dir = os.path.join(ws_root, f"s{seed}")
-            if _get(c, "budget") == "rollouts":
+            kind = _get(c, "budget")
+            if kind == "rollouts":
                 cfg.rl.rollout_budget = c.rollout_budget
                 cfg.rl.num_steps = max(cfg.rl.num_steps, c.rollout_budget)  # an upper bound
                 cfg.eval.every = 0
                 cfg.eval.every_rollouts = max(1, c.rollout_budget // c.evals)
+            elif kind in ("tokens", "pflops"):
+                amount = _get(c, "token_budget" if kind == "tokens" else "pflops_budget")
+                cfg.rl.rollout_budget = 0
+                cfg.rl[f"{'token' if kind == 'tokens' else 'pflops'}_budget"] = amount
+                # an upper bound on the steps: every step spends at least one rollout
+                cfg.rl.num_steps = max(cfg.rl.num_steps, 1_000_000)
+                cfg.eval.every = 0
+                cfg.eval.every_rollouts = 0
+                cfg.eval.every_budget = (max(1, amount // c.evals) if kind == "tokens"
+                                         else amount / c.evals)
             else:
                 cfg.rl.rollout_budget = 0
                 cfg.rl.num_steps = c.steps
@@ -453,8 +481,8 @@ def _begin(i: int, spec: RunSpec, say, specs: list[RunSpec],
     if _finished(spec):
         say(f"{head}: finished earlier, skipped")
         return False
-    budget = (f"{spec.config.rl.rollout_budget:,} rollouts" if spec.config.rl.rollout_budget
-              else f"{spec.config.rl.num_steps:,} steps")
+    meter = budget_rule.Meter.of(spec.config)
+    budget = meter.describe() if meter.limit else f"{spec.config.rl.num_steps:,} steps"
     if spec.match:
         budget += f" (what {spec.match}-s{spec.seed} spent)"
     say(f"{head}: {spec.config.selector.name}, budget {budget} -> {spec.dir}")
@@ -507,14 +535,15 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
     """One run's curves and totals, read back from its metrics.jsonl."""
     recs = _records(spec.dir)
     steps = [r for r in recs if r["step"] > 0]
-    curve = {"step": [], "rollouts": [], "pflops": [], "pflops_formula": [], "updates": [],
-             "metric": [], "buckets": {}, "correct_counts": []}
-    last_r = last_p = last_pf = 0.0
+    curve = {"step": [], "rollouts": [], "tokens": [], "pflops": [], "pflops_formula": [],
+             "updates": [], "metric": [], "buckets": {}, "correct_counts": []}
+    last_r = last_t = last_p = last_pf = 0.0
     per_step = spec.config.rl.epochs * spec.config.rl.minibatches
     skipped = 0
     for r in recs:
         if "rollout/total" in r:
             last_r = r["rollout/total"]
+            last_t = r.get("rollout/tokens", 0)
             if r["step"] > 0:
                 last_p, last_pf = _pflops(r)
                 skipped += int(r.get("train/skipped_updates", 0))
@@ -522,6 +551,7 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
         if key in r:
             curve["step"].append(r["step"])
             curve["rollouts"].append(float(last_r))
+            curve["tokens"].append(float(last_t))
             curve["pflops"].append(last_p)
             curve["pflops_formula"].append(last_pf)
             curve["updates"].append(r["step"] * per_step - skipped)  # optimizer updates
@@ -555,10 +585,16 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
         "updates": int(last.get("step", 0)) * spec.config.rl.epochs * spec.config.rl.minibatches
         - int(sum(series("train/skipped_updates"))),
         "rollouts": int(last.get("rollout/total", 0)),
+        # generated response tokens of every charged rollout (the token budget's unit), and the
+        # prompt tokens those rollouts prefilled, reported apart
+        "tokens": int(last.get("rollout/tokens", 0)),
+        "prompt_tokens": int(last.get("rollout/prompt_tokens", 0)),
         "max_step_rollouts": int(max(series("rollout/step"), default=0)),
         "effective_rollouts": int(last.get("rollout/effective_total", 0)),
         "pflops": _pflops(last)[0] if last else 0.0,
         "pflops_formula": _pflops(last)[1] if last else 0.0,
+        # HeaPA's released analytic convention (accounting.py), a third count beside these two
+        "pflops_heapa": float(last.get("perf/pflops_heapa", float("nan"))),
         "padding_ratio": float(last.get("perf/padding_ratio", float("nan"))),
         "final": curve["metric"][-1] if curve["metric"] else float("nan"),
         "final_buckets": {b: v[-1] for b, v in curve["buckets"].items()},
@@ -648,6 +684,7 @@ def collect(config: ml_collections.ConfigDict, specs: list[RunSpec]) -> dict:
         t = targets.get(r["seed"])
         r["target"] = t
         r["rollouts_to_target"] = to_target(r["curve"], t, "rollouts") if t is not None else None
+        r["tokens_to_target"] = to_target(r["curve"], t, "tokens") if t is not None else None
         r["pflops_to_target"] = to_target(r["curve"], t, "pflops") if t is not None else None
     mechanisms, missing = _mechanisms(runs)
     seeds = [int(s) for s in _csv(c.seeds)]
@@ -662,6 +699,7 @@ def collect(config: ml_collections.ConfigDict, specs: list[RunSpec]) -> dict:
         "mechanisms_missing": missing,  # [method, seed, counter] left at zero in that run
         "metric": f"eval/avg@{k}/{c.metric}", "k": k,
         "budget_kind": _get(c, "budget"), "budget": c.rollout_budget,
+        "token_budget": _get(c, "token_budget"), "pflops_budget": _get(c, "pflops_budget"),
         "steps_budget": _get(c, "steps"),
         "target_method": c.target, "rollout_reference": c.rollout_reference,
         "target_value": float(_get(c, "target_value")),

@@ -414,7 +414,7 @@ def _ratio_cells(iv: stats.Interval | None, bound: str, dropped: int, reached: d
 def _per_seed_x(rs: list[dict], key: str, x: str) -> str:
     """Every seed's X-to-target: the value, "not reached (> final X)" or "no target" (the
     reference of the target did not run at that seed)."""
-    digits = 0 if x == "rollouts" else 4
+    digits = 4 if x == "pflops" else 0
 
     def one(r):
         if r.get("target") is None:
@@ -427,19 +427,23 @@ def _per_seed_x(rs: list[dict], key: str, x: str) -> str:
 
 
 def efficiency_table(results: dict) -> str:
-    """Per method and seed: rollouts and PFLOPs to the target, and the ratios reference /
-    method (> 1 = the method needs less) with t-intervals on the log ratios."""
+    """Per method and seed: rollouts, generated tokens and PFLOPs to the target, and the ratios
+    reference / method (> 1 = the method needs less) with t-intervals on the log ratios."""
     by = _by_method(results)
     ref, tgt = results["rollout_reference"], results["target_method"]
-    lines = [f"| method | rollouts-to-target per seed | ratio {ref} / method [95% CI] | "
-             f"verdict | PFLOPs-to-target per seed | ratio {tgt} / method [95% CI] | verdict |",
-             "|---|---|---|---|---|---|---|"]
+    units = [("rollouts_to_target", "rollouts", ref, "rollouts")]
+    if all("tokens" in r["curve"] for r in results["runs"]):  # results from before tokens
+        units.append(("tokens_to_target", "tokens", tgt, "tokens"))
+    units.append(("pflops_to_target", "pflops", tgt, "PFLOPs"))
+    head = "| method | " + " | ".join(
+        f"{name}-to-target per seed | ratio {other} / method [95% CI] | verdict"
+        for _, _, other, name in units) + " |"
+    lines = [head, "|" + "---|" * (1 + 3 * len(units))]
     for m, rs in by.items():
         if not rs:
             continue
         cells = [m]
-        for key, x, other in (("rollouts_to_target", "rollouts", ref),
-                              ("pflops_to_target", "pflops", tgt)):
+        for key, x, other, _ in units:
             cells.append(_per_seed_x(rs, key, x))
             if m == other:
                 cells += ["—", "reference"]
@@ -474,17 +478,109 @@ def time_table(results: dict) -> str:
 
 def flops_table(results: dict) -> str:
     by = _by_method(results)
-    lines = ["| method | PFLOPs (cost analysis) | PFLOPs (formula) | cost analysis / formula | "
-             "padding ratio | residual |", "|---|---|---|---|---|---|"]
+    lines = ["| method | PFLOPs (cost analysis) | PFLOPs (formula) | PFLOPs (HeaPA's "
+             "convention) | cost analysis / formula | HeaPA / formula | padding ratio | "
+             "residual |", "|---|---|---|---|---|---|---|---|"]
     for m, rs in by.items():
         if not rs:
             continue
         ratio = [r["pflops"] / r["pflops_formula"] if r["pflops_formula"] else None for r in rs]
+        heapa = [_num(r.get("pflops_heapa")) for r in rs]
+        heapa_ratio = [h / r["pflops_formula"] if r["pflops_formula"] and math.isfinite(h)
+                       else None for h, r in zip(heapa, rs, strict=True)]
         resid = [q / r["padding_ratio"] if q and r["padding_ratio"] else None
                  for q, r in zip(ratio, rs, strict=True)]
         lines.append(f"| {m} | {_fmt([r['pflops'] for r in rs], 4)} | "
-                     f"{_fmt([r['pflops_formula'] for r in rs], 4)} | {_fmt(ratio, 3)} | "
+                     f"{_fmt([r['pflops_formula'] for r in rs], 4)} | "
+                     f"{_fmt([h if math.isfinite(h) else None for h in heapa], 4)} | "
+                     f"{_fmt(ratio, 3)} | {_fmt(heapa_ratio, 3)} | "
                      f"{_fmt([r['padding_ratio'] for r in rs], 3)} | {_fmt(resid, 3)} |")
+    return "\n".join(lines)
+
+
+def spend_table(results: dict) -> str:
+    """Every run's spend side by side, one row per (method, seed): steps, optimizer updates,
+    rollouts, generated tokens (and the prompt tokens those rollouts prefilled) and PFLOPs,
+    measured (cost analysis) and by the two formulas."""
+    lines = ["| run | steps | updates | rollouts | generated tokens | prompt tokens | PFLOPs "
+             "(cost analysis) | PFLOPs (formula) | PFLOPs (HeaPA's convention) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for m, rs in _by_method(results).items():
+        for r in rs:
+            heapa = _num(r.get("pflops_heapa"))
+            lines.append(
+                f"| {m}-s{r['seed']} | {r.get('steps', 0):,} | {r.get('updates', 0):,} | "
+                f"{r['rollouts']:,} | {r.get('tokens', 0):,} | {r.get('prompt_tokens', 0):,} | "
+                f"{r['pflops']:.4g} | {r['pflops_formula']:.4g} | "
+                + (f"{heapa:.4g}" if math.isfinite(heapa) else "—") + " |")
+    return "\n".join(lines)
+
+
+# The units a comparison is re-read at: x in a run's curve, and its name in the report.
+MATCHED_UNITS = (("rollouts", "rollouts"), ("tokens", "generated tokens"),
+                 ("pflops", "PFLOPs (cost analysis)"))
+
+
+def _value_at(curve: dict, x: str, at: float) -> float:
+    """The primary metric at `at` along the curve's x, linearly interpolated between the
+    evaluation points around it (the last point's value past the end)."""
+    xs, ms = np.asarray(curve[x], float), np.asarray(curve["metric"], float)
+    return float(np.interp(at, xs, ms))
+
+
+def matched_rows(results: dict, x: str) -> list[dict]:
+    """Each method against the reference (compare.target) at a matched spend in unit `x`:
+    per seed, both runs read at the smaller of their two final spends (the metric interpolated
+    between evaluations), the paired differences' t-interval and verdict. The same runs, read
+    at another budget: a verdict that changes with the unit is a property of the budget."""
+    by = _by_method(results)
+    ref = results["target_method"]
+    ctl = _controls(results)
+    rows = []
+    if not by.get(ref):
+        return rows
+    ref_by_seed = {r["seed"]: r for r in by[ref]}
+    for m, rs in by.items():
+        if m == ref or not rs or any(x not in r["curve"] for r in rs + by[ref]):
+            continue
+        diffs, at = [], []
+        for r in rs:
+            o = ref_by_seed.get(r["seed"])
+            if o is None or not r["curve"][x] or not o["curve"][x]:
+                continue
+            budget = min(r["curve"][x][-1], o["curve"][x][-1])
+            at.append(budget)
+            diffs.append(_value_at(r["curve"], x, budget) - _value_at(o["curve"], x, budget))
+        iv = stats.seed_interval(diffs) if diffs else None
+        rows.append({"method": m, "control": m in ctl, "seeds": len(diffs), "at": at,
+                     "diff": None if iv is None else iv.mean, "interval": iv,
+                     "verdict": stats.verdict(iv) if iv is not None else
+                     "too few seeds for a verdict"})
+    return rows
+
+
+def matched_table(results: dict) -> str:
+    """The comparison re-read at matched rollouts, generated tokens and PFLOPs (matched_rows):
+    one row per method, the difference to the reference and its verdict in each unit."""
+    ref = results["target_method"]
+    units = [(x, name) for x, name in MATCHED_UNITS
+             if all(x in r["curve"] for r in results["runs"])]
+    per = {x: {row["method"]: row for row in matched_rows(results, x)} for x, _ in units}
+    head = "| method | " + " | ".join(f"vs {ref} at matched {name} [95% CI] | verdict"
+                                      for _, name in units) + " | verdict changes? |"
+    lines = [head, "|" + "---|" * (2 + 2 * len(units))]
+    methods = [m for m in _by_method(results) if m != ref and _by_method(results)[m]]
+    for m in methods:
+        cells, verdicts = [m + (" (control)" if m in _controls(results) else "")], []
+        for x, _ in units:
+            row = per[x].get(m)
+            if row is None or row["interval"] is None:
+                cells += ["—", "—"]
+                continue
+            cells += [row["interval"].fmt(signed=True), row["verdict"]]
+            verdicts.append(row["verdict"])
+        cells.append("**yes**" if len(set(verdicts)) > 1 else "no")
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -1023,6 +1119,17 @@ def _budget_text(results: dict) -> str:
                 + ("every run took them all" if exact else "SOME RUN TOOK ANOTHER NUMBER OF STEPS")
                 + f"), spending {min(rolls):,}–{max(rolls):,} rollouts (each run's in the main "
                 "table)" + matched)
+    kind = results.get("budget_kind", "rollouts")
+    if kind in ("tokens", "pflops"):
+        amount = results["token_budget" if kind == "tokens" else "pflops_budget"]
+        key = "tokens" if kind == "tokens" else "pflops"
+        spent = [r[key] for r in runs]
+        unit = "generated tokens" if kind == "tokens" else "PFLOPs (cost analysis)"
+        fmt = (lambda v: f"{v:,.0f}") if kind == "tokens" else (lambda v: f"{v:.4g}")
+        return (f"Every run{' but the matched ones' if matched else ''}: {fmt(amount)} {unit} "
+                f"(ended at the step boundary nearest the budget; runs spent "
+                f"{fmt(min(spent))}–{fmt(max(spent))}, and {min(rolls):,}–{max(rolls):,} "
+                "rollouts)" + matched)
     budget = results["budget"]
     dev = max(abs(x - budget) for x in rolls)
     within = all(abs(r["rollouts"] - budget) <= r.get("max_step_rollouts", 0) for r in runs)
@@ -1081,7 +1188,6 @@ def _target_text(results: dict) -> str:
 def write(results: dict, workdir: str) -> dict:
     plot_paths = plots(results, os.path.join(workdir, "plots"))
     k, metric, ref = results["k"], _primary(results), results["target_method"]
-    steps = results.get("budget_kind", "rollouts") == "steps"
     lines = [
         "# Matched-budget comparison",
         "",
@@ -1149,7 +1255,10 @@ def write(results: dict, workdir: str) -> dict:
         "",
         start_table(results),
         "",
-        "## Accuracy at equal " + ("steps (matched updates)" if steps else "rollout budget")
+        "## Accuracy at equal " + {"steps": "steps (matched updates)",
+                                    "tokens": "generated-token budget",
+                                    "pflops": "PFLOPs budget"}.get(
+            results.get("budget_kind", "rollouts"), "rollout budget")
         + (" (matched runs: at their reference's rollouts)" if _matched_text(results) else ""),
         "",
         f"Steps and optimizer updates (steps × PPO epochs × minibatches, less updates skipped on "
@@ -1184,7 +1293,28 @@ def write(results: dict, workdir: str) -> dict:
         "",
         gain_table(results),
         "",
-        "## Rollouts and PFLOPs to the target",
+        "## What every run spent",
+        "",
+        "Rollouts are every charged response (screening and probe rollouts included); generated "
+        "tokens are those responses' tokens, the token budget's unit (compare.budget='tokens'); "
+        "prompt tokens, prefilled and not generated, are shown apart. PFLOPs are measured by "
+        "XLA's cost analysis over every program the run charged (generation, prompt-entropy "
+        "passes, log-prob passes, training), beside the 2N/6N formula and HeaPA's analytic "
+        "convention (accounting.py).",
+        "",
+        spend_table(results),
+        "",
+        "## The same runs at matched rollouts, tokens and PFLOPs",
+        "",
+        f"Each method against `{ref}` at each seed, both read at the smaller of their two final "
+        "spends in the unit, the primary metric interpolated linearly between evaluation points; "
+        "paired per seed, 95% t-intervals. The runs are those of the budget above, re-read, not "
+        "rerun: rerun at another budget with compare.budget='tokens' or 'pflops' from the same "
+        "warm-start cache. " + EXPLORATORY,
+        "",
+        matched_table(results),
+        "",
+        "## Rollouts, tokens and PFLOPs to the target",
         "",
         EXPLORATORY,
         "",
@@ -1192,14 +1322,16 @@ def write(results: dict, workdir: str) -> dict:
         "",
         efficiency_table(results),
         "",
-        "## FLOPs: cost analysis vs formula",
+        "## FLOPs: cost analysis, formula and HeaPA's convention",
         "",
         "Cost analysis counts the padded work the device did (padded rows and prompts, decode "
         "steps run to the longest response, attention over the whole cache); the formula counts "
         "real tokens with causal attention at half. The padding ratio is the formula at the "
         "padded shapes over the formula at the real ones; the residual (cost analysis / formula "
         "/ padding ratio) is what XLA counts beyond matmuls and attention (norms, softmax, "
-        "sampling, Adam), a few percent at this model size.",
+        "sampling, Adam), a few percent at this model size. HeaPA's convention is the analytic "
+        "count of its released trainer (accounting.py says which terms and how it maps onto "
+        "each program): the figure to set beside that paper's PFLOPs-to-target.",
         "",
         flops_table(results),
         "",
