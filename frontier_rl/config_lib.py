@@ -277,7 +277,10 @@ def default_config() -> ml_collections.ConfigDict:
     c.eval = ml_collections.ConfigDict()
     c.eval.every = 25  # steps; 0 = only at step 0 and the end
     c.eval.every_rollouts = 0  # also evaluate each time cumulative rollouts cross a multiple
-    c.eval.every_budget = 0.0  # ... each time the run's budget spend (its unit) crosses a multiple
+    c.eval.every_budget = 0.0
+    # the k of the unbiased pass@k estimate from the eval.k samples (0 = eval.k; evaluation/
+    # passk.py)
+    c.eval.pass_k = 0  # ... each time the run's budget spend (its unit) crosses a multiple
     c.eval.k = 8
     c.eval.temperature = 0.7
     c.eval.top_p = 0.7
@@ -725,6 +728,12 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     _check(cfg, "eval.every_budget", _nonneg,
            "a number >= 0 in the budget's unit (0 disables)")
     _check(cfg, "eval.k", _pos_int, "an integer >= 1")
+    try:
+        from frontier_rl.evaluation import passk
+
+        passk.resolve(cfg.eval)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     _check(cfg, "eval.temperature", _pos, "a number > 0")
     _check(cfg, "eval.top_p", lambda x: _pos(x) and x <= 1, "a number in (0, 1]")
     _check(cfg, "eval.top_k", _top_k, _TOP_K_ALLOWED)

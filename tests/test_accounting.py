@@ -1,5 +1,6 @@
 """FLOPs accounting: the formula's golden values, XLA's cost analysis against it, the padding
-bounds on real calls, compile-once caching and checkpoint round trips."""
+bounds on real calls, HeaPA's convention against its released code's expression, compile-once
+caching and checkpoint round trips."""
 
 import json
 import os
@@ -18,6 +19,7 @@ from frontier_rl.accounting import (
     attention_flops_per_pair,
     compiled_flops,
     dense_flops,
+    heapa_forward_flops,
     matmul_params,
 )
 from frontier_rl.models import ModelConfig
@@ -25,7 +27,7 @@ from frontier_rl.rl import sharding
 from frontier_rl.rl.batch import pack
 from frontier_rl.rl.losses import LOSSES
 from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
-from frontier_rl.rollout.sampler import Sampler, SampleShape
+from frontier_rl.rollout.sampler import Sampler, SampleResult, SampleShape
 
 PROMPTS = [[1, 5, 14, 6, 15], [1, 7, 8, 14, 9, 14, 4, 15], [1, 13, 15]]
 # 1 layer, hidden 4, MLP 8, 2 query heads of dim 2, 1 KV head, vocab 10, tied embeddings.
@@ -396,3 +398,142 @@ def test_a_store_lets_another_run_skip_the_cost_programs(one_step, tiny_policy, 
     for name in os.listdir(tmp_path):  # a damaged entry is analysed again, never trusted
         (tmp_path / name).write_text("{")
     assert charged({"run": "a"}).cost_compiles == 8
+
+
+# ----------------------------------------------------------------------------- HeaPA's convention
+
+QWEN3_8B = ModelConfig(vocab_size=151936, hidden_size=4096, intermediate_size=12288,
+                       num_layers=36, num_heads=32, num_kv_heads=8, head_dim=128, qk_norm=True)
+
+
+class _Programs:
+    """Stand-ins for the sampler, the prompt-entropy pass and the trainer: XLA's side of the
+    accounts is not under test here (an 8B cost program would take minutes to compile)."""
+
+    epochs, minibatches = 2, 2
+
+    def cost_analysis(self, params, *shape):
+        return (1.0, 1.0) if len(shape) == 1 else 1.0
+
+    def padded_shape(self, prompt_lens):
+        return 8, 256
+
+    def logps_cost(self, params, rows, length):
+        return 1.0
+
+    update_cost = logps_cost
+
+
+def _result(prompt_lens, lengths, shape):
+    rows, cap = len(prompt_lens), shape.max_new
+    zeros = np.zeros((rows, cap), np.float32)
+    return SampleResult(tokens=np.zeros((rows, cap), np.int32), logps=zeros, entropies=zeros,
+                        lengths=np.asarray(lengths, np.int32), finished=np.ones(rows, bool),
+                        prompt_lens=np.asarray(prompt_lens, np.int32), shape=shape)
+
+
+def test_heapa_convention_reproduces_the_released_code_on_qwen3_8b():
+    """One step of Qwen3-8B at HeaPA's shapes: 2 prompts x n = 4 rolled out in a 256-token
+    prompt bucket with a 1,024-token cap, the 8 sequences packed one per 1,280-token row (the
+    "pad" layout: verl's prompt + response width) in 16 rows. The expected figure is the
+    released code's expression (horizon-rl/HeaPA at commit 8b4cafb,
+    recipe/dapo/dapo_ray_trainer_HeaPA.py, EfficiencyAnalyzer; the line numbers are that
+    file's) written out by hand."""
+    fake = _Programs()
+    acc = Accountant(QWEN3_8B, {}, sampler=fake, entropy=fake, trainer=fake)
+    shape = SampleShape(rows=8, prompt_len=256, max_new=1024, steps=900, greedy=False,
+                        use_top_p=False)
+    acc.charge_entropy([180, 231])
+    # the figure charges the cap and the bucket, whatever the lengths and the steps run
+    acc.charge_generation(_result([180] * 4 + [231] * 4, [900, 12, 40, 700, 1, 2, 3, 4], shape))
+    lens = [180 + 900, 180 + 12, 180 + 40, 180 + 700, 231 + 1, 231 + 2, 231 + 3, 231 + 4]
+    valid = np.zeros((16, 1280), np.int32)
+    for r, n in enumerate(lens):
+        valid[r, :n] = 1
+    batch = {"tokens": np.zeros((16, 1280), np.int32), "valid": valid}
+    acc.charge_logps(batch)  # old-policy recompute
+    acc.charge_logps(batch)  # reference policy
+    acc.charge_train(batch)
+
+    L, H, I, V = 36, 4096, 12288, 151936  # noqa: E741 (the released code's symbols)
+
+    def forward(batch_size, seq_length):
+        # estimate_forward_tflops, full forward (ll. 1402-1414): per token
+        # L * (4 H^2 [QKVO] + 4 seq H [attention] + 8 H I [FFN]) + 2 H V [embed + output]
+        per_token = L * (4 * H * H + 4 * seq_length * H + 8 * H * I) + H * V * 2
+        return batch_size * seq_length * per_token
+
+    # rollout_generation (l. 7050): batch_size = prompts x n = 8, seq_length = the padded
+    # prompt width 256, new_tokens = the response length 1024; estimate_forward_tflops'
+    # generation branch (ll. 1383-1400): avg_context = 256 + 1024 / 2 = 768, per token
+    # L * (4 H^2 + 4 * 768 * H + 8 H I) + H V, times batch_size * new_tokens
+    gen = 8 * 1024 * (L * (4 * H * H + 4 * 768 * H + 8 * H * I) + H * V)
+    # reward_computation (l. 7125): 0.1 x a forward over prompt + response (l. 1470)
+    reward = 0.1 * forward(8, 256 + 1024)
+    # old_log_prob and ref_log_prob (ll. 7516, 7549): a forward each (l. 1466)
+    logps = 2 * forward(8, 1280)
+    # actor_update (l. 7596): forward + backward, backward = 2 x forward (ll. 1429, 1454-1456),
+    # once per step (the trainer's 2 epochs x 2 mini-batches not multiplied)
+    train = forward(8, 1280) + 2 * forward(8, 1280)
+    # HIVE's prompt-entropy pass has no stage there: a forward over (prompts, prompt width),
+    # what its code charges a stage it does not know (l. 1478)
+    entropy = forward(2, 256)
+    m = acc.metrics()
+    for kind, want in [("generation", gen + reward), ("old_logprob", logps), ("train", train),
+                       ("entropy", entropy)]:
+        assert m[f"perf/pflops_heapa/{kind}"] == pytest.approx(want / 1e15, rel=1e-12), kind
+    total = gen + reward + logps + train + entropy
+    assert m["perf/pflops_heapa"] == pytest.approx(total / 1e15, rel=1e-12)
+    assert m["perf/pflops_heapa"] == pytest.approx(1.14433229586432, rel=1e-12)  # the golden value
+    # a free-text sample (HeaPA's augmentation generation) is not rewarded: no 0.1 forward
+    acc.charge_generation(_result([180], [5], shape), scored=False)
+    assert acc.metrics()["perf/pflops_heapa/generation"] == pytest.approx(
+        (gen + reward + 1024 * (L * (4 * H * H + 4 * 768 * H + 8 * H * I) + H * V)) / 1e15,
+        rel=1e-12)
+
+
+def test_heapa_beside_xla_and_the_formula_on_a_tiny_run(one_step, tiny_policy):
+    """The three figures of one real step, where their ratios are predictable."""
+    cfg = tiny_policy[0]
+    acc = Accountant(cfg, tiny_policy[2])
+    acc.load_state_dict(one_step["state"])
+    m = acc.metrics()
+    batch = one_step["batch"]
+    rows, length = batch["tokens"].shape
+    seqs = int((batch["valid"] > 0).any(axis=1).sum())
+    assert (rows, length, seqs) == (16, 22, 12)
+    # HeaPA charges the padded row of each sequence (padding rows left out) densely; XLA the
+    # padded rows too; the formula the real tokens, causally. HeaPA's per-token count exceeds
+    # the formula's here (8 H I against SwiGLU's 6 H I outweighs 4 H^2 for q, k, v, o), so:
+    old = m["perf/pflops_heapa/old_logprob"]
+    assert old == pytest.approx(heapa_forward_flops(cfg, seqs, length) / 1e15, rel=1e-12)
+    assert old > dense_flops(cfg, seqs * length, length) / 1e15
+    assert m["perf/pflops_formula/old_logprob"] < old < m["perf/pflops/old_logprob"]
+    # Entropy: 3 prompts of 6 tokens in a 16-token bucket, 8 rows run.
+    ent = m["perf/pflops_heapa/entropy"]
+    assert ent == pytest.approx(heapa_forward_flops(cfg, 3, 16) / 1e15, rel=1e-12)
+    assert m["perf/pflops_formula/entropy"] < ent < m["perf/pflops/entropy"]
+    # Training: HeaPA charges 3 forwards once a step; the formula 3 per epoch (2 here) and
+    # XLA the two epochs' updates (optimizer and elementwise work on top).
+    assert m["perf/pflops_heapa/train"] == pytest.approx(3 * old, rel=1e-12)
+    assert m["perf/pflops_formula/train"] == pytest.approx(
+        6 * m["perf/pflops_formula/old_logprob"], rel=1e-12)
+    assert m["perf/pflops/train"] > 5 * m["perf/pflops/old_logprob"]
+    # Generation: the 12 rows charged for the whole cap of 6 at the 16-token prompt bucket,
+    # plus the reward's tenth of a forward over 16 + 6; the steps run do not enter.
+    from frontier_rl.accounting import HEAPA_REWARD, heapa_generation_flops
+
+    gen = heapa_generation_flops(cfg, 12, 16, 6) + HEAPA_REWARD * heapa_forward_flops(cfg, 12, 22)
+    assert m["perf/pflops_heapa/generation"] == pytest.approx(gen / 1e15, rel=1e-12)
+    assert m["perf/pflops_heapa"] == pytest.approx(
+        sum(m[f"perf/pflops_heapa/{k}"] for k in KINDS), rel=1e-12)
+
+
+def test_a_checkpoint_from_before_heapa_loads_it_as_zero(one_step, tiny_policy):
+    old = {kind: {f: v for f, v in t.items() if f != "heapa_flops"}
+           for kind, t in one_step["state"].items()}
+    acc = Accountant(tiny_policy[0], tiny_policy[2])
+    acc.load_state_dict(old)
+    m = acc.metrics()
+    assert m["perf/pflops_heapa"] == 0.0 and m["perf/pflops"] > 0
+    assert all(acc.totals[k]["heapa_flops"] == 0.0 for k in KINDS)

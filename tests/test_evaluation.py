@@ -1,6 +1,7 @@
 """Held-out evaluation (frontier_rl/evaluation/) against a scripted engine and verifier: Avg@k,
-pass@k, invalid@k, response length and greedy accuracy per bucket, worked out by hand, with the
-prompts split over several chunks (each chunk's rows must land on their own prompts)."""
+pass@k (plain and unbiased), invalid@k, response length and greedy accuracy per bucket, worked
+out by hand, with the prompts split over several chunks (each chunk's rows must land on their
+own prompts)."""
 
 import numpy as np
 import pytest
@@ -38,6 +39,9 @@ EXPECTED = {
     "eval/verify_timeouts": 0.0,
 }
 CORRECT_PER_PROMPT = [2, 0, 3, 0, 2]
+# The unbiased pass@3 from 3 samples is the plain pass@3 (evaluation/passk.py).
+EXPECTED.update({f"eval/pass@3_unbiased_n3/{b}": EXPECTED[f"eval/pass@3/{b}"]
+                 for b in ("a", "b", "all")})
 
 
 def verify(prompt, text, finished):
@@ -138,11 +142,71 @@ def test_k_names_the_metrics_and_one_sample_is_avg_equals_pass(tokenizer):
     metrics = evaluation.evaluate(_engine(tokenizer), None, tokenizer, PROMPTS, verify, k=1,
                                   greedy=False)
     _close(metrics, {"eval/avg@1/a": 100 / 3, "eval/pass@1/a": 100 / 3,
+                     "eval/pass@1_unbiased_n1/a": 100 / 3,
                      "eval/invalid@1/a": 0.0, "eval/response_len/a": 7 / 3,
-                     "eval/avg@1/b": 50.0, "eval/pass@1/b": 50.0, "eval/invalid@1/b": 0.0,
+                     "eval/avg@1/b": 50.0, "eval/pass@1/b": 50.0,
+                     "eval/pass@1_unbiased_n1/b": 50.0, "eval/invalid@1/b": 0.0,
                      "eval/response_len/b": 2.0, "eval/avg@1/all": 40.0,
-                     "eval/pass@1/all": 40.0, "eval/invalid@1/all": 0.0,
+                     "eval/pass@1/all": 40.0, "eval/pass@1_unbiased_n1/all": 40.0,
+                     "eval/invalid@1/all": 0.0,
                      "eval/response_len/all": 11 / 5, "eval/verify_timeouts": 0.0})
+
+
+def test_unbiased_pass_at_fewer_than_the_samples_drawn(tokenizer):
+    """eval.pass_k = 1 and 2 of the K = 3 samples: correct counts 2 0 3 0 2 (of 3). pass@1 is
+    c / n, each prompt's share correct, so it is Avg@3; pass@2 = 1 - C(3 - c, 2) / C(3, 2) is
+    0 at c = 0 and 1 at c >= 2, so here it is pass@3. The other metrics do not move."""
+    for pass_k, want in [(1, "avg@3"), (2, "pass@3")]:
+        metrics = evaluation.evaluate(_engine(tokenizer), None, tokenizer, PROMPTS, verify, k=K,
+                                      pass_k=pass_k)
+        plain = {k: v for k, v in EXPECTED.items() if "_unbiased_" not in k}
+        _close(metrics, {**plain, **{f"eval/pass@{pass_k}_unbiased_n3/{b}":
+                                     EXPECTED[f"eval/{want}/{b}"] for b in ("a", "b", "all")}})
+    with pytest.raises(ValueError, match=r"^pass_k=4 is not allowed: an integer in \[0, k=3\]"):
+        evaluation.evaluate(_engine(tokenizer), None, tokenizer, PROMPTS, verify, k=K, pass_k=4)
+
+
+def test_the_benchmark_table_has_both_pass_columns(tokenizer, tmp_path):
+    """`frontier-rl eval`'s table (suite.table / markdown / write) under eval.pass_k = 2 of
+    eval.k = 3, on a two-benchmark suite: the plain pass@3 and the unbiased pass@2 side by
+    side, the unweighted mean of each; a pass_k above k is refused in the config's words."""
+    import json
+
+    import ml_collections
+
+    from frontier_rl.evaluation import suite
+    from frontier_rl.tasks import base
+
+    # one correct of three for p1: pass@2 = 1 - C(2, 2) / C(3, 2) = 2/3
+    sampled = {**SAMPLED, "2+2=": [("5", True), ("4", True), ("444444", False)]}
+    eng = ScriptedEngine(tokenizer, sampled, GREEDY)
+    cfg = ml_collections.ConfigDict(dict(k=K, pass_k=2, temperature=0.7, top_p=0.7, top_k=-1,
+                                         greedy=False, max_new_tokens=0,
+                                         sets={"a": "a.jsonl", "b": "b.jsonl"}))
+    task = base.Task(name="t", train=[], eval=PROMPTS, buckets=["a", "b"], verifier=verify)
+    metrics, counts = suite.evaluate(eng, None, tokenizer, task, cfg, seed=0)
+    assert counts.tolist() == [2, 1, 3, 0, 2]
+    # a: p0 (c 2), p1 (c 1), p4 (c 2) -> 1, 2/3, 1; b: p2 (c 3), p3 (c 0) -> 1, 0
+    a, b = 100 * (1 + 2 / 3 + 1) / 3, 50.0
+    assert metrics["eval/pass@2_unbiased_n3/a"] == pytest.approx(a)
+    assert metrics["eval/pass@2_unbiased_n3/b"] == pytest.approx(b)
+    assert metrics["eval/pass@2_unbiased_n3/all"] == pytest.approx(100 * (1 + 2 / 3 + 1 + 1) / 5)
+    assert metrics["eval/pass@2_unbiased_n3/bench_mean"] == pytest.approx((a + b) / 2)
+    assert metrics["eval/pass@3/a"] == 100.0  # the plain pass@3 unchanged beside it
+    rows = suite.table(metrics, task, K, 2)
+    assert [r["benchmark"] for r in rows] == ["a", "b", "mean (unweighted)", "all (pooled)"]
+    assert rows[0]["pass@2 (unbiased, n=3)"] == pytest.approx(a) and rows[0]["pass@3"] == 100.0
+    md, js = suite.write(rows, str(tmp_path), K, "t", {}, 2)
+    text = open(md).read()
+    assert "| benchmark | questions | Avg@3 | pass@3 (any of 3) | pass@2 (unbiased, n=3) |" in text
+    assert "| a | 3 | 55.6 | 100.0 | 88.9 |" in text
+    assert json.load(open(js))["pass_k"] == 2
+    cfg.pass_k = 4
+    with pytest.raises(ValueError, match=r"^eval.pass_k=4 is not allowed: an integer in "
+                                         r"\[0, eval.k=3\]"):
+        suite.evaluate(eng, None, tokenizer, task, cfg, seed=0)
+    with pytest.raises(ValueError, match="eval.pass_k=4"):
+        suite.Evaluator(eng, tokenizer, task, cfg, seed=0)
 
 
 def test_needs_a_verifier(tokenizer):
@@ -210,6 +274,7 @@ def test_an_empty_bucket_is_no_prompts_never_zero(tokenizer, monkeypatch, caplog
     import ml_collections
 
     from frontier_rl import train
+    from frontier_rl.budget import Meter
     from frontier_rl.evaluation import suite
     from frontier_rl.tasks import base
 
@@ -244,7 +309,7 @@ def test_an_empty_bucket_is_no_prompts_never_zero(tokenizer, monkeypatch, caplog
     # a resumed run before its first evaluation: nothing measured yet, "c" still has no prompts
     assert train._eval_line(5, {}, task.buckets, K, evaluator.empty) == \
         "eval step 5: avg@3 a nan | b nan | c no prompts"
-    bar = train._progress(True, 0, 10)
+    bar = train._progress(True, 0, 10, Meter())  # no budget: the bar counts steps
     bar.update(1, 15, 0.5, metrics, task.buckets, K, evaluator.empty)
     assert "avg@3 44/50/no prompts" in bar._bar.postfix
     bar.close()

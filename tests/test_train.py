@@ -59,6 +59,7 @@ def _evals(record, buckets):
         mine = [c for c, pb in zip(counts, buckets, strict=True) if b in (pb, "all")]
         out[f"eval/avg@2/{b}"] = 100.0 * sum(mine) / (2 * len(mine))
         out[f"eval/pass@2/{b}"] = 100.0 * sum(c > 0 for c in mine) / len(mine)
+        out[f"eval/pass@2_unbiased_n2/{b}"] = out[f"eval/pass@2/{b}"]  # n = k: the same
     return out
 
 
@@ -71,7 +72,7 @@ def test_smoke_run_writes_metrics(full_run):
     # the per-prompt counts recorded beside them (8 prompts per bucket).
     buckets = records[0]["evalset/prompt_buckets"]
     assert sorted(set(buckets)) == ["2op", "3op", "4op", "5op"] and len(buckets) == 32
-    names = ("avg@2", "pass@2", "invalid@2", "response_len", "greedy")
+    names = ("avg@2", "pass@2", "pass@2_unbiased_n2", "invalid@2", "response_len", "greedy")
     want_keys = {f"eval/{m}/{b}" for m in names for b in ["2op", "3op", "4op", "5op", "all"]}
     for r in (records[0], records[-1]):
         assert {k for k in r if k.startswith("eval/")} == want_keys | {"eval/verify_timeouts"}

@@ -7,7 +7,9 @@ of k samples per prompt at `config.eval.temperature`, `config.eval.top_p` and `c
 (0.7 / 0.7 / off by default; HeaPA's protocol adds top-k 50), averaged over the prompts of a
 bucket; pass@k is the share of prompts with at least one correct sample among the k; invalid@k
 the share of samples with no gradable answer (or cut at the token cap); response_len the mean
-generated tokens (EOS included).
+generated tokens (EOS included). Beside them, `pass@<j>_unbiased_n<k>`: Chen et al.'s unbiased
+pass@j from the same k samples (evaluation/passk.py; j = `config.eval.pass_k`, at most k, 0 = k,
+where it equals pass@k), averaged over the prompts of a bucket.
 Greedy accuracy is one argmax decode per prompt. Evaluation samples are not charged to the
 rollout budget. Seeds are fixed per call site, so the same parameters give the same figures.
 Responses are checked by `verify_many` when given (a task's process pool, whose timeouts are
@@ -21,6 +23,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from frontier_rl.evaluation import passk
 from frontier_rl.rollout import engine as engine_lib
 from frontier_rl.rollout.context import decode_responses, encode_prompt
 from frontier_rl.rollout.sampler import Sampler
@@ -71,17 +74,23 @@ def evaluate(
     per_prompt: bool = False,
     verify_many: Callable | None = None,
     max_new_tokens: int | None = None,
+    pass_k: int = 0,
 ) -> dict[str, float] | tuple[dict[str, float], np.ndarray]:
-    """`eval/avg@k/<bucket>`, `eval/pass@k/<bucket>`, `eval/invalid@k/<bucket>`,
-    `eval/response_len/<bucket>`, `eval/greedy/<bucket>` and the same for `all`.
+    """`eval/avg@k/<bucket>`, `eval/pass@k/<bucket>`, `eval/pass@j_unbiased_nk/<bucket>`,
+    `eval/invalid@k/<bucket>`, `eval/response_len/<bucket>`, `eval/greedy/<bucket>` and the same
+    for `all`.
 
     A bucket is one that some prompt is in: a bucket without prompts gets no metric (its
     accuracy is undefined, never 0.0) and `all` pools the prompts there are.
-    `top_k` is the sampling top-k of the k samples (-1 = off), not their count.
+    `top_k` is the sampling top-k of the k samples (-1 = off), not their count; `pass_k` the j
+    of the unbiased pass@j from them (1 <= j <= k; 0 = k).
     With per_prompt, also the number of correct samples (of k) of each prompt, int [P]: what a
     comparison resamples for its intervals (stats.py)."""
     if verify is None and verify_many is None:
         raise ValueError("evaluate needs verify or verify_many")
+    pass_k = pass_k or k
+    if not 1 <= pass_k <= k:
+        raise ValueError(f"pass_k={pass_k} is not allowed: an integer in [0, k={k}] (0 = k)")
     kw = dict(verify=verify, verify_many=verify_many, max_new_tokens=max_new_tokens)
     sampled, lengths, timeouts = _outcomes(sampler, params, tokenizer, prompts, n=k, seed=seed,
                                            temperature=temperature, top_p=top_p, top_k=top_k,
@@ -95,16 +104,19 @@ def evaluate(
     for i, p in enumerate(prompts):
         by_bucket[p.bucket].append(i)
     by_bucket["all"] = list(range(len(prompts)))
+    correct = np.sum(sampled == 1, axis=1).astype(np.int32)
+    unbiased = passk.pass_at_k(k, correct, pass_k)
     metrics = {}
     for b, idx in by_bucket.items():
         s = sampled[idx]
         metrics[f"eval/avg@{k}/{b}"] = 100.0 * float(np.mean(s == 1))
         metrics[f"eval/pass@{k}/{b}"] = 100.0 * float(np.mean(np.any(s == 1, axis=1)))
+        metrics[f"eval/{passk.metric(pass_k, k)}/{b}"] = 100.0 * float(np.mean(unbiased[idx]))
         metrics[f"eval/invalid@{k}/{b}"] = 100.0 * float(np.mean(s == -1))
         metrics[f"eval/response_len/{b}"] = float(np.mean(lengths[idx]))
         if greedy_out is not None:
             metrics[f"eval/greedy/{b}"] = 100.0 * float(np.mean(greedy_out[idx] == 1))
     metrics["eval/verify_timeouts"] = float(timeouts)
     if per_prompt:
-        return metrics, np.sum(sampled == 1, axis=1).astype(np.int32)
+        return metrics, correct
     return metrics

@@ -16,7 +16,9 @@ does
   also a Hugging Face id org/name[@revision])
 
 which writes DIR/eval/<step_N | model name>/eval.md and eval.json: per benchmark the questions,
-Avg@k, pass@k, mean response length (tokens) and invalid rate, then the unweighted mean row.
+Avg@k, pass@k (any correct of the k samples), the unbiased pass@j from them (j = `eval.pass_k`,
+evaluation/passk.py), mean response length (tokens) and invalid rate, then the unweighted mean
+row.
 Protocols: HeaPA reports Avg@16 at T = 0.7, top-p = 0.7, top-k = 50 over the seven
 HEAPA_BENCHMARKS; HIVE the best checkpoint's six-benchmark average (HIVE_BENCHMARKS; samples per
 question unstated).
@@ -32,6 +34,7 @@ import numpy as np
 
 from frontier_rl import hub
 from frontier_rl.data import benchmarks
+from frontier_rl.evaluation import passk
 from frontier_rl.tasks import base, corpus
 
 HEAPA_BENCHMARKS = ("aime24", "aime25", "amc23", "math500", "minerva_math", "olympiadbench",
@@ -88,14 +91,16 @@ def evaluate(sampler, params, tokenizer, task: base.Task, eval_cfg, *, seed: int
     from frontier_rl import evaluation
 
     cap = int(eval_cfg.get("max_new_tokens", 0) or 0) or max_new_tokens
+    k, pass_k = eval_cfg.k, passk.resolve(eval_cfg)
     metrics, counts = evaluation.evaluate(
-        sampler, params, tokenizer, task.eval, task.verify, k=eval_cfg.k,
+        sampler, params, tokenizer, task.eval, task.verify, k=k,
         temperature=eval_cfg.temperature, top_p=eval_cfg.top_p,
         top_k=eval_cfg.get("top_k", -1), greedy=eval_cfg.greedy,
-        seed=seed, per_prompt=True, verify_many=task.verify_many, max_new_tokens=cap)
+        seed=seed, per_prompt=True, verify_many=task.verify_many, max_new_tokens=cap,
+        pass_k=pass_k)
     buckets = list(dict.fromkeys(p.bucket for p in task.eval))
     if eval_cfg.get("sets") and len(buckets) > 1:
-        for m in (f"avg@{eval_cfg.k}", f"pass@{eval_cfg.k}", f"invalid@{eval_cfg.k}",
+        for m in (f"avg@{k}", f"pass@{k}", passk.metric(pass_k, k), f"invalid@{k}",
                   "response_len"):
             metrics[f"eval/{m}/bench_mean"] = float(np.mean([metrics[f"eval/{m}/{b}"]
                                                              for b in buckets]))
@@ -128,6 +133,7 @@ class Evaluator:
     `empty`: the task's buckets with no eval prompt, which get no metric (NO_PROMPTS)."""
 
     def __init__(self, engine, tokenizer, task: base.Task, eval_cfg, *, seed: int):
+        passk.resolve(eval_cfg)  # a bad eval.pass_k stops the run before it trains
         self.engine, self.tokenizer, self.task, self.cfg = engine, tokenizer, task, eval_cfg
         self.seed = seed
         self.counts: list[int] = []
@@ -152,8 +158,10 @@ class Evaluator:
         return bool((every and step % every == 0) or crossed or last)
 
 
-def table(metrics: Mapping[str, float], task: base.Task, k: int) -> list[dict]:
-    """One row per benchmark (in suite order), then the unweighted mean and the pooled row."""
+def table(metrics: Mapping[str, float], task: base.Task, k: int, pass_k: int = 0) -> list[dict]:
+    """One row per benchmark (in suite order), then the unweighted mean and the pooled row;
+    `pass_k` is the j of the unbiased pass@j column (0 = k)."""
+    pass_k = pass_k or k
     sizes: dict[str, int] = {}
     for p in task.eval:
         sizes[p.bucket] = sizes.get(p.bucket, 0) + 1
@@ -167,30 +175,36 @@ def table(metrics: Mapping[str, float], task: base.Task, k: int) -> list[dict]:
             "questions": sizes.get(b, len(task.eval) if b in ("all", "bench_mean") else 0),
             f"avg@{k}": metrics[f"eval/avg@{k}/{b}"],
             f"pass@{k}": metrics[f"eval/pass@{k}/{b}"],
+            passk.label(pass_k, k): metrics[f"eval/{passk.metric(pass_k, k)}/{b}"],
             "response_len": metrics[f"eval/response_len/{b}"],
             "invalid": metrics[f"eval/invalid@{k}/{b}"],
         })
     return rows
 
 
-def markdown(rows: list[dict], k: int, title: str) -> str:
+def markdown(rows: list[dict], k: int, title: str, pass_k: int = 0) -> str:
+    """The table: pass@k is any correct of the k samples, the unbiased column Chen et al.'s
+    estimate of pass@j from them (evaluation/passk.py)."""
+    unbiased = passk.label(pass_k or k, k)
     lines = [f"# {title}", "",
-             f"| benchmark | questions | Avg@{k} | pass@{k} | mean response length (tokens) "
-             "| invalid % |", "|---|---:|---:|---:|---:|---:|"]
+             f"| benchmark | questions | Avg@{k} | pass@{k} (any of {k}) | {unbiased} | mean "
+             "response length (tokens) | invalid % |", "|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['benchmark']} | {r['questions']} | {r[f'avg@{k}']:.1f} | "
-                     f"{r[f'pass@{k}']:.1f} | {r['response_len']:.1f} | {r['invalid']:.1f} |")
+                     f"{r[f'pass@{k}']:.1f} | {r[unbiased]:.1f} | {r['response_len']:.1f} | "
+                     f"{r['invalid']:.1f} |")
     return "\n".join(lines) + "\n"
 
 
-def write(rows: list[dict], out_dir: str, k: int, title: str, extra: dict) -> tuple[str, str]:
+def write(rows: list[dict], out_dir: str, k: int, title: str, extra: dict,
+          pass_k: int = 0) -> tuple[str, str]:
     """DIR/eval.md and DIR/eval.json."""
     os.makedirs(out_dir, exist_ok=True)
     md, js = os.path.join(out_dir, "eval.md"), os.path.join(out_dir, "eval.json")
     with open(md, "w", encoding="utf-8") as f:
-        f.write(markdown(rows, k, title))
+        f.write(markdown(rows, k, title, pass_k))
     with open(js, "w", encoding="utf-8") as f:
-        json.dump({"k": k, "rows": rows, **extra}, f, indent=2)
+        json.dump({"k": k, "pass_k": pass_k or k, "rows": rows, **extra}, f, indent=2)
     return md, js
 
 
@@ -237,15 +251,16 @@ def run(config, workdir: str, *, step: int | None = None, model: str | None = No
                       max_new_tokens=config.rollout.max_new_tokens, mesh=mesh)
     metrics, _ = evaluate(sampler, params, tokenizer, task, config.eval, seed=config.seed + 7,
                           max_new_tokens=config.rollout.max_new_tokens)
-    k = config.eval.k
-    rows = table(metrics, task, k)
+    k, pass_k = config.eval.k, passk.resolve(config.eval)
+    rows = table(metrics, task, k, pass_k)
     title = (f"Evaluation of {model or workdir} ({label}): Avg@{k} at T={config.eval.temperature}"
              f", top-p={config.eval.top_p}"
              + (f", top-k={config.eval.top_k}" if config.eval.top_k >= 1 else ""))
     md, js = write(rows, os.path.join(workdir, "eval", label), k, title,
                    {"label": label, "metrics": metrics, "model": model or "",
                     "workdir": workdir, "sets": _sets(config.eval.get("sets")),
-                    "hub": hub.sources(config)})  # the ids read, at their commits
-    print(markdown(rows, k, title))
+                    "hub": hub.sources(config)},  # the ids read, at their commits
+                   pass_k)
+    print(markdown(rows, k, title, pass_k))
     print(f"wrote {md} and {js}")
     return {"rows": rows, "metrics": metrics, "markdown": md, "json": js}

@@ -1,6 +1,8 @@
 """A comparison's results read as per-seed, per-prompt accuracy: the runs of each report row,
 each run's eval cells on a bucket and eval point, and the paired intervals on them (stats.py).
-The report and the controls section both read the runs through these."""
+The report and the controls section both read the runs through these. A cell is a prompt's
+share of correct samples (Avg@k), or with `pass_k` its unbiased pass@pass_k from the same k
+samples (evaluation/passk.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import math
 
 import numpy as np
 
+from frontier_rl.evaluation import passk
 from frontier_rl.experiment import stats
 
 
@@ -76,12 +79,16 @@ def bucket_columns(names, pooled: tuple[str, ...] = ()) -> list[str]:
     return sorted(names - set(POOLED)) + [p for p in pooled if p in names or p == "all"]
 
 
-def prompt_cells(r: dict, point: int = -1, bucket: str = "all") -> np.ndarray | None:
-    """Per-prompt accuracy (correct samples / k) of run r at eval `point`, in `bucket`."""
+def prompt_cells(r: dict, point: int = -1, bucket: str = "all", pass_k: int = 0
+                 ) -> np.ndarray | None:
+    """Per-prompt correct samples (of r["k"]) of run r at eval `point`, in `bucket`; with
+    `pass_k`, each prompt's unbiased pass@pass_k from them instead (a probability)."""
     counts = r["curve"].get("correct_counts") or []
     if not counts or counts[point] is None:
         return None
     c = np.asarray(counts[point], float)
+    if pass_k:
+        c = passk.pass_at_k(int(r["k"]), c.astype(np.int64), pass_k)
     if bucket == "bench_mean":
         # The unweighted mean over benchmarks: weight each prompt by N / (B * n_its_bucket), so
         # the cells' plain mean is the mean of the per-benchmark means.
@@ -98,19 +105,28 @@ def prompt_cells(r: dict, point: int = -1, bucket: str = "all") -> np.ndarray | 
     return c
 
 
-def matrix(rs: list[dict], seeds: list[int], point: int = -1, bucket: str = "all"
-            ) -> np.ndarray | None:
-    """[seeds, prompts] accuracy in points, rows in `seeds` order; None if any is missing."""
+def matrix(rs: list[dict], seeds: list[int], point: int = -1, bucket: str = "all",
+           pass_k: int = 0) -> np.ndarray | None:
+    """[seeds, prompts] accuracy in points (with `pass_k`, unbiased pass@pass_k), rows in
+    `seeds` order; None if any is missing."""
     by_seed = {r["seed"]: r for r in rs}
-    rows = [prompt_cells(by_seed[s], point, bucket) if s in by_seed else None for s in seeds]
+    rows = [prompt_cells(by_seed[s], point, bucket, pass_k) if s in by_seed else None
+            for s in seeds]
     if not rows or any(x is None for x in rows) or len({x.shape for x in rows}) != 1:
         return None
-    return 100.0 * np.stack(rows) / int(rs[0]["k"])
+    return 100.0 * np.stack(rows) / (1 if pass_k else int(rs[0]["k"]))
 
 
 def accuracy(rs: list[dict], bucket: str = "all") -> stats.Interval | None:
     """Mean final accuracy of a method's runs with the t-interval over its seeds."""
     m = matrix(rs, sorted(r["seed"] for r in rs), -1, bucket)
+    return None if m is None else stats.interval(m)
+
+
+def pass_at_k(rs: list[dict], pass_k: int, bucket: str = "all") -> stats.Interval | None:
+    """Mean final unbiased pass@pass_k (points) of a method's runs, from each prompt's correct
+    samples of the runs' k, with the t-interval over its seeds (pass_k <= k)."""
+    m = matrix(rs, sorted(r["seed"] for r in rs), -1, bucket, pass_k)
     return None if m is None else stats.interval(m)
 
 

@@ -168,6 +168,48 @@ SELECTOR_SOURCES: dict[str, dict[str, str]] = {
         "selector.hive.cand_ratio": "paper: HIVE Table 4 (B_cand = 384 = 1.5 B_t)",
         "selector.hive.b_raw": "paper: HIVE Table 4 (b_raw = 32)",
     },
+    "hive_v2": {
+        "selector.name": "paper: HIVE v2 (arXiv 2603.25184v2) §3.2 (Stage 1 from reward "
+                         "history and response entropy)",
+        "selector.hive_v2.lam": "ours: 0.5, the two Stage-1 scores at equal weight; v2 §3.2 "
+                                "combines them, but its Table 4 deploys lambda = 1.0 (the "
+                                "entropy term off: selector hive) and gives no lambda for the "
+                                "ablation",
+        "selector.hive_v2.eps_ent": "ours: 1e-8; v2 Eq. 5 calls epsilon a small constant",
+        **{f"selector.hive_v2.{k}": f"paper: HIVE Table 4 ({v})"
+           for k, v in (("p_easy", "p_easy^(0) = 0.5"), ("p_hard", "p_hard^(0) = 0.5"),
+                        ("delta_p", "delta p = 0.01"), ("p_min", "p_min = 0.05"),
+                        ("p_max", "p_max = 0.95"), ("eps_p", "epsilon_p = 0.01"),
+                        ("alpha", "alpha = 0.25"), ("k_keep", "k_keep = 0.5"),
+                        ("k_off", "k_off = 0.25"), ("cand_ratio", "B_cand = 384 = 1.5 B_t"),
+                        ("b_raw", "b_raw = 32"), ("eta", "eta = 1.25"),
+                        ("gate", "the entropy band, App. B.3"),
+                        ("b_min", "b_min = 64 at B_t = 256; scaled by B_t / 256, ours"))},
+        "selector.hive_v2.p_default": "ours: 0.5 after an all-invalid visit; Alg. 1 names "
+                                      "'the default p_e' without a value",
+        "selector.hive_v2.z_mode": "paper: HIVE Eq. 3 (trailing zero-variance visits of any "
+                                   "type, tau from the latest)",
+        "selector.hive_v2.skip_first_epoch": f"follows: {_G_SEL} and {_G} (p updated only "
+                                             "when epoch > 0)",
+        "selector.hive_v2.stage1": "paper: HIVE §3.2 (Stage 1 on)",
+        "selector.hive_v2.stage2": "paper: HIVE §3.3 (the prompt-entropy gate)",
+        "selector.hive_v2.scope": "paper: HIVE App. B.3 (the band per b_raw raw batch)",
+        "selector.hive_v2.max_rounds": "ours: at most 16 rollout rounds a step; App. B.3 asks "
+                                       "for a safeguard without a value",
+    },
+    "speed": {
+        "selector.name": "paper: SPEED-RL arXiv 2506.09016 Alg. 1 (the method)",
+        "selector.speed.n_init": "code: SPEED-RL run_fast_rloo_7b.sh (n_resp_per_prompt=4, "
+                                 "N_init; N_cont is rl.group_size - 4 here, the script's "
+                                 "n_resp_continue=20 for N = 24)",
+        **{f"selector.speed.{k}": "paper: SPEED-RL Alg. 1 (0 < PassRate < 1); code: "
+                                  "verl/trainer/ppo/data_controller.py (update_prompts keeps "
+                                  "std(acc) > 0)" for k in ("p_low", "p_high")},
+        "selector.speed.gen_ratio": "code: SPEED-RL run_fast_rloo_7b.sh (gen_prompt_bsz=64 for "
+                                    "train_prompt_bsz=16)",
+        "selector.speed.max_gen_batches": "code: SPEED-RL run_fast_rloo_7b.sh "
+                                          "(max_num_gen_batches=50)",
+    },
     "ds": {
         "selector.name": "paper: HIVE Table 1 and HeaPA Table 1 (DAPO's dynamic sampling as "
                          "the baseline)",
@@ -333,6 +375,10 @@ COMPARE_SOURCES = {
     "compare.steps": "paper: HIVE App. B.1 (1,000 steps)",
     "compare.rollout_budget": "paper: HIVE Table 1 (HIVE's own #Rollout for the model; used "
                               "only with compare.budget='rollouts')",
+    "compare.token_budget": "ours: unused at compare.budget='steps' (HIVE matches steps); a "
+                            "rerun at matched generated tokens sets it",
+    "compare.pflops_budget": "ours: unused at compare.budget='steps' (HIVE matches steps); a "
+                             "rerun at matched measured PFLOPs sets it",
     "compare.evals": "paper: HIVE App. B.1 (every 50 steps: 1,000 / 20)",
     "compare.settings_notes": "ours: the baselines' reconstructed parts, with why",
     "compare.metric": "paper: HIVE App. B.1 (six-benchmark average of the best checkpoint)",

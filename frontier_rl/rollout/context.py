@@ -246,7 +246,7 @@ class PolicyContext:
         self.counters["rollout_flops"] += self.flops_per_token * (
             int(res.lengths.sum()) + sum(len(x) for x in ids))
         if self.accountant is not None:
-            self.accountant.charge_generation(res)
+            self.accountant.charge_generation(res, scored=False)  # free text: no verifier
         return out
 
     def on_primary(self, fn):

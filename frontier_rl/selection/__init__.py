@@ -6,10 +6,12 @@ from frontier_rl.selection import (
     heapa,  # noqa: F401  (registers "heapa" and "ps")
     heapa_hive,  # noqa: F401  (registers "heapa_hive")
     hive,  # noqa: F401  (registers "hive")
+    hive_v2,  # noqa: F401  (registers "hive_v2")
     oracle,  # noqa: F401  (registers the control "oracle")
     pcl,  # noqa: F401  (registers "pcl")
     prefilter,  # noqa: F401  (registers "prefilter")
     reinforce_ada,  # noqa: F401  (registers "reinforce_ada")
+    speed,  # noqa: F401  (registers "speed")
     uniform,  # noqa: F401  (registers "uniform")
 )
 from frontier_rl.selection.base import (

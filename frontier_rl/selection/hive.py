@@ -139,8 +139,10 @@ _ENT_EPS = 1e-8
 _RHO_GUARD = 1e-6
 
 
-def validate(section) -> None:
-    c = Checker("hive", section, DEFAULTS)
+def validate(section, name: str = "hive", defaults: dict = DEFAULTS) -> None:
+    """Checks the config section of `hive`, or, given its name and defaults, of a selector
+    that extends it (hive_v2), so that errors name that selector's fields."""
+    c = Checker(name, section, defaults)
     c("lam", lambda x: is_num(x, 0, 1), "a number in [0, 1] (λ)")
     c("p_min", lambda x: is_num(x, 0, 1, lo_open=True), "a number in (0, 1]")
     c("p_max", lambda x: is_num(x, c.cfg.p_min, 1), f"a number in [p_min={c.cfg.p_min}, 1]")
@@ -236,12 +238,17 @@ class Hive(ExplorationSelector):
 
     # ------------------------------------------------------------------ Stage 1
 
-    def stage1_prob(self, idx: np.ndarray) -> np.ndarray:
-        """P_S1 for prompts `idx` under the current history and p_easy / p_hard."""
+    def reward_score(self, idx: np.ndarray) -> np.ndarray:
+        """s_rew for prompts `idx` under the current history and p_easy / p_hard."""
         c = self.cfg
         z = (self.z_any if c.z_mode == "any" else self.z_typed)[idx]
         p_tab = np.array([1.0, self.p_easy, self.p_hard, c.p_default, c.p_default])
-        s_rew = np.where(z > 0, np.maximum(p_tab[self.last_type[idx]] ** z, c.eps_p), 1.0)
+        return np.where(z > 0, np.maximum(p_tab[self.last_type[idx]] ** z, c.eps_p), 1.0)
+
+    def stage1_prob(self, idx: np.ndarray) -> np.ndarray:
+        """P_S1 for prompts `idx` under the current history and p_easy / p_hard."""
+        c = self.cfg
+        s_rew = self.reward_score(idx)
         if c.lam >= 1.0:
             return s_rew
         return c.lam * s_rew + (1.0 - c.lam) * self._entropy_score(idx)
@@ -257,6 +264,10 @@ class Hive(ExplorationSelector):
         seen = self.resp_entropy[self.visits > 0]
         seen = seen[~np.isnan(seen)]
         self._h_range = (float(seen.min()), float(seen.max())) if seen.size else (0.0, 0.0)
+
+    def stage1_accept(self, raw: np.ndarray) -> np.ndarray:
+        """Stage 1 over one raw batch: one Bernoulli(P_S1) draw per prompt, the accepted mask."""
+        return self.rng.random(raw.size) < self.stage1_prob(raw)
 
     # ------------------------------------------------------------------ Stage 2
 
@@ -298,7 +309,7 @@ class Hive(ExplorationSelector):
             last_raw = raw
             inspected += raw.size
             if c.stage1:
-                surv = raw[self.rng.random(raw.size) < self.stage1_prob(raw)]
+                surv = raw[self.stage1_accept(raw)]
             else:  # ablation: the history filter is off
                 surv = raw
             st.accepted += surv.size
