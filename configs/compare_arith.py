@@ -19,6 +19,10 @@ Args:
              hive_random_drop, hive_no_stage1, heapa, heapa_uniform_pool, heap_only,
              heapa_childagg, ps_aug, heapa_hive; seeds 0,1,2
   full       every registered method (no controls); seeds 0,1,2
+  field      the default's four arms beside the field's 2026 baselines: speed (SPEED-RL's
+             screening), hive_v2 (HIVE v2's Stage 1 with response entropy), mopps (Beta
+             posterior, Thompson sampling) and learnability (p(1-p) over a probed pool); run
+             in the default's workdir it reuses the default's twelve runs
   hive_steps HIVE's claim in its paper's design (HIVE Table 1): DS, GRESO and HIVE for the
              same 50 steps (seeds 0,1,2); the rollouts each spent, DS / HIVE with a paired
              log-ratio interval, and HIVE's accuracy against DS's by two one-sided tests at
@@ -95,7 +99,10 @@ import ml_collections
 
 from frontier_rl import config_lib, selection
 
-ARGS = ("", "claims", "full", "controls", "hive_steps", "pilot", "pilot_mixed", "smoke")
+ARGS = ("", "claims", "full", "controls", "field", "hive_steps", "pilot", "pilot_mixed",
+        "smoke")
+# `:field`: the default's four arms and the field's 2026 baselines, on the same testbed
+FIELD = "uniform,oracle,hive,heapa,speed,hive_v2"
 # Pilot pools (task.bucket_weights over 2op, 3op, 4op, 5op): "sparse" drops 3op, the bucket most
 # of whose groups carry gradient, so that uniform's informative share is low; "mixed" is the
 # four buckets in equal shares (the testbed before the pilots).
@@ -144,6 +151,10 @@ def _methods() -> ml_collections.ConfigDict:
         "oracle": {"selector": {"name": "oracle", "oracle": dict(ORACLE)}},
         "oracle_negative": {"selector": {"name": "oracle", "oracle": dict(NEGATIVE)}},
     }
+    # the field's 2026 baselines (issue text: MoPPS, SPEED-RL, learnability sampling, HIVE v2),
+    # each at its paper's settings (`frontier-rl protocol` and each selector's docstring)
+    m.update({"speed": {"selector": {"name": "speed"}},
+              "hive_v2": {"selector": {"name": "hive_v2"}}})
     if "heapa_hive" in selection.names():
         m["heapa_hive"] = {"selector": {"name": "heapa_hive", "heapa_hive": dict(fair)}}
     return ml_collections.ConfigDict(m)
@@ -258,6 +269,9 @@ def get_config(arg: str | None = None):
     elif arg == "full":
         c.compare.run = ",".join(m for m in c.compare.methods.keys()
                                  if not m.startswith("oracle"))
+        c.compare.seeds = "0,1,2"
+    elif arg == "field":  # the default's runs (reused in the same workdir) + the 2026 arms
+        c.compare.run = FIELD
         c.compare.seeds = "0,1,2"
     elif arg == "controls":  # the default's runs (reused in the same workdir) + the floor
         c.compare.run = "uniform,oracle,hive,heapa,oracle_negative"

@@ -911,3 +911,17 @@ def test_matched_tokens_can_flip_a_verdict():
     assert line.endswith("| **yes** |")
     assert "| method | vs uniform at matched rollouts [95% CI] | verdict | vs uniform at " \
            "matched generated tokens" in table
+
+
+def test_another_selectors_section_changes_no_fingerprint(tmp_path):
+    """A run is its own selector's: a new selector registered (its defaults added to every
+    config) or another selector's field changed leaves finished runs finished."""
+    spec = compare.plan(_load_config(), str(tmp_path))[0]
+    assert spec.config.selector.name == "uniform"
+    other = copy.deepcopy(spec.config)
+    other.selector.greso.p_easy = 0.3
+    with other.selector.unlocked():
+        other.selector["newly_registered"] = {"x": 1}
+    assert compare.fingerprint(other) == compare.fingerprint(spec.config)
+    other.selector.name = "greso"
+    assert compare.fingerprint(other) != compare.fingerprint(spec.config)
