@@ -23,6 +23,8 @@ Args:
              screening), hive_v2 (HIVE v2's Stage 1 with response entropy), mopps (Beta
              posterior, Thompson sampling) and learnability (p(1-p) over a probed pool); run
              in the default's workdir it reuses the default's twelve runs
+  field_pflops  the same arms rerun, in another workdir from the same warm start, each to the
+             measured PFLOPs uniform spent in `:field` (compare.budget='pflops')
   hive_steps HIVE's claim in its paper's design (HIVE Table 1): DS, GRESO and HIVE for the
              same 50 steps (seeds 0,1,2); the rollouts each spent, DS / HIVE with a paired
              log-ratio interval, and HIVE's accuracy against DS's by two one-sided tests at
@@ -99,10 +101,15 @@ import ml_collections
 
 from frontier_rl import config_lib, selection
 
-ARGS = ("", "claims", "full", "controls", "field", "hive_steps", "pilot", "pilot_mixed",
-        "smoke")
+ARGS = ("", "claims", "full", "controls", "field", "field_pflops", "hive_steps", "pilot",
+        "pilot_mixed", "smoke")
 # `:field`: the default's four arms and the field's 2026 baselines, on the same testbed
 FIELD = "uniform,oracle,hive,heapa,speed,hive_v2"
+# `:field_pflops`: the same arms, each to the PFLOPs (XLA's cost analysis, every program) uniform
+# spent on its 38,400 rollouts in `:field` (0.002324, 0.002321 and 0.002319 at seeds 0-2), set
+# before the rerun: arms that spend fewer PFLOPs per rollout (fewer updates, HIVE's discards,
+# SPEED's screening) get more rollouts
+FIELD_PFLOPS = 0.00232
 # Pilot pools (task.bucket_weights over 2op, 3op, 4op, 5op): "sparse" drops 3op, the bucket most
 # of whose groups carry gradient, so that uniform's informative share is low; "mixed" is the
 # four buckets in equal shares (the testbed before the pilots).
@@ -273,6 +280,11 @@ def get_config(arg: str | None = None):
     elif arg == "field":  # the default's runs (reused in the same workdir) + the 2026 arms
         c.compare.run = FIELD
         c.compare.seeds = "0,1,2"
+    elif arg == "field_pflops":  # the same arms rerun to matched measured PFLOPs
+        c.compare.run = FIELD
+        c.compare.seeds = "0,1,2"
+        c.compare.budget = "pflops"
+        c.compare.pflops_budget = FIELD_PFLOPS
     elif arg == "controls":  # the default's runs (reused in the same workdir) + the floor
         c.compare.run = "uniform,oracle,hive,heapa,oracle_negative"
         c.compare.seeds = "0,1,2"
