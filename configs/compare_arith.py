@@ -104,7 +104,7 @@ from frontier_rl import config_lib, selection
 ARGS = ("", "claims", "full", "controls", "field", "field_pflops", "hive_steps", "pilot",
         "pilot_mixed", "smoke")
 # `:field`: the default's four arms and the field's 2026 baselines, on the same testbed
-FIELD = "uniform,oracle,hive,heapa,speed,hive_v2"
+FIELD = "uniform,oracle,hive,heapa,speed,hive_v2,mopps,learnability"
 # `:field_pflops`: the same arms, each to the PFLOPs (XLA's cost analysis, every program) uniform
 # spent on its 38,400 rollouts in `:field` (0.002324, 0.002321 and 0.002319 at seeds 0-2), set
 # before the rerun: arms that spend fewer PFLOPs per rollout (fewer updates, HIVE's discards,
@@ -160,8 +160,8 @@ def _methods() -> ml_collections.ConfigDict:
     }
     # the field's 2026 baselines (issue text: MoPPS, SPEED-RL, learnability sampling, HIVE v2),
     # each at its paper's settings (`frontier-rl protocol` and each selector's docstring)
-    m.update({"speed": {"selector": {"name": "speed"}},
-              "hive_v2": {"selector": {"name": "hive_v2"}}})
+    m.update({name: {"selector": {"name": name}}
+              for name in ("speed", "hive_v2", "mopps", "learnability")})
     if "heapa_hive" in selection.names():
         m["heapa_hive"] = {"selector": {"name": "heapa_hive", "heapa_hive": dict(fair)}}
     return ml_collections.ConfigDict(m)

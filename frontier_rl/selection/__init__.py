@@ -7,6 +7,8 @@ from frontier_rl.selection import (
     heapa_hive,  # noqa: F401  (registers "heapa_hive")
     hive,  # noqa: F401  (registers "hive")
     hive_v2,  # noqa: F401  (registers "hive_v2")
+    learnability,  # noqa: F401  (registers "learnability")
+    mopps,  # noqa: F401  (registers "mopps")
     oracle,  # noqa: F401  (registers the control "oracle")
     pcl,  # noqa: F401  (registers "pcl")
     prefilter,  # noqa: F401  (registers "prefilter")

@@ -42,6 +42,17 @@ Proof, and why each can be zero:
   the threshold and the pool never runs short.
 - lineage_refreshes, parents_refreshed (heapa, heapa_hive with children, recycling and a
   refresh mode): 0 without children in the graph / when a refresh moves no statistic.
+- screened_out, carried (speed): screened prompts outside the pass-rate band / ready groups a
+  step leaves to a later one; 0 when every screened prompt is in the band / a step never
+  qualifies more than B.
+- entropy_prior_flips (hive_v2 with lam < 1 and stage1 on): Stage-1 decisions on prompts with
+  a recorded response entropy that come out otherwise under the pool's mean entropy score, with
+  the same draw; 0 when every recorded entropy is the same.
+- posterior_flips (mopps): chosen prompts the same Thompson draw, read under the prior instead
+  of the prompt's posterior, would not have chosen; 0 while no posterior has moved.
+- learnability_decided / weighted_draws (learnability, by its rule, cand_ratio > 1): kept
+  prompts scored strictly above every candidate left out / drawn by p(1 - p) weights; 0 while
+  every probe agrees (all scores 0, the uniform fallback).
 
 Information, and why it is non-zero by construction:
 - stage2_dropped (hive, heapa_hive): the band drops at least half of every gated set whatever
@@ -58,6 +69,10 @@ Information, and why it is non-zero by construction:
 - value_selected, value_fitted (pcl): m prompts per step when k > 1 / every rolled-out prompt.
 - offline_rollouts (prefilter): n per pool prompt, spent before the first step.
 - resampled_prompts (reinforce_ada): non-zero exactly when extra_rounds is.
+- screen_rollouts, continued (speed): every step screens and continues its qualified prompts.
+- thompson_draws, posterior_updates (mopps): one per candidate / rolled-out prompt a step.
+- probed_prompts, probe_rollouts, uniform_fallbacks (learnability): every candidate is probed;
+  the fallback counts the steps the proof counter cannot move.
 - pool_passes where the method need not pass its pool (prefilter, pcl, reinforce_ada).
 - teacher_wrong_labels (teacher_error_rate > 0): the injected label noise, not a mechanism.
 - recycled, lineage_refreshes, parents_refreshed where the configuration does not make them
