@@ -4,6 +4,7 @@ made of it, as one JSON line.
 
   python tests/target_programs.py packed-cudnn    # rl.packing="pack" on cuDNN attention
   python tests/target_programs.py packed-tpu      # rl.packing="pack" on a TPU (XLA attention)
+  python tests/target_programs.py packed-a100     # rl.packing="pack" on a GPU before Hopper
   python tests/target_programs.py gpu-check-twin  # bench's fit --target twin of a train step
 """
 
@@ -28,6 +29,10 @@ TPU_LENGTH = 1160  # above SEGMENT_BLOCK, so XLA attends in blocks; shared by no
 
 def packed_cudnn() -> dict:
     return _packed(targets.parse("h100x1"), LENGTH)
+
+
+def packed_a100() -> dict:
+    return _packed(targets.parse("a100-80gbx1"), TPU_LENGTH)
 
 
 def packed_tpu() -> dict:
@@ -79,4 +84,5 @@ def gpu_check_twin() -> dict:
 
 if __name__ == "__main__":
     print(json.dumps({"packed-cudnn": packed_cudnn, "packed-tpu": packed_tpu,
+                      "packed-a100": packed_a100,
                       "gpu-check-twin": gpu_check_twin}[sys.argv[1]]()))

@@ -65,6 +65,18 @@ def test_packed_rows_build_no_dense_bias_on_the_gpu_compiler():
 
 
 @pytest.mark.target
+def test_packed_rows_compile_for_a_gpu_before_hopper():
+    """cuDNN's packed layout needs Hopper: on an A100 the packed train step still compiles, its
+    attention in XLA's query blocks (no packed cuDNN call, no [T, T] array); rows of one
+    sequence keep cuDNN there."""
+    r = _run(_python("gpu"), os.path.join("tests", "target_programs.py"), "packed-a100")
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["attention"] == "cudnn" and out["layout"] == "pack"
+    assert out["square_arrays"] == [] and out["peak"] > 0, out
+
+
+@pytest.mark.target
 def test_packed_rows_build_no_square_array_on_the_tpu_compiler():
     """As libtpu builds it, the train step of packed rows (XLA attention in blocks of queries
     whose masks come from the segment ids) holds no [T, T] array."""

@@ -312,7 +312,9 @@ def attend(q: jax.Array, k: jax.Array, v: jax.Array, mask,
         # cuDNN takes [B, S, K, D].
         k, v = jnp.swapaxes(k, 1, 2), jnp.transpose(v, (0, 3, 1, 2))
     if isinstance(mask, SegmentMask) and implementation == "cudnn":
-        return _attend_cudnn_segments(q, k, v, mask).reshape(b, t, n * d)
+        if not mask.packed or cudnn_packs():
+            return _attend_cudnn_segments(q, k, v, mask).reshape(b, t, n * d)
+        implementation = "xla"  # before Hopper cuDNN has no packed layout: XLA's query blocks
     if implementation == "xla":
         if isinstance(mask, SegmentMask) and not 0 < q_chunk < t and t > SEGMENT_BLOCK:
             q_chunk = SEGMENT_BLOCK
@@ -323,6 +325,17 @@ def attend(q: jax.Array, k: jax.Array, v: jax.Array, mask,
     out = jax.nn.dot_product_attention(q, k, v, mask=mask[:, None], scale=d**-0.5,
                                        implementation=implementation)
     return out.reshape(b, t, n * d)
+
+
+def cudnn_packs() -> bool:
+    """Whether cuDNN's packed layout (several sequences per row) runs on the GPU being compiled
+    for: Hopper (compute capability 9.0) and later, as JAX's cuDNN entry checks it
+    (jax/_src/cudnn/fused_attention_stablehlo.py, `check_compute_capability`, which
+    `targets.compiling_for` answers for a target's devices). An A100's packed rows take XLA's
+    attention in query blocks instead, still without a [T, T] array."""
+    from jax._src.cudnn import fused_attention_stablehlo as cudnn_fa
+
+    return bool(cudnn_fa.check_compute_capability("9.0"))
 
 
 @jax.custom_vjp
