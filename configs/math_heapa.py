@@ -17,7 +17,8 @@ template has no thinking switch and none is passed) | qwen2.5-7b-instruct (Table
 released 7B recipe: lr 1.5e-6, 20 warm-up steps, PPO mini-batch 128, 1,000 steps; the two
 models' micro-batch and sampler slice sizes are not yet measured), or a model of HIVE's,
 qwen2.5-math-1.5b / 7b | deepseek-r1-distill-qwen-1.5b | qwen3-4b-base | llama3.2-3b-instruct
-(HIVE's protocol, for the matched comparison); optionally a corpus (default dapo_math_14k, the
+(HIVE's protocol, for the matched comparison), or llama3.2-1b-instruct (arXiv 2608.17941's
+NuminaMath protocol, configs/compare_numina.py); optionally a corpus (default dapo_math_14k, the
 released script's; dapo_math for the paper's full 17k, openr1_math_heapa for Table 1's OpenR1);
 `script_val` (the released scripts' in-run validation: AIME24, 32 samples at T 1.0, every 10
 steps, every 1,000 for Qwen2.5-7B-Instruct; then `frontier-rl eval` with the config without the
@@ -43,7 +44,8 @@ from frontier_rl.experiment import paper
 
 MODELS = ("qwen3-4b", "qwen3-0.6b", "qwen3-1.7b", "qwen3-8b", "qwen3-4b-instruct-2507",
           "qwen2.5-7b-instruct", "qwen2.5-math-1.5b", "qwen2.5-math-7b",
-          "deepseek-r1-distill-qwen-1.5b", "qwen3-4b-base", "llama3.2-3b-instruct")
+          "deepseek-r1-distill-qwen-1.5b", "qwen3-4b-base", "llama3.2-3b-instruct",
+          "llama3.2-1b-instruct")
 FLAGS = ("childagg", "heap_only", "dapo", "script_val")
 
 

@@ -17,6 +17,8 @@ selection rule and its source.
       --dapo_14k                                                # HeaPA's 14k subset
   python launch/prepare_benchmarks.py --openr1=downloads/OpenR1-Math-220k/data \
       --openr1_30k --openr1_heapa          # HIVE's 30k subset, HeaPA's OpenR1-Math
+  python launch/prepare_benchmarks.py --numina=downloads/NuminaMath-CoT/data \
+      --numina_n=30000 --numina_seed=0     # 2608.17941's NuminaMath (our subset)
 
 Benchmarks are looked for as SRC/<name>/<file> (the file names of each source, e.g.
 downloads/math500/test.jsonl) or SRC/<name>.jsonl|.parquet|.csv; each becomes
@@ -63,14 +65,20 @@ def main(argv=None) -> int:
     ap.add_argument("--openr1_heapa", action="store_true",
                     help="with --openr1: HeaPA's OpenR1-Math (length and ASCII filter)")
     ap.add_argument("--openr1_heapa_out", default=benchmarks.TRAIN_OUT["openr1_math_heapa"])
+    ap.add_argument("--numina", help="AI-MO/NuminaMath-CoT (train split: problem, solution, "
+                    "source), a file or a folder of shards; writes --numina_out")
+    ap.add_argument("--numina_n", type=int, default=benchmarks.NUMINA_SUBSET,
+                    help="problems to draw after de-duplication (0: every one)")
+    ap.add_argument("--numina_seed", type=int, default=benchmarks.NUMINA_SEED)
+    ap.add_argument("--numina_out", default=benchmarks.TRAIN_OUT["numina_math"])
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
     if args.list:
         for b in benchmarks.BENCHMARKS.values():
             print(f"{b.name:14s} {b.rows:5d} rows  {b.source}  files {list(b.files)}")
         return 0
-    if not (args.src_dir or args.dapo_math or args.math or args.openr1):
-        ap.error("give --src_dir, --dapo_math, --math and/or --openr1 (or --list)")
+    if not (args.src_dir or args.dapo_math or args.math or args.openr1 or args.numina):
+        ap.error("give --src_dir, --dapo_math, --math, --openr1 and/or --numina (or --list)")
     if args.dapo_plus_math and not (args.dapo_math and args.math):
         ap.error("--dapo_plus_math needs --dapo_math and --math")
     if args.dapo_14k and not args.dapo_math:
@@ -107,6 +115,10 @@ def main(argv=None) -> int:
         if args.openr1_heapa:
             rows, counts = benchmarks.openr1_heapa_rows(openr1, args.openr1)
             wrote(rows, args.openr1_heapa_out, counts)
+    if args.numina:
+        rows, counts = benchmarks.numina_rows(benchmarks.read_tables(args.numina), args.numina,
+                                              args.numina_n, args.numina_seed)
+        wrote(rows, args.numina_out, counts)
     if args.src_dir:
         names = [n for n in args.names.split(",") if n] or None
         written = benchmarks.prepare(args.src_dir, args.out_dir, names)

@@ -60,6 +60,17 @@ local copy in its public schema (launch/prepare_benchmarks.py has one flag per c
 - `openr1_math_heapa` (data/train/openr1_math_heapa.parquet): HeaPA's OpenR1-Math (Table 1),
   the same split without problems of >= 500 whitespace-separated words and without problems or
   answers holding a non-ASCII character: HeaPA's `data/prepare_OpenR1_training_dataset.py`.
+- `numina_math` (data/train/numina_math.parquet): the NuminaMath of arXiv 2608.17941's Table 1,
+  whose text (variant, filtering, subset) was not read; the rule is ours. From
+  AI-MO/NuminaMath-CoT (train split; problem, solution, source), the answer is the last
+  `\\boxed{...}` of `solution` (as for `math`); rows without a problem or a closed box are
+  skipped and counted (`no_boxed_answer`), then each problem is kept once by problem text
+  (the first copy), then `NUMINA_SUBSET` = 30,000 of them are drawn by numpy's
+  default_rng(seed 0) without replacement and kept in file order (n = 0: every one). Why a
+  subset: 1.5M rollouts at 256 x 8 are ~730 steps, ~190k prompt visits for uniform selection,
+  so on the ~860k rows a prompt would be seen about once, and the history-based selectors
+  (GRESO, HIVE's Stage 1: a prompt's estimate needs an earlier visit of it) would hardly act;
+  30,000 problems (the size of HIVE's Open-R1 subset) are each seen about six times.
 
 "Problem text" is the bare problem with runs of whitespace collapsed to one space
 (`normalize_problem`). The corpus reader drops repeats of a rendered prompt anyway
@@ -284,10 +295,13 @@ TRAIN_OUT = {
     "dapo_math_14k": "data/train/dapo_math_14k.parquet",
     "openr1_math_30k": "data/train/openr1_math_30k.parquet",
     "openr1_math_heapa": "data/train/openr1_math_heapa.parquet",
+    "numina_math": "data/train/numina_math.parquet",
 }
 MATH_TRAIN_ROWS = 7500  # hendrycks MATH's train split (GRESO's `--train_size` default)
 OPENR1_SUBSET = 30000  # HIVE App. B.1's Open-R1 subset; GRESO's `select(range(30000))`
 OPENR1_MAX_WORDS = 500  # HeaPA drops OpenR1 problems of this many whitespace-separated words
+NUMINA_SUBSET = 30000  # ours (module docstring): NuminaMath-CoT problems drawn for 1.5M rollouts
+NUMINA_SEED = 0
 # HeaPA's CJK test (data/prepare_DAPO_training_dataset.py): CJK ideographs (the basic block and
 # extensions A-G), CJK symbols and punctuation, and half-/full-width forms.
 CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\u3000-\u303f\uff00-\uffef"
@@ -547,6 +561,44 @@ def openr1_heapa_rows(rows: list[dict], path: str) -> tuple[list[dict], dict]:
             out.append(r)
     return out, {"rows": len(rows), "too_long": long_, "non_ascii": non_ascii,
                  "no_answer": empty, "kept": len(out)}
+
+
+def numina_rows(rows: list[dict], path: str, n: int | None = None,
+                seed: int = NUMINA_SEED) -> tuple[list[dict], dict]:
+    """NuminaMath-CoT rows (problem, solution, source) as verl rows, by the rule of the module
+    docstring (`numina_math`, ours): the last closed `\\boxed{}` of the solution is the answer
+    (rows without one, or without a problem, skipped), one row per problem text, then a
+    seeded draw of `n` problems (None: NUMINA_SUBSET) kept in file order (n = 0: every one).
+    (rows, counts)."""
+    require_columns(rows, ("problem", "solution"), path, "NuminaMath-CoT")
+    n = NUMINA_SUBSET if n is None else n
+    if n < 0:
+        raise ValueError(f"{path}: n={n} is not allowed: the problems to draw, 0 for every one")
+    unique, seen, unboxed, duplicates = [], set(), 0, 0
+    for i, row in enumerate(rows):
+        problem = str(row["problem"] or "").strip()
+        answer = last_boxed(str(row["solution"] or ""))
+        if not problem or not answer:
+            unboxed += 1
+            continue
+        key = normalize_problem(problem)
+        if key in seen:
+            duplicates += 1
+            continue
+        seen.add(key)
+        unique.append(verl_row(problem, answer, "numina_math", i,
+                               source=str(row.get("source") or "")))
+    if n > len(unique):
+        raise ValueError(f"{path}: {len(unique)} boxed, distinct NuminaMath problems, fewer than "
+                         f"the {n} to draw (n = 0 keeps every one)")
+    if n:
+        picked = sorted(np.random.default_rng(seed).choice(len(unique), size=n, replace=False))
+        out = [unique[int(i)] for i in picked]
+    else:
+        out = unique
+    return out, {"rows": len(rows), "no_boxed_answer": unboxed, "duplicates": duplicates,
+                 "unique": len(unique), "kept": len(out),
+                 "rule": f"seeded draw (seed {seed})" if n else "every problem"}
 
 
 # ----------------------------------------------------------------------------- hub ids

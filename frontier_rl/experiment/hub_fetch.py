@@ -84,6 +84,8 @@ def build_corpus(dataset: str, ids: tuple[str, ...], out: str) -> tuple[str, dic
         rows, counts = b.openr1_rows(*tables[0])
     elif dataset == "openr1_math_heapa":
         rows, counts = b.openr1_heapa_rows(*tables[0])
+    elif dataset == "numina_math":
+        rows, counts = b.numina_rows(*tables[0])
     else:
         raise hub.HubError(f"no rule builds corpus {dataset!r} from Hugging Face sources")
     b.write_parquet(rows, out)

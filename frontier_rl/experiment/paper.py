@@ -1,7 +1,8 @@
-"""The papers' math settings, shared by configs/math_{grpo,dapo,hive,heapa}.py and
-configs/compare_math.py (sources: docs/methods.md "Settings for the papers' math experiments").
+"""The papers' math settings, shared by configs/math_{grpo,dapo,hive,heapa}.py,
+configs/compare_math.py and configs/compare_numina.py (sources: docs/methods.md "Settings for
+the papers' math experiments"; per setting: `frontier-rl protocol --config=...`).
 
-Two protocols:
+Three protocols:
 
 - HIVE (HIVE App. B.1 and Table 4, GRESO's scripts where HIVE is silent): Qwen2.5-Math-1.5B / 7B
   (and App. B.1's DeepSeek-R1-Distill-Qwen-1.5B, Qwen3-4B-Base, Llama-3.2-3B-Instruct, with the
@@ -24,11 +25,25 @@ Two protocols:
   script trains; non-thinking) takes the same settings; Qwen2.5-7B-Instruct (Table 1) its
   released 7B script's: lr 1.5e-6 after 20 warm-up steps, PPO mini-batch 128 (4 updates per
   step), 1,000 steps (QWEN25_7B_RECIPE).
+- NuminaMath (arXiv 2608.17941 Table 1, the only part of that paper read here): Qwen2.5-Math-1.5B
+  and Llama-3.2-1B-Instruct trained on NuminaMath for about 1.5M rollouts per run, pre-sampling
+  included (rl.rollout_budget), evaluated by Avg@8 (eval.k = 8) on MATH500, AIME24, AIME25 and
+  OlympiadBench. The paper's text was not available, so everything else is HIVE's protocol as
+  above (ours, marked so in experiment/protocol.py; check against the paper before a paper
+  run): B = 256 x 8, lr 1e-6, GRESO's loss, prompt <= 1,536 + response <= 2,560, 1,000 steps as
+  an upper bound (uniform reaches 1.5M rollouts at step 733), evaluation at T = 1.0, top-p 0.7.
+  Llama-3.2-1B-Instruct has a 128k context, so the 4,096 split that Qwen2.5-Math's context
+  forces is not needed; it keeps 2,560 anyway, as HIVE App. B.1 trains Llama-3.2-3B-Instruct
+  with the same settings as its Qwen models, and equal caps keep the two models' rollouts
+  comparable at equal rollout counts. The corpus is ours: a seeded 30,000-problem subset of
+  AI-MO/NuminaMath-CoT (data/benchmarks.py `numina_rows`). `base(model, protocol="numina")`
+  builds a HIVE model (Qwen2.5-Math-1.5B) under it.
 
 Reward and prompt, each protocol its paper's (task.reward, task.prompt_template):
 - HIVE: GRESO's `latex_math` scorer (the last \\boxed{}, math-verify), 1.0 correct / 0.1
   extracted but wrong / 0.0 nothing boxed (HIVE App. B; GRESO's code), on GRESO's user message
-  "Please solve the following math problem: ..." (its data preprocessing).
+  "Please solve the following math problem: ..." (its data preprocessing). NuminaMath: HIVE's
+  (ours: 2608.17941's reward and prompt were not read).
 - HeaPA: its `math_dapo` scorer (the last "Answer:" line of the final 300 characters,
   Minerva-normalised, string equality), +1 / -1, on DAPO-Math-17k's own user message ("...
   Answer: $Answer ..."); the benchmarks with its evaluation script's sympy / float fallback.
@@ -78,6 +93,9 @@ MODELS = {
     # defaults).
     "qwen2.5-7b-instruct": ("qwen2.5-7b-instruct", "Qwen2.5-7B-Instruct", "heapa"),
     "qwen3-4b-instruct-2507": ("qwen3-4b-instruct-2507", "Qwen3-4B-Instruct-2507", "heapa"),
+    # 2608.17941 Table 1's second model (its first, Qwen2.5-Math-1.5B, is HIVE's: base(...,
+    # protocol="numina")); Llama-3.2-1B-Instruct has the llama3.2-1b preset's architecture.
+    "llama3.2-1b-instruct": ("llama3.2-1b", "Llama-3.2-1B-Instruct", "numina"),
 }
 # arg -> training corpus (verl parquet, bare problems; the names and paths of
 # frontier_rl/data/benchmarks.py TRAIN_OUT, built by launch/prepare_benchmarks.py)
@@ -90,6 +108,8 @@ DATASETS = {
     "dapo_math_14k": "data/train/dapo_math_14k.parquet",
     "openr1_math_30k": "data/train/openr1_math_30k.parquet",  # HIVE's Open-R1 30k subset
     "openr1_math_heapa": "data/train/openr1_math_heapa.parquet",  # HeaPA Table 1's OpenR1-Math
+    # 2608.17941 Table 1's NuminaMath: a seeded subset of NuminaMath-CoT (the variant is ours)
+    "numina_math": "data/train/numina_math.parquet",
 }
 # Hugging Face ids (`org/name@revision`, frontier_rl/hub.py) of what the papers name: each
 # model (by its Hugging Face name, MODELS), the public sources each training corpus is built
@@ -112,10 +132,12 @@ MODEL_IDS = {
     "Qwen3-8B": "Qwen/Qwen3-8B",
     "Qwen2.5-7B-Instruct": "Qwen/Qwen2.5-7B-Instruct",
     "Qwen3-4B-Instruct-2507": "Qwen/Qwen3-4B-Instruct-2507",
+    "Llama-3.2-1B-Instruct": "meta-llama/Llama-3.2-1B-Instruct",  # gated: needs HF_TOKEN
 }
 _DAPO = "BytedTsinghua-SIA/DAPO-Math-17k"  # the verl parquet HeaPA names
 _MATH = "xDAN2099/lighteval-MATH"  # GRESO's lighteval_math.py source (train split)
 _OPENR1 = "open-r1/OpenR1-Math-220k:data/*.parquet"  # its default config (GRESO's, HeaPA's)
+_NUMINA = "AI-MO/NuminaMath-CoT"  # ours: 2608.17941's text, which would name the variant, unread
 CORPUS_IDS = {
     "dapo_math": (_DAPO,),
     "math": (_MATH,),
@@ -123,6 +145,7 @@ CORPUS_IDS = {
     "dapo_math_14k": (_DAPO,),
     "openr1_math_30k": (_OPENR1,),
     "openr1_math_heapa": (_OPENR1,),
+    "numina_math": (_NUMINA,),
 }
 BENCHMARK_IDS = {
     "aime24": "HuggingFaceH4/aime_2024",
@@ -195,13 +218,21 @@ def hub_ids(c) -> dict[str, tuple[str, ...]]:
 
 # protocol -> its default corpus: HIVE's DAPO+MATH (App. B.1); for HeaPA the 14k subset, the
 # TRAIN_FILE of its released Qwen3 script (dapo-math-14k-no_chinese-unique.parquet; the 7B
-# scripts name a "fullset_14k-dapo-math" file), where the paper names DAPO-Math-17k
-DEFAULT_DATASET = {"hive": "dapo_math+math", "heapa": "dapo_math_14k"}
+# scripts name a "fullset_14k-dapo-math" file), where the paper names DAPO-Math-17k; for
+# 2608.17941 its NuminaMath (the subset ours)
+DEFAULT_DATASET = {"hive": "dapo_math+math", "heapa": "dapo_math_14k", "numina": "numina_math"}
 # protocol -> the reward variant (tasks/corpus.py REWARDS) of training and of the benchmarks,
-# and the user message around the problem (tasks/chat.py)
-REWARD = {"hive": "hive", "heapa": "heapa"}
-EVAL_REWARD = {"hive": "", "heapa": "heapa_sympy"}
-PROMPT = {"hive": chat.GRESO_PROMPT, "heapa": chat.DAPO_ANSWER_PROMPT}
+# and the user message around the problem (tasks/chat.py); NuminaMath's are HIVE's (ours)
+REWARD = {"hive": "hive", "heapa": "heapa", "numina": "hive"}
+EVAL_REWARD = {"hive": "", "heapa": "heapa_sympy", "numina": ""}
+PROMPT = {"hive": chat.GRESO_PROMPT, "heapa": chat.DAPO_ANSWER_PROMPT,
+          "numina": chat.GRESO_PROMPT}
+# The protocols built on HIVE's (GRESO's) settings: NuminaMath's takes them where 2608.17941's
+# text, unread, would fix them.
+GRESO_PROTOCOLS = ("hive", "numina")
+# 2608.17941 Table 1: about 1.5M rollouts per run, pre-sampling included; Avg@8.
+NUMINA_ROLLOUTS = 1_500_000
+NUMINA_EVAL_K = 8
 EVAL_DIR = "data/eval"  # launch/prepare_benchmarks.py --out_dir
 CHECKPOINTS = "checkpoints"  # model.path = checkpoints/<Hugging Face name>
 
@@ -216,7 +247,7 @@ MICRO_BATCH = {"qwen2.5-math-1.5b": 16, "qwen2.5-math-7b": 8, "qwen3-0.6b": 8,
                "qwen3-1.7b": 8, "qwen3-4b": 8, "qwen3-8b": 8,
                "deepseek-r1-distill-qwen-1.5b": 16, "qwen3-4b-base": 8,
                "llama3.2-3b-instruct": 8, "qwen2.5-7b-instruct": 8,
-               "qwen3-4b-instruct-2507": 8}
+               "qwen3-4b-instruct-2507": 8, "llama3.2-1b-instruct": 16}
 # Rows the embedded sampler generates at once (rollout.rows_per_call; 0 = a step's rows at
 # once): its KV cache is dense, so HeaPA's 8,192 rows of up to 22.5k tokens go in slices (on
 # GPUs, an SGLang server's paged cache is the faster path). Sized with `frontier-rl fit` for
@@ -234,7 +265,7 @@ ROWS_PER_CALL = {"qwen2.5-math-1.5b": 1536, "qwen2.5-math-7b": 256, "qwen3-0.6b"
                  "qwen3-1.7b": 256, "qwen3-4b": 64, "qwen3-8b": 64,
                  "deepseek-r1-distill-qwen-1.5b": 256, "qwen3-4b-base": 64,
                  "llama3.2-3b-instruct": 64, "qwen2.5-7b-instruct": 64,
-                 "qwen3-4b-instruct-2507": 64}
+                 "qwen3-4b-instruct-2507": 64, "llama3.2-1b-instruct": 1536}
 # HeaPA Table 1's recipe for Qwen2.5-7B-Instruct, from its released script
 # (recipe/dapo/HEAP-DAPO_14kdapo_*.sh): lr 1.5e-6 after 20 warm-up steps, PPO mini-batch 128
 # prompts of 512 (4 updates per step), 1,000 steps; batch 512 x 16, weight decay 0.1 and the
@@ -261,9 +292,21 @@ def parse_args(arg: str | None, file: str, models: tuple[str, ...], extra: tuple
                                                     a == "smoke"}
 
 
-def base(model: str, dataset: str | None) -> ml_collections.ConfigDict:
-    """The protocol of `model`'s paper on `dataset` (default: the paper's) with uniform GRPO."""
-    preset, hf_name, protocol = MODELS[model]
+def protocol_of(model: str, protocol: str | None = None) -> str:
+    """The protocol `model` runs: `protocol` when given (checked), else its paper's (MODELS)."""
+    if protocol is None:
+        return MODELS[model][2]
+    if protocol not in DEFAULT_DATASET:
+        raise ValueError(f"protocol={protocol!r} is not one of {list(DEFAULT_DATASET)}")
+    return protocol
+
+
+def base(model: str, dataset: str | None, protocol: str | None = None
+         ) -> ml_collections.ConfigDict:
+    """The protocol of `model`'s paper (or `protocol`, e.g. a HIVE model under "numina") on
+    `dataset` (default: the protocol's) with uniform GRPO."""
+    preset, hf_name, _ = MODELS[model]
+    protocol = protocol_of(model, protocol)
     dataset = dataset or DEFAULT_DATASET[protocol]
     c = config_lib.default_config()
     c.model.path = os.path.join(CHECKPOINTS, hf_name)
@@ -290,52 +333,68 @@ def base(model: str, dataset: str | None) -> ml_collections.ConfigDict:
     c.rollout.top_p = 1.0
     c.checkpoint.max_to_keep = 3
     c.log.tensorboard = True
-    if protocol == "hive":
-        c.rl.batch_size, c.rl.group_size = 256, 8
-        # HIVE's mini-batch 512 is GRESO's ppo_mini_batch_size=64 prompts, which verl counts
-        # in responses (x n = 8): 2,048 responses per step make 4 updates.
-        c.rl.minibatches = 4
-        c.rl.weight_decay = 0.01
-        c.rl.kl_coef = 0.0
-        # The loss HIVE leaves unsaid, from GRESO's verl: the token mean over the mini-batch,
-        # clip 0.2 / 0.2 without a dual clip, entropy coefficient 0.001.
-        c.rl.loss_agg = "token_mean"
-        c.rl.eps_low, c.rl.eps_high, c.rl.clip_ratio_c = 0.2, 0.2, 0.0
-        c.rl.entropy_coef = 0.001
-        c.rl.num_steps = 1000
-        c.rollout.max_new_tokens = 2560
-        c.fit.prompt_len = 1536
-        c.eval.every = 50
-        c.eval.k, c.eval.temperature, c.eval.top_p = 4, 1.0, 0.7
+    if protocol in GRESO_PROTOCOLS:
+        _hive(c)
         names = eval_suite.HIVE_BENCHMARKS
-        c.checkpoint.every = 50
+        if protocol == "numina":  # what 2608.17941 Table 1 states; the rest stays HIVE's
+            # the run ends at the rollout budget; HIVE's 1,000 steps only bound it (uniform
+            # spends 2,048 rollouts a step, so it stops at step 733)
+            c.rl.rollout_budget = NUMINA_ROLLOUTS
+            c.eval.k = NUMINA_EVAL_K
+            names = eval_suite.NUMINA_BENCHMARKS
     else:
-        c.rl.batch_size, c.rl.group_size = 512, 16
-        c.rl.minibatches = 8  # PPO mini-batch 64 prompts
-        c.rl.weight_decay = 0.1
-        c.rl.kl_coef = 1e-6
-        c.rl.eps_low, c.rl.eps_high, c.rl.clip_ratio_c = 0.2, 0.28, 10.0
-        # HeaPA's scripts keep the overlong buffer in both recipes (reward_model.overlong_buffer)
-        c.rl.overlong_buffer, c.rl.overlong_penalty = 4096, 1.0
-        c.rl.num_steps = 500
-        c.rollout.max_new_tokens = 20480
-        c.fit.prompt_len = 2048
-        c.eval.every = 10
-        c.eval.k, c.eval.temperature, c.eval.top_p = 16, 0.7, 0.7
-        c.eval.top_k = 50  # eval_dataset_generation.py's TOP_K (HIVE's GRESO keeps none)
-        c.eval.max_new_tokens = 20480
+        _heapa(c, model)
         names = eval_suite.HEAPA_BENCHMARKS
-        c.checkpoint.every = 10
-        if model == "qwen2.5-7b-instruct":
-            r = QWEN25_7B_RECIPE
-            c.rl.learning_rate = r["learning_rate"]
-            c.rl.minibatches = c.rl.batch_size // r["mini_batch_prompts"]
-            c.rl.warmup_steps = r["warmup_trainer_steps"] * c.rl.minibatches
-            c.rl.num_steps = r["num_steps"]
     c.eval.greedy = False
     c.eval.sets = ml_collections.ConfigDict({n: os.path.join(EVAL_DIR, f"{n}.jsonl")
                                              for n in names})
     return c
+
+
+def _hive(c: ml_collections.ConfigDict) -> None:
+    """HIVE's settings (App. B.1, Table 4; GRESO's scripts where HIVE is silent)."""
+    c.rl.batch_size, c.rl.group_size = 256, 8
+    # HIVE's mini-batch 512 is GRESO's ppo_mini_batch_size=64 prompts, which verl counts in
+    # responses (x n = 8): 2,048 responses per step make 4 updates.
+    c.rl.minibatches = 4
+    c.rl.weight_decay = 0.01
+    c.rl.kl_coef = 0.0
+    # The loss HIVE leaves unsaid, from GRESO's verl: the token mean over the mini-batch,
+    # clip 0.2 / 0.2 without a dual clip, entropy coefficient 0.001.
+    c.rl.loss_agg = "token_mean"
+    c.rl.eps_low, c.rl.eps_high, c.rl.clip_ratio_c = 0.2, 0.2, 0.0
+    c.rl.entropy_coef = 0.001
+    c.rl.num_steps = 1000
+    c.rollout.max_new_tokens = 2560
+    c.fit.prompt_len = 1536
+    c.eval.every = 50
+    c.eval.k, c.eval.temperature, c.eval.top_p = 4, 1.0, 0.7
+    c.checkpoint.every = 50
+
+
+def _heapa(c: ml_collections.ConfigDict, model: str) -> None:
+    """HeaPA's settings (its released Qwen3 script; Qwen2.5-7B-Instruct its 7B script's)."""
+    c.rl.batch_size, c.rl.group_size = 512, 16
+    c.rl.minibatches = 8  # PPO mini-batch 64 prompts
+    c.rl.weight_decay = 0.1
+    c.rl.kl_coef = 1e-6
+    c.rl.eps_low, c.rl.eps_high, c.rl.clip_ratio_c = 0.2, 0.28, 10.0
+    # HeaPA's scripts keep the overlong buffer in both recipes (reward_model.overlong_buffer)
+    c.rl.overlong_buffer, c.rl.overlong_penalty = 4096, 1.0
+    c.rl.num_steps = 500
+    c.rollout.max_new_tokens = 20480
+    c.fit.prompt_len = 2048
+    c.eval.every = 10
+    c.eval.k, c.eval.temperature, c.eval.top_p = 16, 0.7, 0.7
+    c.eval.top_k = 50  # eval_dataset_generation.py's TOP_K (HIVE's GRESO keeps none)
+    c.eval.max_new_tokens = 20480
+    c.checkpoint.every = 10
+    if model == "qwen2.5-7b-instruct":
+        r = QWEN25_7B_RECIPE
+        c.rl.learning_rate = r["learning_rate"]
+        c.rl.minibatches = c.rl.batch_size // r["mini_batch_prompts"]
+        c.rl.warmup_steps = r["warmup_trainer_steps"] * c.rl.minibatches
+        c.rl.num_steps = r["num_steps"]
 
 
 # HeaPA DS generation batch (gen_prompt_bsz, prompts) per model, from the script that trains
@@ -358,7 +417,7 @@ def script_val(c: ml_collections.ConfigDict, model: str) -> None:
     """In-run validation as the released HeaPA scripts run it (SCRIPT_VAL)."""
     if MODELS[model][2] != "heapa":
         raise ValueError(f"script_val is HeaPA's released scripts' validation; {model} runs "
-                         "HIVE's protocol")
+                         f"the {MODELS[model][2]!r} protocol")
     v = SCRIPT_VAL
     c.eval.sets = ml_collections.ConfigDict({v["benchmark"]: os.path.join(
         EVAL_DIR, f"{v['benchmark']}.jsonl")})
@@ -375,9 +434,9 @@ def to_dapo(c: ml_collections.ConfigDict, protocol: str, model: str = "") -> Non
     for B_t = 256, as many as it takes (its loop has no cap). HeaPA's "original DAPO" is its
     DAPO recipe: token-mean loss, clip-higher 0.2 / 0.28, the 4,096-token overlong buffer it
     keeps in both recipes, no KL, generation batches of the model's script (DS_GEN_PROMPTS:
-    512, or 1,024 for Qwen2.5-7B-Instruct), up to 20."""
+    512, or 1,024 for Qwen2.5-7B-Instruct), up to 20. The NuminaMath protocol takes HIVE's."""
     c.selector.name = "ds"
-    if protocol == "hive":
+    if protocol in GRESO_PROTOCOLS:  # NuminaMath's: HIVE's DS (ours, 2608.17941 unread)
         c.selector.ds.gen_batch_size = 384
         c.selector.ds.max_num_gen_batches = 0
         return
@@ -402,15 +461,17 @@ def heapa_teacher(c: ml_collections.ConfigDict, name: str = "heapa") -> None:
     # seeds (the policy's own chat template, Task.prompt_wrapper), and seeds unwrapped by it.
 
 
-def sources(c: ml_collections.ConfigDict, model: str, flags: set[str] | frozenset = frozenset()
-            ) -> ml_collections.ConfigDict:
+def sources(c: ml_collections.ConfigDict, model: str, flags: set[str] | frozenset = frozenset(),
+            protocol: str | None = None) -> ml_collections.ConfigDict:
     """`c.protocol`: where each protocol setting comes from (experiment/protocol.py), for the
-    protocol of `model`'s paper, its corpus (read back from task.path) and the flags that
-    change sourced settings (`script_val`); `frontier-rl protocol --config=...` prints it."""
-    from frontier_rl.experiment import protocol
+    protocol of `model`'s paper (or `protocol`, as given to `base`), its corpus (read back from
+    task.path) and the flags that change sourced settings (`script_val`); `frontier-rl
+    protocol --config=...` prints it."""
+    from frontier_rl.experiment import protocol as sourced
 
-    return protocol.attach(c, MODELS[model][2], model, dataset=dataset_of(c.task.path),
-                           script_val="script_val" in flags, hub=hub_ids(c))
+    return sourced.attach(c, protocol_of(model, protocol), model,
+                          dataset=dataset_of(c.task.path), script_val="script_val" in flags,
+                          hub=hub_ids(c))
 
 
 def smoke(c: ml_collections.ConfigDict, family: str) -> ml_collections.ConfigDict:
@@ -441,6 +502,7 @@ def smoke(c: ml_collections.ConfigDict, family: str) -> ml_collections.ConfigDic
     c.rl.num_steps = 2
     c.rl.learning_rate = 1e-4
     c.rl.warmup_steps = 0  # a protocol's warm-up would hold a 2-step run near lr 0
+    c.rl.rollout_budget = 0  # NuminaMath's 1.5M: the smoke's 2 steps end it
     c.rollout.max_new_tokens = 12
     c.fit.prompt_len = 64
     c.mesh.data, c.mesh.fsdp, c.mesh.model = -1, 1, 1

@@ -154,6 +154,41 @@ SOURCES: dict[str, dict[str, str]] = {
     },
 }
 
+# arXiv 2608.17941 (Liu et al., "Efficient RLVR Scheduling via Graph-Structured Online
+# Difficulty Estimation"): only what is known of its Table 1 is cited (models, NuminaMath,
+# about 1.5M rollouts per run, Avg@8 on four benchmarks); its text was not read, so every
+# other setting is HIVE's protocol, marked ours.
+_T1 = "paper: 2608.17941 Table 1"
+_UNREAD = ("because 2608.17941's text was not read; check against the paper before a paper "
+           "run")
+_NUMINA_CORPUS = ("ours: a seeded 30,000-problem subset of AI-MO/NuminaMath-CoT, boxed answers "
+                  "only, one row per problem (frontier_rl/data/benchmarks.py numina_rows); "
+                  "Table 1 names NuminaMath, the variant and the subset are ours " + _UNREAD)
+
+
+def _as_hive(setting: str) -> str:
+    return f"ours: HIVE's, configs/math_hive.py ({SOURCES['hive'][setting]}), {_UNREAD}"
+
+
+SOURCES["numina"] = {
+    **{k: _as_hive(k) for k in SOURCES["hive"]},
+    "model.path": f"{_T1} (Qwen2.5-Math-1.5B and Llama-3.2-1B-Instruct)",
+    "task.path": _NUMINA_CORPUS,
+    "task.eval_fraction": SOURCES["hive"]["task.eval_fraction"],
+    "warmstart.enabled": "ours: RL from the released checkpoints Table 1 names, as HIVE and "
+                         "HeaPA start it, " + _UNREAD,
+    "rl.rollout_budget": f"{_T1} (about 1.5M rollouts per run, pre-sampling included)",
+    "rl.num_steps": "ours: HIVE's 1,000 steps as an upper bound only: the run ends at "
+                    "rl.rollout_budget (uniform, at 2,048 rollouts a step, at step 733)",
+    "eval.k": f"{_T1} (Avg@8)",
+    "eval.sets": f"{_T1} (MATH500, AIME24, AIME25, OlympiadBench); OlympiadBench as this "
+                 "project builds it (675 English open-ended math problems), the subset Table 1 "
+                 "takes not known",
+    "hardware": "ours: 8 x A100-80GB (HIVE's) or 8 x H100, the lines `frontier-rl fit "
+                "--target` checks (docs/results/fit/compare_numina-*); not read: "
+                "2608.17941's text was not available",
+}
+
 # Settings that exist only with a selector or recipe: (protocol or "*", setting) -> source.
 SELECTOR_SOURCES: dict[str, dict[str, str]] = {
     "hive": {
@@ -209,6 +244,34 @@ SELECTOR_SOURCES: dict[str, dict[str, str]] = {
                                     "train_prompt_bsz=16)",
         "selector.speed.max_gen_batches": "code: SPEED-RL run_fast_rloo_7b.sh "
                                           "(max_num_gen_batches=50)",
+    },
+    "mopps": {
+        "selector.name": "paper: MoPPS arXiv 2507.04632 (the method: Beta posteriors, Thompson "
+                         "sampling, the Top-B nearest gamma*)",
+        "selector.mopps.cand_ratio": "code: MoPPS recipe/ours/scripts/math/"
+                                     "math_verl_1.5b_topk_noinit.sh (tasksampler.ts_ratio=16; "
+                                     "the Countdown and Geometry3k scripts use 8)",
+        "selector.mopps.target": "code: MoPPS recipe/ours/config/our_trainer.yaml "
+                                 "(bandit_target_mean: 0.5, the README's gamma*)",
+        **{f"selector.mopps.{k}0": f"code: MoPPS recipe/ours/mopps.py (PosteriorSampler "
+                                   f"prior_{k}=1.0, as the trainer builds it)"
+           for k in ("alpha", "beta")},
+        "selector.mopps.lam": "code: MoPPS recipe/ours/config/our_trainer.yaml "
+                              "(bandit_decay_ratio: 1.0, kept by the MATH *_topk_noinit.sh "
+                              "scripts; the Countdown and Geometry3k scripts set 0.5)",
+    },
+    "learnability": {
+        "selector.name": "paper: LILO arXiv 2502.12272 (sampling for learnability p(1 - p); no "
+                         "code released)",
+        "selector.learnability.cand_ratio": "ours: 4 B candidates a step [RECON]; the paper "
+                                            "selects its batch from a larger sampled one, the "
+                                            "multiple not taken from its text",
+        "selector.learnability.n_probe": "ours: 4 probe responses per candidate, half of G = 8 "
+                                         "[RECON]",
+        "selector.learnability.rule": "ours: the B highest p(1 - p), the top-K rule of "
+                                      "Sampling For Learnability (arXiv 2408.15099) [RECON]",
+        "selector.learnability.reuse_probes": "ours: the trained group is drawn after the "
+                                              "choice, the probes only estimate p [RECON]",
     },
     "ds": {
         "selector.name": "paper: HIVE Table 1 and HeaPA Table 1 (DAPO's dynamic sampling as "
@@ -284,6 +347,8 @@ SELECTOR_SOURCES: dict[str, dict[str, str]] = {
                                       "rollout server (HeaPA called OpenAI's API)",
     },
 }
+SELECTOR_SOURCES["ds@numina"] = {k: f"ours: HIVE's DS, configs/math_dapo.py ({v}), {_UNREAD}"
+                                 for k, v in SELECTOR_SOURCES["ds@hive"].items()}
 
 # Settings whose source depends on the model (paper.MODELS args): they replace the protocol's.
 _HIVE_MODEL = "paper: HIVE App. B.1 ({} among its five models)"
@@ -292,6 +357,14 @@ MODEL_SOURCES: dict[str, dict[str, str]] = {
         "model.path": _HIVE_MODEL.format("DeepSeek-R1-Distill-Qwen-1.5B")},
     "qwen3-4b-base": {"model.path": _HIVE_MODEL.format("Qwen3-4B-Base")},
     "llama3.2-3b-instruct": {"model.path": _HIVE_MODEL.format("Llama-3.2-3B-Instruct")},
+    "llama3.2-1b-instruct": {
+        "model.path": f"{_T1} (Llama-3.2-1B-Instruct)",
+        "rollout.max_new_tokens": "ours: HIVE's 2,560 (GRESO's max_response_length=2560): "
+                                  "Llama-3.2-1B-Instruct's 128k context does not force it as "
+                                  "Qwen2.5-Math's 4,096 does, but HIVE App. B.1 trains "
+                                  "Llama-3.2-3B-Instruct at the settings of its Qwen models, "
+                                  "and one cap keeps both models' rollouts alike at equal "
+                                  f"rollout counts; {_UNREAD}"},
     "qwen3-4b-instruct-2507": {
         "model.path": f"code: {_H_SH} (MODEL_PATH=Qwen/Qwen3-4B-Instruct-2507, non-thinking: "
                       "no enable_thinking is passed to its chat template)"},
@@ -337,8 +410,10 @@ DATASET_SOURCES = {
                        "30,000 rows)",
     "openr1_math_heapa": "paper: HeaPA Table 1 (OpenR1-Math); filtered as HeaPA "
                          "data/prepare_OpenR1_training_dataset.py filters it",
+    "numina_math": _NUMINA_CORPUS,
 }
-DEFAULT_DATASET = {"hive": "dapo_math+math", "heapa": "dapo_math_14k"}  # = paper.DEFAULT_DATASET
+DEFAULT_DATASET = {"hive": "dapo_math+math", "heapa": "dapo_math_14k",
+                   "numina": "numina_math"}  # = paper.DEFAULT_DATASET
 
 # The released scripts' in-run validation (paper.SCRIPT_VAL, flag `script_val`).
 _VAL = ("TEST_FILE aime-2024-960.parquet, val_kwargs.n=1: 960 rows are 32 per AIME24 problem "
@@ -385,6 +460,33 @@ COMPARE_SOURCES = {
     "compare.target": "ours: DS's best, the baseline HIVE compares with",
     "compare.rollout_reference": "ours: rollouts compared with DS's, HIVE's cost baseline",
 }
+# A protocol's own comparison (configs/compare_numina.py): it replaces COMPARE_SOURCES.
+PROTOCOL_COMPARE_SOURCES = {
+    "numina": {
+        "compare.methods": f"{_T1} (GVM, PCL and GRESO beside its graph-based estimator, at "
+                           "equal rollouts); uniform GRPO, DS and this project's selectors "
+                           "added (ours), every method at the protocol's loss and batch; GVM "
+                           "(arXiv 2505.02391, a per-prompt allocation of samples, not a "
+                           "prompt selector of the registry) and the paper's estimator are "
+                           "not implemented",
+        "compare.budget": f"{_T1} (the methods compared at about the same rollouts)",
+        "compare.rollout_budget": f"{_T1} (about 1.5M rollouts per run, pre-sampling "
+                                  "included; every generated response counts here)",
+        "compare.steps": "ours: unused at compare.budget='rollouts'",
+        "compare.token_budget": "ours: unused at compare.budget='rollouts' (Table 1 matches "
+                                "rollouts); a rerun at matched generated tokens sets it",
+        "compare.pflops_budget": "ours: unused at compare.budget='rollouts' (Table 1 matches "
+                                 "rollouts); a rerun at matched measured PFLOPs sets it",
+        "compare.evals": "ours: 20 evaluations over the budget (every 75,000 rollouts), as "
+                         f"HIVE evaluates 20 times over its 1,000 steps, {_UNREAD}",
+        "compare.metric": "ours: the unweighted mean of Table 1's four Avg@8 at the final "
+                          f"evaluation (the final or best checkpoint: not known), {_UNREAD}",
+        "compare.target": "ours: uniform GRPO, the baseline every selector must beat at "
+                          "equal rollouts",
+        "compare.rollout_reference": "ours: uniform GRPO's rollouts, the cost of no selection",
+        "compare.settings_notes": "ours: the baselines' reconstructed parts, with why",
+    },
+}
 
 
 def _paths(tree: Mapping, prefix: str = "") -> dict[str, str]:
@@ -428,7 +530,7 @@ def selectors(c) -> list[str]:
 def attach(c: ml_collections.ConfigDict, protocol: str, model: str = "", dataset: str = "",
            script_val: bool = False, hub: Mapping[str, tuple[str, ...]] | None = None
            ) -> ml_collections.ConfigDict:
-    """Sets `c.protocol` for a config of `protocol` ("hive" / "heapa"), its selectors' settings
+    """Sets `c.protocol` for a config of `protocol` (a SOURCES key), its selectors' settings
     included, `model`'s own (MODEL_SOURCES, keyed by paper.MODELS arg), the corpus `dataset`'s
     when it is not the protocol's default (DATASET_SOURCES) and the released scripts' in-run
     validation with `script_val`; `hub` (paper.hub_ids: field -> Hugging Face ids) adds each
@@ -453,7 +555,7 @@ def attach(c: ml_collections.ConfigDict, protocol: str, model: str = "", dataset
                                  "=0.0 in the Qwen2.5-7B DAPO runs; the Qwen3 script's 1e-6 is "
                                  "left out: rl.loss='dapo' has no KL)")
     if c.get("compare"):
-        sources.update(COMPARE_SOURCES)
+        sources.update(PROTOCOL_COMPARE_SOURCES.get(protocol, COMPARE_SOURCES))
     for path, text in hub_references(hub or {}).items():
         if path in sources:
             sources[path] += text
