@@ -50,6 +50,9 @@ ROWS = ([(f"math_hive.py:{m}", "a100-80gbx8", "data=1,fsdp=8", SGLANG) for m in 
         + [(f"math_heapa.py:{m}", "h200x8", "data=1,fsdp=8", SGLANG) for m in HEAPA]
         + [(f"{c}.py:qwen3-8b", "h200x8", "data=1,fsdp=8", SGLANG)
            for c in ("math_grpo", "math_dapo")]
+        # arXiv 2608.17941's Table 1 (configs/compare_numina.py; its hardware not read: HIVE's)
+        + [(f"compare_numina.py:{m}", "a100-80gbx8", "data=1,fsdp=8", SGLANG)
+           for m in ("qwen2.5-math-1.5b", "llama3.2-1b-instruct")]
         + [(c, t, m, []) for c in ("math_hive.py:qwen2.5-math-1.5b", "math_heapa.py:qwen3-8b")
            for t, m in (("v5e-8", "data=1,fsdp=8"), ("v5p-8", "data=1,fsdp=4"))]
         # an 8B policy's float32 weights and Adam state alone fill a v5e-8's 8 x 16 GiB: the
