@@ -43,10 +43,15 @@ choosing prompts, so it is not a prompt selector of this project's registry and 
 implemented; and the paper's own graph-based estimator (its text was not read).
 
 Hardware: not read: 2608.17941's text was not available; fit lines for 8 x A100-80GB and
-8 x H100 (docs/results/fit/compare_numina-*, `frontier-rl fit --target`; mesh fsdp=8, the
-embedded sampler). Time, not measured: HIVE reports 94.2 h for DS's 7.6M rollouts and 59.5 h
-for HIVE's 3.1M on Qwen2.5-Math-1.5B (8 x A100), so 1.5M rollouts are roughly 20-30 h a run
-there; the runs of compare.run x seeds go one after another.
+8 x H100 (docs/results/fit/compare_numina-*, `frontier-rl fit --target`, mesh fsdp=8). On
+8 x A100-80GB both models fit with the embedded sampler at a 0.9 share (71.3 GiB: sampler
+calls of 1,536 rows 39.3 / 43.1 GiB, train step 12.8 / 14.8, HIVE's entropy pass 8.2 / 7.1 for
+Qwen / Llama) and beside SGLang at 0.45 (README). On H100 every program but the eval sampler
+compiles and fits; its top-p sort fails in XLA:GPU's compile-only build (invalid device
+ordinal; at top-p 1.0 it compiles), a limit of compiling without the GPU. Time, not measured:
+HIVE reports 94.2 h for DS's 7.6M rollouts and 59.5 h for HIVE's 3.1M on Qwen2.5-Math-1.5B
+(8 x A100), so 1.5M rollouts are roughly 20-30 h a run there; the runs of compare.run x seeds
+go one after another.
 """
 
 import ml_collections

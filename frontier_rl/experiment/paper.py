@@ -260,7 +260,9 @@ MICRO_BATCH = {"qwen2.5-math-1.5b": 16, "qwen2.5-math-7b": 8, "qwen3-0.6b": 8,
 # and sampler calls of 256 rows in 52.3 (`frontier-rl fit`, README).
 MESH: dict[str, tuple[int, int, int]] = {}
 # Qwen2.5-Math-1.5B: HIVE's first round of 3,072 rows in one call needed 66.8 of 67.1 GiB on
-# an A100-80GB, too close to plan on, so it goes in two.
+# an A100-80GB, too close to plan on, so it goes in two. Llama-3.2-1B-Instruct takes the 1.5B's
+# sizes: on 8 x A100-80GB at a 0.9 share (71.3 GiB) its 1,536-row sampler call needed 43.1 GiB
+# and its train step at micro-batches of 16 14.8 (docs/results/fit/compare_numina-*).
 ROWS_PER_CALL = {"qwen2.5-math-1.5b": 1536, "qwen2.5-math-7b": 256, "qwen3-0.6b": 256,
                  "qwen3-1.7b": 256, "qwen3-4b": 64, "qwen3-8b": 64,
                  "deepseek-r1-distill-qwen-1.5b": 256, "qwen3-4b-base": 64,
