@@ -56,7 +56,7 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from frontier_rl import hub, node_memory, perf, targets
+from frontier_rl import hub, node_memory, perf, provenance, targets
 from frontier_rl.accounting import COST_ROWS
 from frontier_rl.models import ModelConfig, abstract_params, hf, presets
 
@@ -712,5 +712,6 @@ def main(config, mesh: str, device: str, as_json: bool, target: str = "",
         after(config, spec, device, report, sim, target=tgt,
               mesh_of=None if mesh else mesh_of)
     if as_json:
+        report["meta"] = provenance.stamp()
         print(json.dumps(report))
     return report

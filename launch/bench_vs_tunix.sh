@@ -9,7 +9,9 @@
 #
 # Environment: CORE (the core to pin to, default 1), FRL_PYTHON (default .venv/bin/python),
 # TUNIX_VENV (default .venv-tunix), PYTHON (makes the tunix venv, default python3, >= 3.11),
-# OUT (a folder for the raw JSON, default a temporary one).
+# OUT (a folder for the raw JSON, default a temporary one), RESULT (also write the summary there,
+# with its machine, date, commit and command: docs/results/bench/vs_tunix.json is what the docs
+# render).
 #
 # The tunix venv is made when missing: jax CPU 0.10.2 (the repo's version) with flax and optax,
 # then google-tunix without its declared dependencies (datasets, transformers, tensorflow-
@@ -70,10 +72,12 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 
-"$PYTHON" - "$OUT" "$ROUNDS" <<'EOF'
+"$FRL_PYTHON" - "$OUT" "$ROUNDS" "$REPEATS" "${RESULT:-}" <<'EOF'
 import json, statistics, sys
 
-out, rounds = sys.argv[1], int(sys.argv[2])
+from frontier_rl import provenance
+
+out, rounds, repeats, result = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 load = lambda side, bench, r: json.load(open(f"{out}/{side}-{bench}-{r}.json"))
 summary = {}
 for bench in ("sampler", "train_step"):
@@ -88,10 +92,15 @@ for bench in ("sampler", "train_step"):
         print(f"{r:>5} {a['tokens_per_s']:>12,.0f} {b['tokens_per_s']:>12,.0f} {ratios[-1]:>7.3f}")
     summary[bench] = dict(frontier_rl_tokens_per_s=statistics.median(fr),
                           tunix_tokens_per_s=statistics.median(tx),
-                          ratio=statistics.median(ratios))
+                          ratio=statistics.median(ratios), ratios=ratios)
     print(f"{'med':>5} {summary[bench]['frontier_rl_tokens_per_s']:>12,.0f} "
           f"{summary[bench]['tunix_tokens_per_s']:>12,.0f} {summary[bench]['ratio']:>7.3f}"
           "   (ratio: median of per-round frontier_rl / tunix)")
+summary["meta"] = provenance.stamp(["launch/bench_vs_tunix.sh", str(rounds), repeats])
+summary["meta"]["machine"] += f", each side pinned to one core"
 print(json.dumps(summary))
+if result:
+    with open(result, "w") as f:
+        json.dump(summary, f, indent=1)
 EOF
 echo "raw results: $OUT" >&2

@@ -1,4 +1,4 @@
-"""The README and docs/architecture.md say what the code does where the two drifted apart:
+"""The docs say what the code does where the two drifted apart:
 the rewards are process 0's, broadcast, and the batch is hash-checked; packed rows train as
 one sequence per row on cuDNN; `fit --target` documents every target the code knows."""
 
@@ -18,7 +18,7 @@ def _read(path: str) -> str:
 
 def test_docs_describe_the_broadcast_rewards_and_the_batch_hash_check():
     assert callable(distributed.broadcast_object) and callable(distributed.check_agree)
-    for path in ("README.md", "docs/architecture.md"):
+    for path in ("docs/multihost.md", "docs/architecture.md"):
         text = " ".join(_read(path).split())
         assert "Nothing is broadcast" not in text, path
         assert "broadcast_object" in text and "check_agree" in text, path
@@ -27,13 +27,13 @@ def test_docs_describe_the_broadcast_rewards_and_the_batch_hash_check():
 
 def test_docs_say_pack_trains_packed_on_cudnn():
     assert batch_lib.layout_for("pack", "cudnn") == "pack"
-    for path in ("README.md", "docs/architecture.md"):
+    for path in ("docs/benchmarks.md", "docs/architecture.md"):
         text = " ".join(_read(path).split())
         assert "layout_for" in text, path
 
 
 def test_the_fit_target_table_names_every_target_the_code_knows():
-    text = _read("README.md")
+    text = _read("docs/hardware.md")
     table = text[text.index("| `--target` |"):]
     table = table[:table.index("\n\n")]
     for chip in gpu_specs.GPU_TARGET_CONFIGS:

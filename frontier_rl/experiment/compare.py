@@ -57,7 +57,7 @@ import ml_collections
 import numpy as np
 
 from frontier_rl import budget as budget_rule
-from frontier_rl import config_lib, lock, selection
+from frontier_rl import config_lib, lock, provenance, selection
 from frontier_rl.experiment import controls_report, report, two_run, workers
 from frontier_rl.experiment.stats import to_target
 from frontier_rl.selection.mechanisms import required_mechanisms
@@ -450,6 +450,7 @@ def _run_all(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpe
         _run_in_turn(specs, workdir, config.compare)
     results = collect(config, specs)
     results["wall_s_this_invocation"] = time.perf_counter() - t_all
+    results["meta"] = provenance.stamp()
     with open(os.path.join(workdir, "results.json"), "w") as f:
         json.dump(results, f, indent=1, default=float)
     text = report.write(results, workdir)

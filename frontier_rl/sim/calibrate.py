@@ -57,6 +57,7 @@ from collections.abc import Callable, Sequence
 import ml_collections
 import numpy as np
 
+from frontier_rl import provenance
 from frontier_rl.sim import run
 from frontier_rl.sim.learner import MODEL_DEFAULTS, UPDATES
 
@@ -530,6 +531,7 @@ def main(workdir: str | None, fit_arms: Sequence[str], predict_arms: Sequence[st
     for u in updates:
         entry = calibrate(workdir, fit_arms, predict_arms, u, sim_seeds, say=say)
         doc["updates"][u] = entry
+        doc["meta"] = provenance.stamp()
         with open(out_path, "w") as f:
             json.dump(doc, f, indent=1)
         say(table(entry))

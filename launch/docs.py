@@ -1,0 +1,232 @@
+"""Regenerates every marked block of the README and docs/ from the results files under
+docs/results/, so a published figure is never typed.
+
+  launch/docs.sh             rewrite every block in place
+  launch/docs.sh --check     exit 1 naming each block that differs from what its file renders
+
+A block in a Markdown page is
+
+  <!-- docs:begin NAME -->
+  ...
+  <!-- docs:end NAME -->
+
+where NAME is `table:PATH` (a table record, PATH under docs/results/) or one of RENDERERS
+below. What is between the two markers is replaced by the rendering and a provenance line
+naming the results files and their `meta` (machine, date, commit, command). A table record is
+JSON: {"meta": {...}, "columns": [...], "rows": [[...], ...]}, written by the tool that
+measured it (or, for figures measured before results were kept, from the commit and the
+command that measured them, with the raw output noted as not kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import gzip
+import importlib.util
+import json
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "docs", "results")
+BLOCK = re.compile(r"(<!-- docs:begin (\S+) -->\n)(.*?)(<!-- docs:end \2 -->)", re.S)
+
+
+def _launch_module(name: str):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "launch",
+                                                                     f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def load(rel: str) -> dict:
+    """A results file under docs/results/ (gzip when it ends in .gz)."""
+    path = os.path.join(RESULTS, rel)
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rt") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise SystemExit(f"docs: results file docs/results/{rel} is missing") from None
+    except (json.JSONDecodeError, OSError, EOFError) as e:
+        raise SystemExit(f"docs: results file docs/results/{rel} is damaged: {e}") from None
+
+
+def table(columns: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+# --- renderers: NAME -> (results files, function of the loaded files -> markdown) -------------
+
+def _arms(results: dict) -> str:
+    """Each arm against the reference on the primary bucket: the paired difference, verdict,
+    Holm-adjusted p and share of the headroom (the comparison report's own figures)."""
+    from frontier_rl.experiment import controls_report, report, stats
+    from frontier_rl.experiment.evalcells import by_method, paired, primary
+
+    ref, metric = results["target_method"], primary(results)
+    by = by_method(results)
+    shares = controls_report.headroom_shares(results)
+    family = report.family(results)
+    fam = {x["name"]: x for x in family if x["kind"] == "method"}
+    controls = results.get("controls", {})
+    rows = []
+    for m, rs in by.items():
+        if m == ref or not rs:
+            continue
+        d = paired(rs, by[ref], metric)
+        p = fam.get(m, {}).get("p_holm")
+        label = f"{m} ({controls[m]} control)" if m in controls else m
+        rows.append([label, report._fmt([r["rollouts"] for r in rs], 0), d.fmt(signed=True),
+                     stats.verdict(d), "—" if p is None else f"{p:.3f}",
+                     controls_report.share_text(shares[m], short=True) if m in shares else "—"])
+    return table(["arm", "rollouts", f"vs {ref} on {metric} [95% CI]", "verdict",
+                  f"Holm p ({len(family)} tests)", "share of the headroom [95% Fieller]"], rows)
+
+
+def _controls(results: dict) -> str:
+    from frontier_rl.experiment import report
+
+    return report.controls_table(results)
+
+
+def _fit_measured(_: dict) -> str:
+    return _launch_module("fit_table").render(os.path.join(RESULTS, "fit"), measured_only=True)
+
+
+def _calibration(cal: dict) -> str:
+    from frontier_rl.sim import calibrate
+
+    return "\n\n".join(calibrate.table(entry) for entry in cal["updates"].values())
+
+
+def _vs_tunix(bench: dict) -> str:
+    rows = []
+    for name in ("sampler", "train_step"):
+        b = bench[name]
+        rows.append([name, " / ".join(f"{r:.2f}" for r in b["ratios"]),
+                     f"{b['frontier_rl_tokens_per_s']:,.0f}", f"{b['tunix_tokens_per_s']:,.0f}",
+                     f"**{b['ratio']:.2f}x**"])
+    return table(["work", "frontier_rl / tunix per round", "frontier_rl tokens/s (median)",
+                  "tunix tokens/s (median)", "median ratio"], rows)
+
+
+RENDERERS = {
+    "default-arms": (["testbed/default.results.json.gz"], _arms),
+    "default-controls": (["testbed/default.results.json.gz"], _controls),
+    "field-arms": (["testbed/field.results.json.gz"], _arms),
+    "field-pflops-arms": (["testbed/field_pflops.results.json.gz"], _arms),
+    "gym-controls": (["testbed/gym_controls.results.json.gz"], _controls),
+    "default-calibration": (["testbed/default.calibration.json"], _calibration),
+    "fit-measured": (["fit/index.json"], _fit_measured),
+    "vs-tunix": (["bench/vs_tunix.json"], _vs_tunix),
+}
+
+
+def provenance(files: list[str], page_dir: str) -> str:
+    """One line per distinct `meta`: the files (linked relative to the page), commit, date,
+    machine and command."""
+    parts = []
+    for rel in files:
+        meta = load(rel).get("meta")
+        if not meta:
+            raise SystemExit(f"docs: results file docs/results/{rel} has no meta "
+                             "(machine, date, commit, command)")
+        link = os.path.relpath(os.path.join(RESULTS, rel), page_dir)
+        parts.append(f"[`{rel}`]({link}): commit {meta['commit']}, {meta['date'][:10]}, "
+                     f"{meta['machine']}; `{meta['command']}`")
+    return "<sub>From " + "; ".join(parts) + ".</sub>"
+
+
+def render(name: str, page_dir: str) -> str:
+    if name.startswith("table:"):
+        rel = name[len("table:"):]
+        rec = load(rel)
+        files, body = [rel], table(rec["columns"], rec["rows"])
+    elif name in RENDERERS:
+        files, fn = RENDERERS[name]
+        body = fn(*[load(f) for f in files])
+    else:
+        raise SystemExit(f"docs: unknown block {name!r} in a page under {page_dir}; "
+                         f"one of table:PATH or {sorted(RENDERERS)}")
+    return body + "\n\n" + provenance(files, page_dir) + "\n"
+
+
+def field_page() -> str:
+    """docs/results/testbed/field.md, a page launch/field_tables.py renders whole."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        _launch_module("field_tables").main(
+            [os.path.join(RESULTS, "testbed", "field.results.json.gz"),
+             os.path.join(RESULTS, "testbed", "field_pflops.results.json.gz")])
+    return out.getvalue()
+
+
+WHOLE_PAGES = {os.path.join(RESULTS, "testbed", "field.md"): field_page}
+
+
+def pages() -> list[str]:
+    found = [os.path.join(ROOT, "README.md")]
+    found += sorted(glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True))
+    return found
+
+
+def render_text(text: str, page_dir: str) -> tuple[str, list[str]]:
+    """The page's text with every block rendered, and the names of the blocks that differed."""
+    changed = []
+
+    def sub(m):
+        body = render(m.group(2), page_dir)
+        if body != m.group(3):
+            changed.append(m.group(2))
+        return m.group(1) + body + m.group(4)
+
+    return BLOCK.sub(sub, text), changed
+
+
+def regenerate(path: str) -> tuple[str, str, list[str]]:
+    """(old text, new text, names of the blocks whose rendering differs)."""
+    with open(path) as f:
+        old = f.read()
+    if path in WHOLE_PAGES:
+        new = WHOLE_PAGES[path]()
+        return old, new, [] if new == old else ["the whole page"]
+    new, changed = render_text(old, os.path.dirname(path))
+    return old, new, changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true",
+                    help="change nothing; exit 1 naming every block that differs")
+    args = ap.parse_args(argv)
+    stale = []
+    blocks = 0
+    for path in pages():
+        old, new, changed = regenerate(path)
+        blocks += len(BLOCK.findall(old))
+        rel = os.path.relpath(path, ROOT)
+        stale += [f"{rel}: {name}" for name in changed]
+        if changed and not args.check:
+            with open(path, "w") as f:
+                f.write(new)
+    if args.check and stale:
+        for line in stale:
+            print(f"docs: block differs from its results file: {line}", file=sys.stderr)
+        print("docs: run launch/docs.sh to regenerate", file=sys.stderr)
+        return 1
+    verb = "differ" if args.check else "rewritten"
+    print(f"docs: {blocks} blocks in {len(pages())} pages; {len(stale)} {verb}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
