@@ -72,8 +72,7 @@ def _arms(results: dict) -> str:
     ref, metric = results["target_method"], primary(results)
     by = by_method(results)
     shares = controls_report.headroom_shares(results)
-    family = report.family(results)
-    fam = {x["name"]: x for x in family if x["kind"] == "method"}
+    fam = {x["name"]: x for x in report.family(results) if x["kind"] == "method"}
     controls = results.get("controls", {})
     rows = []
     for m, rs in by.items():
@@ -86,7 +85,7 @@ def _arms(results: dict) -> str:
                      stats.verdict(d), "—" if p is None else f"{p:.3f}",
                      controls_report.share_text(shares[m], short=True) if m in shares else "—"])
     return table(["arm", "rollouts", f"vs {ref} on {metric} [95% CI]", "verdict",
-                  f"Holm p ({len(family)} tests)", "share of the headroom [95% Fieller]"], rows)
+                  "Holm-adjusted p (confirmatory)", "share of the headroom [95% Fieller]"], rows)
 
 
 def _controls(results: dict) -> str:

@@ -37,6 +37,7 @@ def test_train_and_the_synthetic_learner_stop_at_the_same_step(tmp_path):
     assert last["rollout/total"] == res["counters"]["rollouts"] == 128
 
 
+@pytest.mark.slow
 def test_runs_record_their_compiles(tmp_path):
     """perf/compile_s and perf/compiles in every step record: what this run compiled (a run's
     jitted functions are its own, so a second run in the process compiles again, and records
@@ -96,7 +97,7 @@ def test_a_run_has_one_budget():
         config_lib.validate(c)
 
 
-@pytest.mark.parametrize("unit", ["tokens", "pflops"])
+@pytest.mark.parametrize("unit", [pytest.param("tokens", marks=pytest.mark.slow), "pflops"])
 def test_train_stops_at_the_step_boundary_nearest_a_token_or_pflops_budget(tmp_path, unit):
     """The trainer ends at the boundary nearest a budget in generated tokens or measured PFLOPs
     by the same rule as rollouts, evaluating each time the spend crosses eval.every_budget."""

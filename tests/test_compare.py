@@ -793,6 +793,7 @@ def test_workers_wait_for_a_warm_start_cache_not_for_its_run(tmp_path):
     assert workers._ready(matched, all_specs, {"uniform-s0"}, {})
 
 
+@pytest.mark.slow
 def test_two_workers_give_the_sequential_results(tmp_path):
     """compare.workers=2: the smoke comparison's results.json is the sequential one's but for
     timing and compile counts, and each child's lines come prefixed with its run's name. Both

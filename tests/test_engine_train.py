@@ -61,6 +61,7 @@ def through(url: str, reference, **overrides):
                     "warmstart.cache_dir": str(reference / "warmstart"), **overrides})
 
 
+@pytest.mark.slow
 def test_server_killed_mid_request_and_restarted_gives_the_same_run(reference, tmp_path):
     start = str(reference / "warmstart")
     policy = serve.Policy(start)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -30,6 +32,7 @@ def test_the_pages_examples_are_one_new_file_and_one_registration_line_each():
             assert "# noqa: F401" in f.read() and "# noqa: F401" in registration
 
 
+@pytest.mark.slow
 def test_the_toy_loss_and_the_toy_engine_train_on_the_smoke_config(tmp_path):
     (loss_src, _), (engine_src, _) = _blocks("A policy loss"), _blocks("A rollout engine")
     script = textwrap.dedent(f"""

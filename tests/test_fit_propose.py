@@ -289,6 +289,7 @@ def test_tpu_pod_sh_stops_naming_the_proposal_or_takes_it(tmp_path, tpu_pod_repo
         "--workdir=/w --config.seed=1 --config.rl.micro_batch_size=8")
 
 
+@pytest.mark.slow
 def test_the_cli_prints_the_proposal_and_writes_the_copy(measured, tmp_path):
     _, _, need = measured
     env = {**os.environ, "PYTHONPATH": ROOT, "JAX_PLATFORMS": "cpu",

@@ -5,6 +5,7 @@ import pytest
 from frontier_rl.selection.heapa.bench import memory_per_record, profile
 
 
+@pytest.mark.slow
 def test_profile_reports_times_and_memory():
     r = profile(20_000, batch=256, steps=10, warmup=2, memory_records=5_000, archive_max=1024,
                 recycle_chunk=512)

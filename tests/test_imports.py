@@ -29,7 +29,8 @@ PKG = os.path.join(ROOT, "frontier_rl")
 # run them; the CLI.
 LAYERS = (
     ("base", ("", "errors", "shapes", "budget", "compile_cache", "gpu_specs", "targets", "hub",
-              "lock", "metrics", "perf", "checkpoint", "distributed", "node_memory")),
+              "lock", "metrics", "perf", "checkpoint", "distributed", "node_memory",
+              "health", "provenance")),
     ("models", ("models", "accounting", "export")),
     ("tasks", ("tasks", "data")),
     ("selection", ("selection",)),

@@ -208,6 +208,7 @@ def test_run_gpu_refuses_a_split_the_mesh_does_not_fit(tmp_path):
     assert "--config.mesh.fsdp=4" in train
 
 
+@pytest.mark.slow
 def test_run_gpu_stops_before_sglang_when_the_run_does_not_fit(tmp_path):
     run = stand_in_node(tmp_path, 8)
     r, calls = run(FAKE_FIT="3")  # fit's verdict: does not fit

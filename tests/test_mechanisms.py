@@ -53,7 +53,8 @@ def play(spec):
     return _PLAYED[key]
 
 
-@pytest.mark.parametrize("arg", ["", "claims", pytest.param("full", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("arg", ["", pytest.param("claims", marks=pytest.mark.slow),
+                                 pytest.param("full", marks=pytest.mark.slow)])
 def test_every_mechanism_runs_at_every_seed(arg):
     cfg = _load(arg)
     specs = compare.plan(cfg, "/nonexistent")  # nothing is written; one workdir for all args

@@ -153,6 +153,7 @@ def _config_file(spec, **overrides):
     return config_lib.validate(config_lib.set_fields(c, overrides))
 
 
+@pytest.mark.slow
 @pytest.mark.all_devices
 def test_heapa_hive_on_an_fsdp_mesh_resumes_exactly(tmp_path, monkeypatch):
     """The suite's one end-to-end run over all 8 devices: configs/arith_heapa_hive.py:smoke on
