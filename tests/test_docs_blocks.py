@@ -92,3 +92,14 @@ def test_docs_index_links_every_page():
         assert os.path.normpath(page) in linked, os.path.relpath(page, ROOT)
     for path in linked:
         assert os.path.exists(path), path
+
+
+def test_the_readme_types_no_measured_figure():
+    """Outside its rendered blocks and code, the README states no figure a measurement gives
+    (decimals, percentages, speed-ups, durations, thousands): those live in results files."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    text = re.sub(r"<!-- docs:begin (\S+) -->.*?<!-- docs:end \1 -->", "", text, flags=re.S)
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    typed = re.findall(r"\S*(?:\d+\.\d+|\d+%|\d+m\d+s|\b\d+(?:\.\d+)?x\b|\d,\d{3})\S*", text)
+    assert typed == []
