@@ -216,7 +216,7 @@ class Checkpointer:
                 )
                 continue
             if errors:
-                self._quarantine(sorted(errors))
+                self.set_aside(sorted(errors), DAMAGED_SUBDIR)
             return step, jax.tree.map(_like_target, state, target), meta
         details = "; ".join(f"step {s}: {err.splitlines()[0] if err else '?'}"
                             for s, err in errors.items())
@@ -253,26 +253,30 @@ class Checkpointer:
                                  "files changed after they were written)")
         return restored["state"], meta
 
-    def _quarantine(self, steps: list[int]) -> None:
-        """Moves damaged step directories newer than the restored one out of orbax's view.
+    def set_aside(self, steps: list[int], subdir: str) -> str:
+        """Moves the step directories `steps` out of orbax's view, into `<directory>/<subdir>/`
+        (renamed `<step>-<time>`, never deleted), and returns that directory.
 
-        Otherwise they would still count as the latest step, so the resumed run could not save
-        those step numbers again. They are renamed, not deleted, in case the read error was
-        transient or someone wants to inspect them.
+        Used for damaged steps newer than the restored one (DAMAGED_SUBDIR), which would
+        otherwise still count as the latest step, so the resumed run could not save those step
+        numbers again; and for steps whose policy had collapsed (health.py), so a resume
+        restores the last good one. Kept in case the read error was transient or someone wants
+        to inspect them. Call once the saves are complete (`wait`).
         """
+        root = os.path.join(self.directory, subdir)
         if jax.process_index() != 0:
-            return
-        damaged_root = os.path.join(self.directory, DAMAGED_SUBDIR)
-        os.makedirs(damaged_root, exist_ok=True)
+            return root
+        os.makedirs(root, exist_ok=True)
         for step in steps:
             src = os.path.join(self.directory, str(step))
-            dst = os.path.join(damaged_root, f"{step}-{int(time.time())}")
+            dst = os.path.join(root, f"{step}-{int(time.time())}")
             try:
                 os.rename(src, dst)
-                logger.warning("Moved damaged checkpoint %s to %s", src, dst)
+                logger.warning("Moved checkpoint %s to %s", src, dst)
             except OSError as e:
-                logger.warning("Could not move damaged checkpoint %s aside: %s", src, e)
+                logger.warning("Could not move checkpoint %s aside: %s", src, e)
         self._manager.reload()
+        return root
 
     # ---------------------------------------------------------------- lifetime
 

@@ -36,6 +36,9 @@ Commands:
            source: paper, code (a released file), follows (GRESO for HIVE) or ours (a reason))
 
 Any config leaf can be overridden on the command line, e.g. `--config.rl.learning_rate=3e-4`.
+`train` and `compare` hold DIR/.lock while they run (lock.py); --break_lock takes over one that
+another host left. Errors are one line, without a traceback: exit 2 for an unknown command or
+a config file that does not load, 130 for Ctrl-C, 1 for the rest (fit adds 3 and 4, above).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import traceback
 
 from absl import app, flags
 from absl import logging as absl_logging
@@ -58,6 +62,9 @@ flags.DEFINE_string("workdir", None, "Run directory: checkpoints, metrics.jsonl,
 flags.DEFINE_bool("allow_config_change", False,
                   "train: resume a run (or use a cached warm start) made with another config, "
                   "recording the change in DIR/config_changes.jsonl, instead of stopping.")
+flags.DEFINE_bool("break_lock", False,
+                  "train, compare: take over a workdir lock (DIR/.lock) that names another "
+                  "host, which this host cannot check; only once that run is known to be gone.")
 flags.DEFINE_bool("report_only", False,
                   "compare: write results.json and report.md from the finished runs, running "
                   "nothing (a report made again by newer code).")
@@ -98,12 +105,15 @@ flags.DEFINE_string("host", "127.0.0.1", "serve: the address to listen on.")
 
 
 def _main(argv: list[str]) -> int:
-    from frontier_rl import config_lib, train
+    from frontier_rl import config_lib, lock, train
+    from frontier_rl.experiment.workers import Interrupted
 
     if len(argv) < 2 or argv[1] not in COMMANDS:
         print(f"usage: frontier-rl {{{'|'.join(COMMANDS)}}} [flags]; see --help", file=sys.stderr)
         return 2
     command = argv[1]
+    if FLAGS.break_lock:  # read by lock.hold here and in a comparison's worker processes
+        os.environ[lock.BREAK_ENV] = "1"
     try:
         if command == "train":
             from frontier_rl import distributed
@@ -232,10 +242,27 @@ def _main(argv: list[str]) -> int:
                 raise train.RunError("--workdir is required (the run directory to export)")
             out = policy.export_run(FLAGS.workdir, FLAGS.out, FLAGS.step)
             print(f"exported {FLAGS.workdir} to {out}")
+    except Interrupted as e:  # Ctrl-C in a comparison of worker processes: each checkpointed
+        print(f"frontier-rl {command}: {e}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print(f"frontier-rl {command}: {_interrupted(command)}", file=sys.stderr)
+        return 130
     except (config_lib.ConfigError, train.RunError, FileNotFoundError, ValueError) as e:
         print(f"frontier-rl {command}: error: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+def _interrupted(command: str) -> str:
+    """What Ctrl-C in this process (not a comparison's workers) leaves: the step in progress is
+    lost, every checkpoint written before it is kept."""
+    if command not in ("train", "compare") or not FLAGS.workdir:
+        return "interrupted"
+    where = ("the newest checkpoint in" if command == "train"
+             else "each run's newest checkpoint under")
+    return (f"interrupted; {where} {os.path.abspath(FLAGS.workdir)} is kept; the same command "
+            "resumes from it")
 
 
 def _flag(argv: list[str], name: str) -> str:
@@ -295,25 +322,63 @@ def _fake_devices_for_fit(argv: list[str]) -> None:
     os.environ["JAX_PLATFORMS"] = "cpu"
 
 
+def _config_file_error(error: BaseException, argv: list[str]) -> str | None:
+    """The one line for an error raised by the --config file's own code (it does not compile,
+    raises while it is imported or in get_config, or has no get_config), else None. The error
+    may come wrapped: config_flags re-raises a config's ValueError and TypeError with the
+    traceback as text, and absl wraps that in turn."""
+    given = _flag(argv, "config").split(":", 1)[0]
+    if not given:
+        return None
+    path = os.path.realpath(given)
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, SyntaxError) and e.filename and os.path.realpath(e.filename) == path:
+            return f"config file {given} line {e.lineno}: {e.msg}"
+        frames = traceback.extract_tb(e.__traceback__)
+        lines = [f.lineno for f in frames if os.path.realpath(f.filename) == path]
+        if lines and isinstance(e, ValueError):  # the config's own check: its words suffice
+            return str(e) if str(e).startswith(given) else f"config file {given}: {e}"
+        if lines:
+            return f"config file {given} line {lines[-1]}: {type(e).__name__}: {e}"
+        if (isinstance(e, AttributeError) and "get_config" in str(e)
+                and any(f.name == "parse" and "config_flags" in f.filename for f in frames)):
+            return (f"config file {given} has no get_config(arg=None) function (see "
+                    "configs/arith_grpo.py)")
+        e = e.__cause__ or e.__context__
+    return None
+
+
 def _parse_flags(argv: list[str]) -> list[str]:
     """absl's flag parsing, with a mistake in a flag or a config override (an unknown field, a
-    missing config file, a value of the wrong type) ending in one line, not a traceback."""
+    missing config file, a value of the wrong type) ending in one line, not a traceback. A
+    config file that cannot be loaded is a usage error (exit 2) naming the file and line."""
     command = argv[1] if len(argv) > 1 else ""
     try:
         rest = FLAGS(argv)
         if FLAGS["config"].present:  # config_flags reports a bad file lazily: fail here
             _ = "seed" in FLAGS.config
         return rest
-    except flags.Error as e:
-        message = str(e)
-    except (AttributeError, KeyError, TypeError, ValueError, OSError) as e:
-        message = str(e).strip("\"'")
-        if isinstance(e, (AttributeError, KeyError)):
-            overrides = [a.split("=", 1)[0][2:] for a in argv[2:] if a.startswith("--config.")]
-            bad = next((o for o in overrides if o.split(".")[-1] == message),
-                       next((o for o in overrides if f".{message}." in f"{o}."), ""))
-            message = (f"--{bad or 'config.' + message}: no such field ({message!r} is not in "
-                       "the config); see the config file for its fields")
+    except Exception as e:  # a config file's code may raise anything
+        message = _config_file_error(e, argv)
+        if message is not None:
+            print(f"frontier-rl {command}: error: {message}", file=sys.stderr)
+            sys.exit(2)
+        if isinstance(e, flags.Error):
+            message = str(e)
+        elif isinstance(e, (AttributeError, KeyError, TypeError, ValueError, OSError)):
+            message = str(e).strip("\"'")
+            if isinstance(e, (AttributeError, KeyError)):
+                overrides = [a.split("=", 1)[0][2:] for a in argv[2:]
+                             if a.startswith("--config.")]
+                bad = next((o for o in overrides if o.split(".")[-1] == message),
+                           next((o for o in overrides if f".{message}." in f"{o}."), ""))
+                message = (f"--{bad or 'config.' + message}: no such field ({message!r} is not "
+                           "in the config); see the config file for its fields")
+        else:
+            raise
     lines = [line.strip() for line in message.splitlines() if line.strip()] or [message]
     first = lines[0] if not lines[0].endswith(":") else f"{lines[0]} {lines[-1]}"
     if "No such file or directory" in message or "Attempted" in message:

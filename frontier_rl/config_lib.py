@@ -252,6 +252,12 @@ def default_config() -> ml_collections.ConfigDict:
     # A non-finite loss or gradient norm skips that update (train/skipped_updates); this many
     # bad steps in a row stop the run.
     c.rl.max_bad_steps = 3
+    # The collapse watch (health.py): this many collapsed steps in a row stop the run, the
+    # collapsed policy's checkpoints set aside so a resume restores the last good one (a step
+    # is collapsed when its gradient norm is exactly 0 though some group had reward variance,
+    # or when the policy's entropy is below 1e-4 with no group of non-zero reward variance and
+    # no correct response); 0 turns the watch off.
+    c.rl.collapse_steps = 10
 
     # Each registered loss's and advantage estimator's own fields (rl/objectives.py).
     from frontier_rl.rl import objectives
@@ -356,9 +362,10 @@ def augment_on_arith(c: ml_collections.ConfigDict, *, max_digits: int | None = N
 
 
 # Fields a resumed run may change without changing what it computes: how it logs, checkpoints
-# and exports, how far it runs, when it evaluates, which server it reaches, and its mesh.
+# and exports, how far it runs and when a collapse stops it, when it evaluates, which server it
+# reaches, and its mesh.
 RESUME_FREE = ("log.", "checkpoint.", "export.", "rl.num_steps", "rl.rollout_budget",
-               "rl.token_budget", "rl.pflops_budget", "eval.every_budget",
+               "rl.token_budget", "rl.pflops_budget", "rl.collapse_steps", "eval.every_budget",
                "eval.every", "eval.every_rollouts", "rollout.sglang.", "warmstart.cache_dir",
                "mesh.")
 
@@ -700,6 +707,8 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
            f"0 or a divisor of the minibatch's {mb_rows} rows (rl.batch_size * "
            "rl.group_size / rl.minibatches)")
     _check(cfg, "rl.max_bad_steps", _pos_int, "an integer >= 1")
+    _check(cfg, "rl.collapse_steps", lambda x: isinstance(x, int) and not isinstance(x, bool)
+           and x >= 0, "an integer >= 0 (collapsed steps in a row that stop the run; 0 = off)")
     _check(cfg, "rl.packing", _in("pad", "trim", "pack"), "'pad', 'trim' or 'pack'")
     for field, name, entry in (("losses", cfg.rl.loss, objectives.loss(cfg.rl.loss)),
                                ("estimators", cfg.rl.adv_estimator,

@@ -3,15 +3,20 @@
 `hold(workdir, what)` takes an exclusive `flock` on DIR/.lock and writes the holder (pid, host,
 command, start time) into it. A second writer fails at once with a RunError naming the holder.
 The kernel drops the lock when its process dies, however it dies, so a lock left by a dead
-process is never in the way: the next writer takes it and says whose it was. (flock is local to
-a host: on a shared filesystem two hosts are told apart only by the holder line, which names
-the host.)
+process is never in the way: the next writer takes it and says whose it was.
+
+flock is local to a host: on a shared filesystem a lock taken on another host is invisible
+here, and only the holder line says it is there. A holder line naming another host is refused
+(that run may still be writing) unless `break_lock` (the command line's --break_lock, which
+sets BREAK_ENV so a comparison's worker processes break the locks of its runs too); a clean
+release empties the line, so only a run that died without releasing leaves one.
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import socket
 import sys
@@ -19,7 +24,10 @@ import time
 
 from frontier_rl.errors import RunError
 
+log = logging.getLogger("frontier_rl")
+
 NAME = ".lock"
+BREAK_ENV = "FRONTIER_RL_BREAK_LOCK"  # "1": break a lock that names another host
 
 
 def _alive(pid: int) -> bool:
@@ -52,8 +60,12 @@ class Held:
         self.release()
 
 
-def hold(workdir: str, what: str, say=print) -> Held:
-    """Locks `workdir` for this process (`what`: "train" or "compare", for the messages)."""
+def hold(workdir: str, what: str, say=print, break_lock: bool | None = None) -> Held:
+    """Locks `workdir` for this process (`what`: "train" or "compare", for the messages).
+    `break_lock` (default: $FRONTIER_RL_BREAK_LOCK is "1") takes over a lock that names another
+    host; without it that lock stops this process with a RunError naming its holder."""
+    if break_lock is None:
+        break_lock = os.environ.get(BREAK_ENV) == "1"
     path = os.path.join(workdir, NAME)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -67,7 +79,17 @@ def hold(workdir: str, what: str, say=print) -> Held:
             f"{holder.get('started', '?')}): one writer per workdir; wait for it, stop it, or "
             "use another --workdir") from None
     previous = _read(fd)
-    if previous.get("pid") and previous.get("host") == socket.gethostname() and \
+    here = socket.gethostname()
+    if previous.get("pid") and previous.get("host", here) != here:
+        held = (f"{path} is held by a {previous.get('what', 'run')} of pid {previous['pid']} on "
+                f"host {previous['host']}, started {previous.get('started', '?')}")
+        if not break_lock:
+            os.close(fd)
+            raise RunError(
+                f"{held}: a lock taken on another host cannot be checked from here, so that run "
+                "may still be writing; stop it there, or rerun with --break_lock if it is gone")
+        log.warning("%s: broke the lock (%s; --break_lock)", what, held)
+    elif previous.get("pid") and previous.get("host") == here and \
             previous["pid"] != os.getpid() and not _alive(int(previous["pid"])):
         say(f"{what}: took over the lock of {path}, left by pid {previous['pid']} "
             f"({previous.get('what', '?')}, started {previous.get('started', '?')}), which is "

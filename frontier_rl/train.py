@@ -27,6 +27,7 @@ from frontier_rl import (
     config_lib,
     distributed,
     export,
+    health,
     lock,
     metrics,
     perf,
@@ -223,6 +224,9 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
     timing = _StepTiming(run_state.clock, accountant)
     # SIGTERM (preemption, maintenance) -> checkpoint at the end of the step, exit cleanly.
     preemption = distributed.Preemption().install()
+    # A collapsed policy stops the run (health.py); its checkpoints are held, or set aside at
+    # the stop, so a resume restores the last good one.
+    collapse = health.CollapseWatch(config.rl.collapse_steps, workdir)
     preempted, step = False, start_step
     _sync(engine, params, start_step, workdir)  # a server may start from any checkpoint
     while not run_state.done and step < num_steps:
@@ -273,17 +277,19 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
             record["perf/eval_time"] = time.perf_counter() - t0
             record["perf/cum_eval_time"] = run_state.clock["eval"]
         writer.write(step, record)
-        diverged = updater.diverged(step)
-        if diverged is not None:
+        collapse.observe(step, record)
+        stop = updater.diverged(step) or collapse.stop(step, run_state.ckpt)
+        if stop is not None:
+            bar.close()  # its line ends before the error's
             writer.close()
             run_state.ckpt.wait()
-            raise diverged
+            raise stop
         bar.update(step, spent, record["rollout/reward_mean"],
                    run_state.last_eval, task.buckets, config.eval.k, evaluator.empty)
 
         # --- checkpoint, export
         preempted = preemption.requested()  # agreed by every process
-        if step % config.checkpoint.every == 0 or last or preempted:
+        if (step % config.checkpoint.every == 0 and not collapse.open) or last or preempted:
             run_state.save(step, params, opt_state)
         if config.export.every and step % config.export.every == 0:
             _export(config, workdir, graphdef, params, mcfg, tokenizer, step, say)

@@ -486,11 +486,11 @@ def cached(config, workdir: str, allow_config_change: bool = False) -> str | Non
     ws_dir = cache_dir(config, workdir)
     if not os.path.exists(os.path.join(ws_dir, "model.safetensors")):
         return None
+    check_cache(ws_dir)
     key_path = os.path.join(ws_dir, KEY_NAME)
     if os.path.exists(key_path):
-        with open(key_path) as f:
-            changes = config_lib.changed_fields(config_lib.flatten(json.load(f)),
-                                                config_lib.flatten(cache_key(config)))
+        changes = config_lib.changed_fields(config_lib.flatten(_read_json(key_path, ws_dir)),
+                                            config_lib.flatten(cache_key(config)))
         if changes and not allow_config_change:
             raise RunError(
                 f"the cached warm start in {ws_dir} was made for another config ("
@@ -500,6 +500,55 @@ def cached(config, workdir: str, allow_config_change: bool = False) -> str | Non
             log.warning("using the warm start in %s made for another config "
                         "(--allow_config_change): %s", ws_dir, "; ".join(changes[:8]))
     return ws_dir
+
+
+def check_cache(ws_dir: str) -> None:
+    """Stops the run with one line naming the first damaged file of the cache in `ws_dir`: a
+    JSON file that does not parse, a .safetensors file whose header does not parse or whose size
+    is not the one its header gives (a truncated copy). Nothing is deleted or rewritten: the
+    user decides whether to train the warm start again."""
+    for name in sorted(os.listdir(ws_dir)):
+        path = os.path.join(ws_dir, name)
+        if name.endswith(".json"):
+            _read_json(path, ws_dir)
+        elif name.endswith(".safetensors"):
+            try:
+                _check_safetensors(path)
+            except (OSError, ValueError, LookupError, TypeError, AttributeError) as e:
+                raise _damaged(path, ws_dir, e) from None  # the last three: a garbled header
+
+
+def _read_json(path: str, ws_dir: str):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:  # ValueError: bad JSON, bad UTF-8
+        raise _damaged(path, ws_dir, e) from None
+
+
+def _check_safetensors(path: str) -> None:
+    """A safetensors file is an 8-byte little-endian header length, a JSON header giving each
+    tensor's byte range in the data that follows, and the data."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise ValueError(f"truncated: {size} bytes, shorter than a header")
+        n = int.from_bytes(head, "little")
+        if n > size - 8:
+            raise ValueError(f"truncated: {size} bytes, its header alone {8 + n}")
+        header = json.loads(f.read(n))
+    want = 8 + n + max((t["data_offsets"][1] for k, t in header.items()
+                        if k != "__metadata__"), default=0)
+    if want != size:
+        raise ValueError(f"{size} bytes where its header gives {want}")
+
+
+def _damaged(path: str, ws_dir: str, error: Exception) -> RunError:
+    return RunError(
+        f"the warm-start cache file {path} is damaged ({type(error).__name__}: {error}): delete "
+        f"the cache directory {ws_dir} to train the warm start again, or point "
+        "warmstart.cache_dir elsewhere")
 
 
 def apply(config, task, pol, workdir: str, say=print):
@@ -513,8 +562,7 @@ def apply(config, task, pol, workdir: str, say=print):
     if pol.from_cache or not (c.enabled and c.steps > 0):
         info = {}
         if os.path.exists(os.path.join(ws_dir, RESULT_NAME)):
-            with open(os.path.join(ws_dir, RESULT_NAME)) as f:
-                info = json.load(f)
+            info = _read_json(os.path.join(ws_dir, RESULT_NAME), ws_dir)
         return dataclasses.replace(pol, warmstart=info)
     info = run(config, task, pol.graphdef, pol.params, pol.mcfg, pol.tokenizer, seed_of(config),
                say)

@@ -499,12 +499,13 @@ def test_kill_then_rerun_resumes(tmp_path):
 
 
 def _timeless(x):
-    """results.json without wall-clock figures and compile counts (the only fields a rerun may
-    change: a resumed run compiles its programs again in its new process)."""
+    """results.json without wall-clock figures, compile counts and its meta (the only fields a
+    rerun may change: a resumed run compiles its programs again in its new process, and the
+    meta names the rerun's date and command)."""
     if isinstance(x, dict):
         return {k: _timeless(v) for k, v in x.items()
-                if not (k in ("time_s", "wall_s_this_invocation", "compile_s", "compiles")
-                        or k.endswith("_time"))}
+                if not (k in ("time_s", "wall_s_this_invocation", "compile_s", "compiles",
+                              "meta") or k.endswith("_time"))}
     if isinstance(x, list):
         return [_timeless(v) for v in x]
     return x

@@ -355,12 +355,15 @@ def resolve(spec: RunSpec, specs: list[RunSpec], c: ml_collections.ConfigDict) -
 
 
 def fingerprint(cfg: ml_collections.ConfigDict, workdir: str = "") -> str:
-    """What makes two runs the same run: the whole config except logging and the sections of
-    the selectors it does not run, with the comparison's own directory (`workdir`, in the
-    warm-start cache path) taken out, so a copied or moved comparison directory still holds
-    the same runs."""
+    """What makes two runs the same run: the whole config except logging, the collapse watch
+    and the sections of the selectors it does not run, with the comparison's own directory
+    (`workdir`, in the warm-start cache path) taken out, so a copied or moved comparison
+    directory still holds the same runs."""
     d = cfg.to_dict()
     d.pop("log", None)
+    # the watch (health.py) only stops a run; one that reached its budget computed the same
+    # with any setting, and runs finished before the field existed keep their fingerprint
+    d["rl"].pop("collapse_steps", None)
     # a selector reads its own section alone (selection.make): the other selectors' sections,
     # and a selector registered since, change no run
     chosen = d["selector"]["name"]

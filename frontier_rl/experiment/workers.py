@@ -23,11 +23,14 @@ Stopping: the children run in their own session, so a terminal's Ctrl-C or a sig
 process group reaches this process alone. SIGTERM here is passed to every child (each
 checkpoints at the end of its step, train.py) and no further run starts; the comparison then
 stops with one line naming the runs it cut (compare.cut_message), none marked finished. A
-second SIGTERM ends the children and this process at once. A child whose parent dies is sent
-SIGTERM (Linux), so none runs on alone. A run that fails stops the others the same way, and
-its error is raised here. (A scheduler that signals every process of a job, such as Slurm,
-reaches the children directly as well; the forwarded SIGTERM is then their second and they
-stop without the last step's checkpoint, resuming from the one before.)
+second SIGTERM ends the children and this process at once. Ctrl-C (SIGINT) stops the children
+the same way, waits for them, and raises Interrupted naming the runs they checkpointed (cli.py
+says it in one line and exits 130); a second Ctrl-C kills them, and they resume from the
+checkpoint before. A child whose parent dies is sent SIGTERM (Linux), so none runs on alone.
+A run that fails stops the others the same way, and its error is raised here. (A scheduler
+that signals every process of a job, such as Slurm, reaches the children directly as well;
+the forwarded SIGTERM is then their second and they stop without the last step's checkpoint,
+resuming from the one before.)
 """
 
 from __future__ import annotations
@@ -53,6 +56,11 @@ ERRORS = {"ConfigError": config_lib.ConfigError, "RunError": RunError,
           "FileNotFoundError": FileNotFoundError, "ValueError": ValueError}
 POLL_S = 0.2
 BAR_EVERY_S = 10.0
+
+
+class Interrupted(Exception):
+    """Ctrl-C (SIGINT) stopped the comparison: its running children checkpointed and ended
+    (cli.py says this as one line and exits 130)."""
 
 
 @dataclasses.dataclass
@@ -166,8 +174,9 @@ def run_all(specs: list, workdir: str, workers: int, *,
     running: dict[str, _Child] = {}
     ended: set[str] = set()
     cut: list[str] = []
+    stopped: list[str] = []  # under Ctrl-C: ended without a checkpoint of their last step
     failure: list[tuple[str, dict, int]] = []
-    sigterms = [0]
+    sigterms, sigints = [0], [0]
     lock = threading.Lock()  # one writer at a time on this process's stdout and stderr
 
     def say(text: str) -> None:
@@ -187,11 +196,32 @@ def run_all(specs: list, workdir: str, workers: int, *,
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
 
+    def on_sigint(signum, frame) -> None:
+        # Ctrl-C: a flag, not KeyboardInterrupt, so it never lands in the middle of starting
+        # or reaping a child. A second one kills them: a child inside a long compile runs no
+        # signal handler until it returns. Their checkpoints stay whole (orbax renames a
+        # step's directory into place once it is written).
+        sigints[0] += 1
+        if sigints[0] == 1:
+            stop_children()
+        else:
+            for child in running.values():
+                if child.proc.poll() is None:
+                    child.proc.kill()
+
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, on_sigterm) if main else None
+    previous_int = signal.signal(signal.SIGINT, on_sigint) if main else None
+    told = False
     try:
         while waiting or running:
             progressed = False
+            if sigints[0] and not told:
+                told = True
+                with lock:
+                    sys.stderr.write("interrupted: each running run checkpoints at the end of "
+                                     "its step (Ctrl-C again kills them)\n")
+                    sys.stderr.flush()
             for name, child in list(running.items()):
                 if child.proc.poll() is None:
                     continue
@@ -200,12 +230,15 @@ def run_all(specs: list, workdir: str, workers: int, *,
                 out = child.outcome()
                 if out.get("status") == "done":
                     ended.add(name)
-                elif out.get("status") == "cut" or (sigterms[0] and not out):
-                    cut.append(name)  # checkpointed, or ended by SIGTERM before its first step
+                elif out.get("status") == "cut":
+                    cut.append(name)  # checkpointed at the end of its step
+                elif (sigterms[0] or sigints[0]) and not out:
+                    # ended by a signal before its first step, or by a second one
+                    (stopped if sigints[0] else cut).append(name)
                 else:
                     failure.append((name, out, child.proc.returncode))
                     stop_children()
-            if sigterms[0] or failure:
+            if sigterms[0] or sigints[0] or failure:
                 waiting.clear()
             for item in list(waiting):
                 i, spec = item
@@ -219,28 +252,51 @@ def run_all(specs: list, workdir: str, workers: int, *,
                     ended.add(spec.name)
                     continue
                 running[spec.name] = _start(target, spec, workdir, lock)
-                if sigterms[0]:  # it came while this one was starting
+                if sigterms[0] or sigints[0]:  # it came while this one was starting
                     stop_children()
             if waiting and not running and not progressed:
                 raise RuntimeError(f"no run can start: {[s.name for _, s in waiting]}")
             if not progressed:
                 time.sleep(POLL_S)
     finally:
-        if running:  # an exception here (KeyboardInterrupt): the children checkpoint and stop
+        if running:  # an exception here: the children checkpoint and stop
             stop_children()
             for child in running.values():
                 child.proc.wait()
                 child.outcome()
         if main:
             signal.signal(signal.SIGTERM, previous)
-    if failure:
+            signal.signal(signal.SIGINT, previous_int)
+    if failure and not sigints[0]:
         name, out, rc = failure[0]
         if out.get("kind") in ERRORS:
             raise ERRORS[out["kind"]](f"{name}: {out.get('error', '')}")
         raise RunError(f"{name} failed ({out.get('kind') or f'exit code {rc}'}: "
                        f"{out.get('error', 'no message')}; its output is above, prefixed "
                        f"[{name}]); the other runs were stopped and checkpointed")
+    if sigints[0]:
+        raise Interrupted(interrupted_message(cut, stopped, [n for n, _, _ in failure],
+                                              workdir))
     return cut
+
+
+def interrupted_message(cut: list[str], stopped: list[str], failed: list[str],
+                        workdir: str) -> str:
+    """What a comparison stopped by Ctrl-C says: the runs it checkpointed, those that ended
+    without a checkpoint of their last step (a second Ctrl-C, or before their first step) and
+    any that failed meanwhile (their output is above), and that the same command resumes."""
+    def runs(names: list[str]) -> str:
+        return ("run " if len(names) == 1 else "runs ") + ", ".join(names)
+
+    parts = [f"{runs(cut)} checkpointed in {workdir}"] if cut else []
+    if stopped:
+        parts.append(f"{runs(stopped)} stopped before checkpointing (they resume from their "
+                     "newest checkpoint, if any)")
+    if failed:
+        parts.append(f"{runs(failed)} failed (output above, prefixed with the name)")
+    if not parts:
+        parts.append(f"no run was running in {workdir}")
+    return "interrupted; " + "; ".join(parts) + "; the same command resumes the comparison"
 
 
 # ----------------------------------------------------------------------------- the child
