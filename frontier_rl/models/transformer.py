@@ -4,8 +4,10 @@ The maths follows Hugging Face's PyTorch modelling code line by line (RMSNorm in
 with the weight applied after casting back, rotate-half RoPE with float32 frequencies,
 float32 softmax) so that converted checkpoints reproduce HF logits to ~1e-5 in float32.
 Attribute names mirror HF (`layers[i].self_attn.q_proj`, ...) so that hf.py can map
-parameters by name. Attention is `jax.nn.dot_product_attention` (grouped-query attention
-without materialising repeated key/value heads; `cfg.attention` picks XLA or cuDNN).
+parameters by name. Attention is grouped-query attention without materialising repeated
+key/value heads: on XLA the maths of `jax.nn.dot_product_attention`'s XLA path with each kv
+head's query heads as one block of rows (`_attend_grouped`), on cuDNN its fused kernel
+(`cfg.attention` picks).
 
 Precision: parameters are stored in `cfg.param_dtype` (the float32 master weights an optimizer
 updates) and cast to the compute dtype `cfg.dtype` inside each module's forward, so a bfloat16
@@ -175,10 +177,16 @@ class Linear(nnx.Module):
         self.dtype = jnp.dtype(cfg.dtype)
 
     def __call__(self, x: jax.Array) -> jax.Array:
-        y = x @ self.kernel[...].astype(self.dtype)
+        # As one [tokens, in] @ [in, out] matmul: the same products and sums, but the weight
+        # gradient is then x^T dy of two matrices. Left as a contraction over the [B, T] axes,
+        # XLA:CPU computed it from transposed copies of x and dy (an extra pass over every
+        # projection's activations, twice per SwiGLU's gate/up), a quarter of the train
+        # step's time at `bench train_step`'s shapes.
+        lead = x.shape[:-1]
+        y = x.reshape(-1, x.shape[-1]) @ self.kernel[...].astype(self.dtype)
         if self.bias is not None:
             y = y + self.bias[...].astype(self.dtype)
-        return y
+        return y.reshape(*lead, y.shape[-1])
 
 
 class Embed(nnx.Module):
@@ -220,7 +228,15 @@ class MLP(nnx.Module):
         self.down_proj = Linear(i, h, bias=False, cfg=cfg, rngs=rngs)
 
     def __call__(self, x: jax.Array) -> jax.Array:
-        return self.down_proj(jax.nn.silu(self.gate_proj(x)) * self.up_proj(x))
+        return self.down_proj(_swiglu(self.gate_proj(x), self.up_proj(x)))
+
+
+# silu(gate) * up, its backward recomputing sigmoid(gate) from the two projections' outputs
+# (kept for their weight gradients anyway) inside the backward's own elementwise pass. Plain
+# autodiff also stores sigmoid(gate) and silu(gate): two more [tokens, intermediate] arrays
+# written per layer in the forward, which at `bench train_step`'s shapes cost ~4% of the step
+# on XLA:CPU. The gradient is autodiff's, the same operations.
+_swiglu = jax.checkpoint(lambda gate, up: jax.nn.silu(gate) * up)
 
 
 @functools.partial(jax.tree_util.register_dataclass, data_fields=["segment_ids"],
@@ -322,6 +338,8 @@ def attend(q: jax.Array, k: jax.Array, v: jax.Array, mask,
             return _attend_chunked(q, k, v, mask, q_chunk)
     if isinstance(mask, SegmentMask):
         mask = mask.dense()
+    if implementation == "xla":
+        return _attend_grouped(q, k, v, mask)
     out = jax.nn.dot_product_attention(q, k, v, mask=mask[:, None], scale=d**-0.5,
                                        implementation=implementation)
     return out.reshape(b, t, n * d)
@@ -389,6 +407,41 @@ def _attend_cudnn_segments(q: jax.Array, k: jax.Array, v: jax.Array, mask: Segme
     return jnp.where(keep, out, jnp.zeros((), out.dtype))
 
 
+def _score_precision(dtype):
+    """The dot algorithm of a 16-bit attention's score dot (float32 accumulation and output),
+    as `jax.nn.dot_product_attention` picks it; None for float32."""
+    return {jnp.dtype(jnp.bfloat16): jax.lax.DotAlgorithmPreset.BF16_BF16_F32,
+            jnp.dtype(jnp.float16): jax.lax.DotAlgorithmPreset.F16_F16_F32}.get(jnp.dtype(dtype))
+
+
+def _masked_softmax(scores: jax.Array, mask: jax.Array, d: int, dtype) -> jax.Array:
+    """`jax.nn.dot_product_attention`'s XLA softmax of float32 scores: scaled after the dot,
+    masked to -0.7 x float32 max, softmax in float32, cast to `dtype` (the values')."""
+    scores = scores * jnp.asarray(d**-0.5, scores.dtype)
+    big_negative = -0.7 * float(jnp.finfo(jnp.float32).max)
+    scores = jnp.where(mask, scores, jnp.asarray(big_negative, scores.dtype))
+    return jax.nn.softmax(scores.astype(jnp.float32), axis=-1).astype(dtype)
+
+
+def _attend_grouped(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array) -> jax.Array:
+    """XLA attention of q [B, T, N, D] over k, v [B, S, K, D] with mask bool [B, T, S]; returns
+    [B, T, N * D]. The maths of `jax.nn.dot_product_attention`'s XLA path
+    (`_masked_softmax`), laid out for its dots: each kv head's G = N / K query heads are one
+    [G x T, D] block of rows (heads first), so the scores and the mix are one plain batched
+    matmul per (row, kv head) and their gradients too. JAX's own entry runs grouped heads as a
+    vmap whose dots and their transposes XLA:CPU fed from re-laid-out copies of the scores,
+    queries and keys (`bench train_step` took ~5% longer with it)."""
+    b, t, n, d = q.shape
+    s, kh = k.shape[1], k.shape[2]
+    g = n // kh
+    qg = q.reshape(b, t, kh, g, d).transpose(0, 2, 3, 1, 4).reshape(b, kh, g * t, d)
+    scores = jnp.einsum("bkqd,bskd->bkqs", qg, k, precision=_score_precision(q.dtype),
+                        preferred_element_type=jnp.promote_types(q.dtype, jnp.float32))
+    probs = _masked_softmax(scores.reshape(b, kh, g, t, s), mask[:, None, None], d, v.dtype)
+    out = jnp.einsum("bkqs,bskd->bkqd", probs.reshape(b, kh, g * t, s), v)
+    return out.reshape(b, kh, g, t, d).transpose(0, 3, 1, 2, 4).reshape(b, t, n * d)
+
+
 def _attend_heads_first(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array
                         ) -> jax.Array:
     """XLA attention of q [B, T, N, D] over a KV cache layer's k [B, K, S, D] and v
@@ -400,15 +453,9 @@ def _attend_heads_first(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Arra
     b, t, n, d = q.shape
     kh = k.shape[1]
     qg = q.reshape(b, t, kh, n // kh, d)
-    precision = {jnp.dtype(jnp.bfloat16): jax.lax.DotAlgorithmPreset.BF16_BF16_F32,
-                 jnp.dtype(jnp.float16): jax.lax.DotAlgorithmPreset.F16_F16_F32}.get(
-                     jnp.dtype(q.dtype))
-    scores = jnp.einsum("btkgd,bksd->bkgts", qg, k, precision=precision,
+    scores = jnp.einsum("btkgd,bksd->bkgts", qg, k, precision=_score_precision(q.dtype),
                         preferred_element_type=jnp.promote_types(q.dtype, jnp.float32))
-    scores = scores * jnp.asarray(d**-0.5, scores.dtype)
-    big_negative = -0.7 * float(jnp.finfo(jnp.float32).max)
-    scores = jnp.where(mask[:, None, None], scores, jnp.asarray(big_negative, scores.dtype))
-    probs = jax.nn.softmax(scores.astype(jnp.float32), axis=-1).astype(k.dtype)
+    probs = _masked_softmax(scores, mask[:, None, None], d, k.dtype)
     return jnp.einsum("bkgts,bkds->btkgd", probs, v).reshape(b, t, n, d)
 
 
@@ -443,10 +490,9 @@ def _attend_chunked(q: jax.Array, k: jax.Array, v: jax.Array, mask, chunk: int,
         mb = block_mask(mb)
         if heads_first:
             return _attend_heads_first(qb, k, v, mb)
-        return jax.nn.dot_product_attention(qb, k, v, mask=mb[:, None], scale=d**-0.5,
-                                            implementation="xla")
+        return _attend_grouped(qb, k, v, mb)
 
-    out = jax.lax.map(block, (qs, ms))  # [blocks, b, chunk, n, d]
+    out = jax.lax.map(block, (qs, ms))  # [blocks, b, chunk, n, d] or [blocks, b, chunk, n * d]
     return out.swapaxes(0, 1).reshape(b, blocks * chunk, n * d)[:, :t]
 
 
