@@ -103,3 +103,16 @@ def test_the_readme_types_no_measured_figure():
     text = re.sub(r"```.*?```", "", text, flags=re.S)
     typed = re.findall(r"\S*(?:\d+\.\d+|\d+%|\d+m\d+s|\b\d+(?:\.\d+)?x\b|\d,\d{3})\S*", text)
     assert typed == []
+
+
+def test_every_link_between_the_docs_pages_resolves():
+    """Links of the guide pages (the reports a comparison writes link their plots, which are
+    not kept)."""
+    for page in glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True):
+        if page.endswith(".report.md"):
+            continue
+        with open(page) as f:
+            text = f.read()
+        for link in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+            if not link.startswith("http"):
+                assert os.path.exists(os.path.join(os.path.dirname(page), link)), (page, link)
