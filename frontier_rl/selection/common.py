@@ -270,7 +270,11 @@ class StreamSelector:
     stream (every selector but the HeaPA family): a subclass sets `self.stream` (PromptStream),
     `self.mech` (Tally) and `self._last` (the step's `select/` metrics), writes `build_batch`
     and `proof_counters`, and extends the state methods when it keeps more than its place in
-    the stream and its tally."""
+    the stream and its tally. One whose state is per prompt sets `self.num_prompts` and one
+    that draws sets `self.rng`: the state then holds both, and a restore into a pool of another
+    size is refused, naming the selector by its `name`."""
+
+    name = "selector"
 
     def after_update(self, ctx, groups: list[Group]) -> None:
         pass
@@ -282,10 +286,20 @@ class StreamSelector:
         return {"pool_passes": self.stream.epoch, **self.mech.counts}
 
     def state_dict(self) -> dict:
-        return {"stream": self.stream.state_dict(), "mechanisms": self.mech.state_dict()}
+        state = {"stream": self.stream.state_dict(), "mechanisms": self.mech.state_dict()}
+        if hasattr(self, "num_prompts"):
+            state["num_prompts"] = self.num_prompts
+        if hasattr(self, "rng"):
+            state["rng"] = rng_state(self.rng)
+        return state
 
     def load_state_dict(self, state: dict) -> None:
+        if hasattr(self, "num_prompts") and int(state["num_prompts"]) != self.num_prompts:
+            raise ValueError(f"{self.name} state is for {state['num_prompts']} prompts, the pool "
+                             f"has {self.num_prompts}")
         self.stream.load_state_dict(state["stream"])
+        if hasattr(self, "rng"):
+            set_rng_state(self.rng, state["rng"])
         self.mech.load_state_dict(state.get("mechanisms"))
 
 

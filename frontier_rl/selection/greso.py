@@ -66,9 +66,7 @@ from frontier_rl.selection.common import (
     make_rng,
     outcome_matrix,
     read_config,
-    rng_state,
     scaled_b_min,
-    set_rng_state,
 )
 
 DEFAULTS = dict(
@@ -110,6 +108,8 @@ def validate(section) -> None:
 
 @register("greso", defaults=DEFAULTS, validate=validate)
 class Greso(ExplorationSelector):
+    name = "greso"
+
     def __init__(self, cfg, *, num_prompts: int, seed: int):
         self.cfg = read_config(cfg, DEFAULTS)
         validate(vars(self.cfg))
@@ -213,19 +213,12 @@ class Greso(ExplorationSelector):
         return batch
 
     def state_dict(self) -> dict:
-        return {"num_prompts": self.num_prompts, "stream": self.stream.state_dict(),
-                "rng": rng_state(self.rng), "p_easy": self.p_easy, "p_hard": self.p_hard,
-                "c_easy": encode_array(self.c_easy), "c_hard": encode_array(self.c_hard),
-                "mechanisms": self.mech.state_dict()}
+        return {**super().state_dict(), "p_easy": self.p_easy, "p_hard": self.p_hard,
+                "c_easy": encode_array(self.c_easy), "c_hard": encode_array(self.c_hard)}
 
     def load_state_dict(self, state: dict) -> None:
-        if int(state["num_prompts"]) != self.num_prompts:
-            raise ValueError(f"greso state is for {state['num_prompts']} prompts, the pool has "
-                             f"{self.num_prompts}")
-        self.stream.load_state_dict(state["stream"])
-        set_rng_state(self.rng, state["rng"])
+        super().load_state_dict(state)
         self.p_easy = float(state["p_easy"])
         self.p_hard = float(state["p_hard"])
         self.c_easy = decode_array(state["c_easy"])
         self.c_hard = decode_array(state["c_hard"])
-        self.mech.load_state_dict(state.get("mechanisms"))

@@ -105,9 +105,7 @@ from frontier_rl.selection.common import (
     make_rng,
     outcome_matrix,
     read_config,
-    rng_state,
     scaled_b_min,
-    set_rng_state,
 )
 
 DEFAULTS = dict(
@@ -208,6 +206,8 @@ class _Stats(StepStats):
 
 @register("hive", defaults=DEFAULTS, validate=validate)
 class Hive(ExplorationSelector):
+    name = "hive"
+
     def __init__(self, cfg, *, num_prompts: int, seed: int):
         self.cfg = read_config(cfg, DEFAULTS)
         validate(vars(self.cfg))
@@ -421,20 +421,14 @@ class Hive(ExplorationSelector):
 
     def state_dict(self) -> dict:
         return {
-            "num_prompts": self.num_prompts, "stream": self.stream.state_dict(),
-            "rng": rng_state(self.rng), "p_easy": self.p_easy, "p_hard": self.p_hard,
+            **super().state_dict(), "p_easy": self.p_easy, "p_hard": self.p_hard,
             "z_any": encode_array(self.z_any), "z_typed": encode_array(self.z_typed),
             "last_type": encode_array(self.last_type), "visits": encode_array(self.visits),
             "resp_entropy": encode_array(self.resp_entropy),
-            "mechanisms": self.mech.state_dict(),
         }
 
     def load_state_dict(self, state: dict) -> None:
-        if int(state["num_prompts"]) != self.num_prompts:
-            raise ValueError(f"hive state is for {state['num_prompts']} prompts, the pool has "
-                             f"{self.num_prompts}")
-        self.stream.load_state_dict(state["stream"])
-        set_rng_state(self.rng, state["rng"])
+        super().load_state_dict(state)
         self.p_easy = float(state["p_easy"])
         self.p_hard = float(state["p_hard"])
         self.z_any = decode_array(state["z_any"])
@@ -443,4 +437,3 @@ class Hive(ExplorationSelector):
         self.visits = decode_array(state["visits"])
         self.seen = int(np.count_nonzero(self.visits))
         self.resp_entropy = decode_array(state["resp_entropy"])
-        self.mech.load_state_dict(state.get("mechanisms"))

@@ -72,8 +72,6 @@ from frontier_rl.selection.common import (
     make_rng,
     outcome_matrix,
     read_config,
-    rng_state,
-    set_rng_state,
 )
 
 DEFAULTS = dict(
@@ -102,6 +100,8 @@ def learnability(groups: list[Group]) -> np.ndarray:
 
 @register("learnability", defaults=DEFAULTS, validate=validate)
 class Learnability(StreamSelector):
+    name = "learnability"
+
     def __init__(self, cfg, *, num_prompts: int, seed: int):
         self.cfg = read_config(cfg, DEFAULTS)
         validate(vars(self.cfg))
@@ -189,14 +189,3 @@ class Learnability(StreamSelector):
         st.pause()
         return groups
 
-    def state_dict(self) -> dict:
-        return {"num_prompts": self.num_prompts, "stream": self.stream.state_dict(),
-                "rng": rng_state(self.rng), "mechanisms": self.mech.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        if int(state["num_prompts"]) != self.num_prompts:
-            raise ValueError(f"learnability state is for {state['num_prompts']} prompts, the "
-                             f"pool has {self.num_prompts}")
-        self.stream.load_state_dict(state["stream"])
-        set_rng_state(self.rng, state["rng"])
-        self.mech.load_state_dict(state.get("mechanisms"))

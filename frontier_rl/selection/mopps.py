@@ -78,8 +78,6 @@ from frontier_rl.selection.common import (
     make_rng,
     outcome_matrix,
     read_config,
-    rng_state,
-    set_rng_state,
 )
 
 DEFAULTS = dict(
@@ -154,6 +152,8 @@ def beta_cdf(x, a, b) -> np.ndarray:
 
 @register("mopps", defaults=DEFAULTS, validate=validate)
 class Mopps(StreamSelector):
+    name = "mopps"
+
     def __init__(self, cfg, *, num_prompts: int, seed: int):
         self.cfg = read_config(cfg, DEFAULTS)
         validate(vars(self.cfg))
@@ -242,18 +242,11 @@ class Mopps(StreamSelector):
         return groups
 
     def state_dict(self) -> dict:
-        return {"num_prompts": self.num_prompts, "stream": self.stream.state_dict(),
-                "rng": rng_state(self.rng), "alpha": encode_array(self.alpha),
-                "beta": encode_array(self.beta), "visits": encode_array(self.visits),
-                "mechanisms": self.mech.state_dict()}
+        return {**super().state_dict(), "alpha": encode_array(self.alpha),
+                "beta": encode_array(self.beta), "visits": encode_array(self.visits)}
 
     def load_state_dict(self, state: dict) -> None:
-        if int(state["num_prompts"]) != self.num_prompts:
-            raise ValueError(f"mopps state is for {state['num_prompts']} prompts, the pool has "
-                             f"{self.num_prompts}")
-        self.stream.load_state_dict(state["stream"])
-        set_rng_state(self.rng, state["rng"])
+        super().load_state_dict(state)
         self.alpha = decode_array(state["alpha"])
         self.beta = decode_array(state["beta"])
         self.visits = decode_array(state["visits"])
-        self.mech.load_state_dict(state.get("mechanisms"))

@@ -64,8 +64,6 @@ from frontier_rl.selection.common import (
     make_rng,
     outcome_matrix,
     read_config,
-    rng_state,
-    set_rng_state,
 )
 
 DEFAULTS = dict(
@@ -90,6 +88,8 @@ def validate(section) -> None:
 
 @register("pcl", defaults=DEFAULTS, validate=validate)
 class PCL(StreamSelector):
+    name = "pcl"
+
     def __init__(self, cfg, *, num_prompts: int, seed: int):
         self.cfg = read_config(cfg, DEFAULTS)
         validate(vars(self.cfg))
@@ -203,22 +203,15 @@ class PCL(StreamSelector):
         return groups
 
     def state_dict(self) -> dict:
-        return {"num_prompts": self.num_prompts, "stream": self.stream.state_dict(),
-                "rng": rng_state(self.rng), "t": self.t, "prior": dict(self.prior),
+        return {**super().state_dict(), "t": self.t, "prior": dict(self.prior),
                 "global_prior": self.global_prior, "est": encode_array(self.est),
-                "weight": encode_array(self.weight), "last_t": encode_array(self.last_t),
-                "mechanisms": self.mech.state_dict()}
+                "weight": encode_array(self.weight), "last_t": encode_array(self.last_t)}
 
     def load_state_dict(self, state: dict) -> None:
-        if int(state["num_prompts"]) != self.num_prompts:
-            raise ValueError(f"pcl state is for {state['num_prompts']} prompts, the pool has "
-                             f"{self.num_prompts}")
-        self.stream.load_state_dict(state["stream"])
-        set_rng_state(self.rng, state["rng"])
+        super().load_state_dict(state)
         self.t = int(state["t"])
         self.prior = {str(k): float(v) for k, v in state["prior"].items()}
         self.global_prior = float(state["global_prior"])
         self.est = decode_array(state["est"])
         self.weight = decode_array(state["weight"])
         self.last_t = decode_array(state["last_t"])
-        self.mech.load_state_dict(state.get("mechanisms"))

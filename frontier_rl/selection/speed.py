@@ -128,6 +128,8 @@ def group_from_state(state: dict) -> Group:
 
 @register("speed", defaults=DEFAULTS, validate=validate)
 class Speed(StreamSelector):
+    name = "speed"
+
     def __init__(self, cfg, *, num_prompts: int, seed: int):
         self.cfg = read_config(cfg, DEFAULTS)
         validate(vars(self.cfg))
@@ -197,16 +199,10 @@ class Speed(StreamSelector):
         return batch
 
     def state_dict(self) -> dict:
-        return {"num_prompts": self.num_prompts, "stream": self.stream.state_dict(),
-                "waiting": [group_state(w) for w in self.waiting],
-                "ready": [group_state(r) for r in self.ready],
-                "mechanisms": self.mech.state_dict()}
+        return {**super().state_dict(), "waiting": [group_state(w) for w in self.waiting],
+                "ready": [group_state(r) for r in self.ready]}
 
     def load_state_dict(self, state: dict) -> None:
-        if int(state["num_prompts"]) != self.num_prompts:
-            raise ValueError(f"speed state is for {state['num_prompts']} prompts, the pool has "
-                             f"{self.num_prompts}")
-        self.stream.load_state_dict(state["stream"])
+        super().load_state_dict(state)
         self.waiting = [group_from_state(s) for s in state["waiting"]]
         self.ready = [group_from_state(s) for s in state["ready"]]
-        self.mech.load_state_dict(state.get("mechanisms"))
