@@ -267,6 +267,10 @@ def run_all(specs: list, workdir: str, workers: int, *,
         if main:
             signal.signal(signal.SIGTERM, previous)
             signal.signal(signal.SIGINT, previous_int)
+    # in the plan's order, whichever child ended first
+    plan = {spec.name: i for i, spec in enumerate(specs)}
+    cut.sort(key=plan.__getitem__)
+    stopped.sort(key=plan.__getitem__)
     if failure and not sigints[0]:
         name, out, rc = failure[0]
         if out.get("kind") in ERRORS:
