@@ -32,6 +32,9 @@ Commands:
            (the per-benchmark table of eval.sets -> DIR/eval/<step_N|model>/eval.md, .json)
   data     prepare --src=FILE.parquet|.jsonl --name=NAME [--data_dir=DIR]   (a TFDS corpus)
   serve    --model=HF_DIR | --workdir=DIR [--port=P]   (the JAX sampler over SGLang's HTTP API)
+  start    --config=configs/compare_arith.py --seeds=N --out=DIR   (a testbed's shipped starting
+           point: warm-started as a run would be, written with its files' digests; says
+           whether it is in the regime and whether it equals the start already at DIR)
   protocol --config=configs/<paper config>.py[:arg]   (each protocol setting, its value and
            source: paper, code (a released file), follows (GRESO for HIVE) or ours (a reason))
 
@@ -53,7 +56,7 @@ from absl import logging as absl_logging
 from ml_collections import config_flags
 
 COMMANDS = ("train", "compare", "sim", "bench", "fit", "export", "eval", "data", "serve",
-            "protocol")
+            "protocol", "start")
 
 FLAGS = flags.FLAGS
 config_flags.DEFINE_config_file("config", None, "Experiment config file (configs/<exp>.py[:arg]).",
@@ -72,7 +75,7 @@ flags.DEFINE_bool("json", False, "bench: print the figures as one JSON object on
 flags.DEFINE_integer("repeats", 10, "bench: timed repetitions after warm-up.")
 flags.DEFINE_string("bench_config", "default", "bench: the named work to time.")
 flags.DEFINE_string("selector", "uniform", "bench selection: the registered selector to time.")
-flags.DEFINE_string("seeds", "0-9", "bench warmstart: seeds, e.g. 0-9 or 0,2,5.")
+flags.DEFINE_string("seeds", "0-9", "bench warmstart: seeds, e.g. 0-9 or 0,2,5; start: one seed.")
 flags.DEFINE_list("sizes", ["10000", "100000", "1000000"], "bench selection: pool sizes.")
 flags.DEFINE_string("mesh", "", "fit: the mesh, e.g. data=1,fsdp=8 (default: the config's).")
 flags.DEFINE_string("device", "h100", "fit: the device whose memory to compare with.")
@@ -85,7 +88,7 @@ flags.DEFINE_string("apply", "", "fit: write the proposal, when one fits, as a c
                     "this path (it loads --config and sets the command line's overrides and "
                     "the proposal's).")
 flags.DEFINE_integer("step", None, "export: the checkpoint step (default: the newest).")
-flags.DEFINE_string("out", None, "export: the output directory.")
+flags.DEFINE_string("out", None, "export: the output directory; start: the start's directory.")
 flags.DEFINE_string("model", None, "eval: a Hugging Face checkpoint directory to evaluate.")
 flags.DEFINE_string("src", None, "data prepare: the corpus file (.parquet or .jsonl).")
 flags.DEFINE_string("name", None, "data prepare: the TFDS dataset name to write.")
@@ -134,6 +137,16 @@ def _main(argv: list[str]) -> int:
                 raise train.RunError(
                     "--config is required (e.g. --config=configs/compare_arith.py)")
             compare.run(FLAGS.config, FLAGS.workdir, report_only=FLAGS.report_only)
+        elif command == "start":
+            from frontier_rl.experiment import starts
+
+            if FLAGS.config is None:
+                raise train.RunError(
+                    "--config is required (e.g. --config=configs/compare_arith.py)")
+            if not FLAGS.seeds.isdigit():
+                raise train.RunError(f"--seeds={FLAGS.seeds!r}: start makes one start, from one "
+                                     "seed (e.g. --seeds=0)")
+            starts.make(FLAGS.config, int(FLAGS.seeds), FLAGS.out)
         elif command == "sim":
             from frontier_rl.sim import run as sim_run
 
@@ -389,6 +402,9 @@ def _parse_flags(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
+    from frontier_rl import numerics
+
+    numerics.pin_cpu()  # before JAX starts: the same float rounding on every x86-64 machine
     try:
         _fake_devices_for_fit(sys.argv)
     except ValueError as e:  # fit's --mesh, read before JAX starts

@@ -116,6 +116,10 @@ def default_config() -> ml_collections.ConfigDict:
     # Where the warm start is cached; "" = DIR/warmstart. `compare` points every run at one
     # shared cache so all methods start from the same policy.
     c.warmstart.cache_dir = ""
+    # A shipped start (a directory with start.json, `frontier-rl start`): the policy is loaded
+    # from it, its files checked against the digests start.json records, and no warm start is
+    # trained or cached; "" = none. Comparisons on a testbed load their starts this way.
+    c.warmstart.start = ""
     c.warmstart.seed = -1  # seed of the warm start's init and data; -1 = the run's `seed`
 
     # The training pool's composition by the starting policy's pass rate (tasks/composition.py):
@@ -252,6 +256,12 @@ def default_config() -> ml_collections.ConfigDict:
     # A non-finite loss or gradient norm skips that update (train/skipped_updates); this many
     # bad steps in a row stop the run.
     c.rl.max_bad_steps = 3
+    # The gradient noise scale B_noise (rl/noise.py, McCandlish et al. 2018), measured every
+    # `noise_every` steps (0 = never) from the gradients of `noise_parts` contiguous chunks of
+    # the step's groups and of the whole batch, at the same parameters: one extra forward and
+    # backward pass, nothing the run computes changes.
+    c.rl.noise_every = 10
+    c.rl.noise_parts = 4
     # The collapse watch (health.py): this many collapsed steps in a row stop the run, the
     # collapsed policy's checkpoints set aside so a resume restores the last good one (a step
     # is collapsed when its gradient norm is exactly 0 though some group had reward variance,
@@ -707,6 +717,10 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
            f"0 or a divisor of the minibatch's {mb_rows} rows (rl.batch_size * "
            "rl.group_size / rl.minibatches)")
     _check(cfg, "rl.max_bad_steps", _pos_int, "an integer >= 1")
+    _check(cfg, "rl.noise_every", lambda x: isinstance(x, int) and not isinstance(x, bool)
+           and x >= 0, "an integer >= 0 (0: never measure the gradient noise scale)")
+    _check(cfg, "rl.noise_parts", lambda x: isinstance(x, int) and not isinstance(x, bool)
+           and x >= 2, "an integer >= 2 (chunks of the batch, the small batch of the estimate)")
     _check(cfg, "rl.collapse_steps", lambda x: isinstance(x, int) and not isinstance(x, bool)
            and x >= 0, "an integer >= 0 (collapsed steps in a row that stop the run; 0 = off)")
     _check(cfg, "rl.packing", _in("pad", "trim", "pack"), "'pad', 'trim' or 'pack'")

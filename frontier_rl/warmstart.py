@@ -32,6 +32,7 @@ have been seen with their answers.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import os
@@ -46,7 +47,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-from frontier_rl import config_lib, distributed, tasks
+from frontier_rl import config_lib, distributed, numerics, tasks
 from frontier_rl.errors import RunError
 from frontier_rl.models import Transformer, hf
 from frontier_rl.rl.train_step import sequence_logps
@@ -462,8 +463,10 @@ RESULT_NAME = "frontier_rl_warmstart_result.json"  # where it stopped: steps, lo
 
 
 def cache_dir(config, workdir: str) -> str:
-    """Where the warm start is cached: `warmstart.cache_dir`, default WORKDIR/warmstart."""
-    return config.warmstart.cache_dir or os.path.join(workdir, "warmstart")
+    """Where the warm start is: the shipped start `warmstart.start` when one is named, else the
+    cache `warmstart.cache_dir`, default WORKDIR/warmstart."""
+    return (config.warmstart.get("start", "") or config.warmstart.cache_dir
+            or os.path.join(workdir, "warmstart"))
 
 
 def seed_of(config) -> int:
@@ -472,10 +475,15 @@ def seed_of(config) -> int:
 
 
 def cache_key(config) -> dict:
-    """What the warm start depends on (not where it is cached, nor how its seed was given)."""
-    fields = {k: v for k, v in config.warmstart.items() if k not in ("cache_dir", "seed")}
+    """What the warm start depends on (not where it is cached, nor how its seed was given):
+    the seed, the task, model and warm-start sections, and the code's float numerics
+    (`numerics.digest`), so a cache made by code or a machine that rounds differently is
+    refused, never reused silently."""
+    fields = {k: v for k, v in config.warmstart.items()
+              if k not in ("cache_dir", "seed", "start")}
     return json.loads(ml_collections.ConfigDict(
-        {"seed": seed_of(config), "task": config.task, "model": config.model, "warmstart": fields}
+        {"seed": seed_of(config), "task": config.task, "model": config.model, "warmstart": fields,
+         "numerics": numerics.digest()}
     ).to_json_best_effort())
 
 
@@ -483,6 +491,8 @@ def cached(config, workdir: str, allow_config_change: bool = False) -> str | Non
     """The cache directory if it holds a warm start, else None. One made for another config
     (its recorded `cache_key` differs) stops the run naming the fields, unless
     `allow_config_change` (then it is used, with a warning)."""
+    if config.warmstart.get("start", ""):
+        return check_start(config.warmstart.start, config)
     ws_dir = cache_dir(config, workdir)
     if not os.path.exists(os.path.join(ws_dir, "model.safetensors")):
         return None
@@ -500,6 +510,94 @@ def cached(config, workdir: str, allow_config_change: bool = False) -> str | Non
             log.warning("using the warm start in %s made for another config "
                         "(--allow_config_change): %s", ws_dir, "; ".join(changes[:8]))
     return ws_dir
+
+
+# ============================================================================ shipped starts
+# A comparison loads its starting points from files in the repository instead of training them:
+# a thousand-step warm start turns any change of float rounding (code or machine) into another
+# starting point, and every verdict with it. A shipped start is a warm-start cache directory
+# (weights, config, tokenizer, the key and record of the warm start that made it) plus
+# START_NAME: the digest of every file, the regime it landed in and how it was made.
+
+START_NAME = "start.json"
+
+
+def file_digest(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def start_digest(files: dict[str, str]) -> str:
+    """16 hex digits naming a start: a hash of its files' digests (START_NAME's "files")."""
+    text = json.dumps(sorted(files.items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def read_start(path: str) -> dict:
+    """A shipped start's START_NAME, its files checked against the digests it records; a
+    missing, damaged or altered start stops the run in one line naming the file."""
+    manifest = os.path.join(path, START_NAME)
+    if not os.path.isdir(path) or not os.path.exists(manifest):
+        raise RunError(f"warmstart.start={path!r}: no shipped start there (a directory with "
+                       f"{START_NAME}); make one with `frontier-rl start`")
+    record = _read_json(manifest, path)
+    files = record.get("files") if isinstance(record, dict) else None
+    if not isinstance(files, dict) or not files:
+        raise RunError(f"{manifest} lists no files: the start is damaged; restore it from git "
+                       "(git checkout -- " + path + ")")
+    for name, want in sorted(files.items()):
+        f = os.path.join(path, name)
+        got = file_digest(f) if os.path.exists(f) else "missing"
+        if got != want:
+            raise RunError(f"the shipped start file {f} does not match its digest in {manifest} "
+                           f"({got[:16]} != {want[:16]}): restore it from git (git checkout -- "
+                           f"{path}) or make the start again with `frontier-rl start`")
+    if record.get("digest") != start_digest(files):
+        raise RunError(f"{manifest}: its digest does not match its files' digests; restore it "
+                       "from git")
+    return record
+
+
+def check_start(path: str, config=None) -> str:
+    """`path` after read_start, and, with `config`, its model section checked against the one
+    the start was made with (another architecture cannot load it)."""
+    read_start(path)
+    key = _read_json(os.path.join(path, KEY_NAME), path)
+    if config is not None:
+        shape = ("family", "hidden_size", "intermediate_size", "num_layers", "num_heads",
+                 "num_kv_heads", "head_dim", "tie_word_embeddings", "preset")
+        made = key.get("model", {})
+        changes = [f"model.{k}: {made[k]!r} -> {config.model[k]!r}" for k in shape
+                   if k in made and k in config.model and made[k] != config.model[k]]
+        if changes:
+            raise RunError(f"warmstart.start={path!r} was made for another model ("
+                           + "; ".join(changes) + "): use a start made for this model")
+    return path
+
+
+def write_start(ws_dir: str, out: str, made: dict) -> dict:
+    """Turns the warm-start cache `ws_dir` into the shipped start `out` (its files copied, their
+    digests and `made` recorded in START_NAME); returns the record."""
+    tmp = out.rstrip("/") + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(ws_dir, tmp)
+    files = {n: file_digest(os.path.join(tmp, n)) for n in sorted(os.listdir(tmp))
+             if n != START_NAME}
+    record = {"digest": start_digest(files), **made, "files": files}
+    _write_json_atomic(os.path.join(tmp, START_NAME), record)
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
+    return record
+
+
+def _write_json_atomic(path: str, obj) -> None:
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
 
 
 def check_cache(ws_dir: str) -> None:

@@ -66,7 +66,7 @@ def table(columns: list[str], rows: list[list]) -> str:
 def _arms(results: dict) -> str:
     """Each arm against the reference on the primary bucket: the paired difference, verdict,
     Holm-adjusted p and share of the headroom (the comparison report's own figures)."""
-    from frontier_rl.experiment import controls_report, report, stats
+    from frontier_rl.experiment import controls_report, report
     from frontier_rl.experiment.evalcells import by_method, paired, primary
 
     ref, metric = results["target_method"], primary(results)
@@ -82,7 +82,8 @@ def _arms(results: dict) -> str:
         p = fam.get(m, {}).get("p_holm")
         label = f"{m} ({controls[m]} control)" if m in controls else m
         rows.append([label, report._fmt([r["rollouts"] for r in rs], 0), d.fmt(signed=True),
-                     stats.verdict(d), "—" if p is None else f"{p:.3f}",
+                     controls_report.holm_verdict(d, fam.get(m), m in controls),
+                     "—" if p is None else f"{p:.3f}",
                      controls_report.share_text(shares[m], short=True) if m in shares else "—"])
     return table(["arm", "rollouts", f"vs {ref} on {metric} [95% CI]", "verdict",
                   "Holm-adjusted p (confirmatory)", "share of the headroom [95% Fieller]"], rows)

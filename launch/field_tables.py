@@ -49,7 +49,7 @@ def arms_table(results: dict) -> str:
         lines.append(
             f"| {m} | {report._fmt([r['steps'] for r in rs], 0)} | "
             f"{report._fmt([r['rollouts'] for r in rs], 0)} | {d.fmt(signed=True)} | "
-            f"{report.stats.verdict(d)} | {'—' if p is None else f'{p:.3f}'} | "
+            f"{controls_report.holm_verdict(d, fam.get(m))} | {'—' if p is None else f'{p:.3f}'} | "
             f"{controls_report.share_text(shares[m], short=True) if m in shares else '—'} | "
             f"{counters} |")
     return "\n".join(lines)

@@ -6,6 +6,8 @@ built with `data=-1` and no explicit devices (training runs, `frontier-rl serve`
 the devices fsdp x model need, so smoke runs run on one device; a test marked `all_devices`
 (the mesh tests, one 8-device end-to-end run) gets every device.
 
+Numerics: XLA:CPU's code generation is pinned as `frontier-rl` pins it (numerics.pin_cpu).
+
 Compilation: executables are cached on disk under .cache/jax-tests (JAX's persistent cache,
 every compile however short, shared by the workers and by subprocesses); the run recompiles
 only what changed. Set JAX_COMPILATION_CACHE_DIR to move it.
@@ -22,6 +24,11 @@ _flags = os.environ.get("XLA_FLAGS", "")
 if "--xla_force_host_platform_device_count" not in _flags:
     os.environ["XLA_FLAGS"] = f"{_flags} --xla_force_host_platform_device_count=8".strip()
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# The float numerics every run of the project is made under (frontier_rl/numerics.py), as
+# `frontier-rl` pins them: the published results check compares digests made here with theirs.
+from frontier_rl import numerics  # noqa: E402
+
+numerics.pin_cpu()
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(ROOT, ".cache", "jax-tests"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")

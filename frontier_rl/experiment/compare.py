@@ -58,8 +58,9 @@ import numpy as np
 
 from frontier_rl import budget as budget_rule
 from frontier_rl import config_lib, lock, provenance, selection
-from frontier_rl.experiment import controls_report, report, two_run, workers
+from frontier_rl.experiment import controls_report, report, stats, tune, two_run, workers
 from frontier_rl.experiment.stats import to_target
+from frontier_rl.rl import noise
 from frontier_rl.selection.mechanisms import required_mechanisms
 
 DONE = "compare_done.json"
@@ -81,7 +82,7 @@ DEFAULTS = {"budget": "rollouts", "steps": 0, "token_budget": 0, "pflops_budget"
             "equivalence_margin_source": "below the smallest gain the papers report for a "
             "method (HeaPA Tables 1-2: +1.8 points), so \"equivalent\" rules out an effect of "
             "the size they claim", "effect_sizes": report.DEFAULT_EFFECT_SIZES,
-            "confirmatory": "all"}
+            "confirmatory": "all", "starts": {}, "tune": {}}
 
 
 @dataclasses.dataclass
@@ -192,6 +193,10 @@ def validate(config: ml_collections.ConfigDict) -> None:
         raise config_lib.ConfigError(
             f"compare.workers={workers!r} is not allowed: an integer >= 1 (the runs executed at "
             "once, each in its own process; 1 runs them one after another in this one)")
+    _validate_starts(c, seeds)
+    if tune.enabled(c):
+        tune.validate(c)
+        _validate_starts(c, [int(s) for s in _csv(c.tune.seeds)])
     if not isinstance(_get(c, "shared_start"), bool):
         raise config_lib.ConfigError(
             f"compare.shared_start={_get(c, 'shared_start')!r} is not allowed: True or False")
@@ -214,6 +219,51 @@ def validate(config: ml_collections.ConfigDict) -> None:
     two_run.validate(c, methods, run)
     for m in methods:  # every delta must name existing fields with valid values
         _apply_delta(copy.deepcopy(_base(config)), c.methods[m], f"compare.methods.{m}")
+
+
+def starts_of(c: ml_collections.ConfigDict) -> dict[str, dict]:
+    """compare.starts as {name: {"path", "seeds": [int]}}: the testbed's shipped starting
+    points (warmstart.start), each with the seeds of compare.seeds run from it (a start none
+    of them uses is left out); {} = warm starts as compare.shared_start says."""
+    run = {int(x) for x in _csv(c.seeds)}
+    out = {n: {"path": str(v["path"]), "seeds": [int(x) for x in _csv(v["seeds"])
+                                                 if int(x) in run]}
+           for n, v in _get(c, "starts").items()}
+    return {n: v for n, v in out.items() if v["seeds"]}
+
+
+def _validate_starts(c: ml_collections.ConfigDict, seeds: list[int]) -> None:
+    """compare.starts: each a ConfigDict of path and seeds; every seed of compare.seeds run from
+    exactly one start."""
+    starts = _get(c, "starts")
+    if not starts:
+        return
+    owner: dict[int, str] = {}
+    for name, v in starts.items():
+        where = f"compare.starts.{name}"
+        if not isinstance(v, (dict, ml_collections.ConfigDict)) or set(v.keys()) != {
+                "path", "seeds"}:
+            raise config_lib.ConfigError(
+                f"{where} is not allowed: a ConfigDict of exactly path (a shipped start, "
+                "`frontier-rl start`) and seeds (comma-separated, run from it)")
+        if not (isinstance(v["path"], str) and v["path"]):
+            raise config_lib.ConfigError(f"{where}.path is empty: name the start's directory")
+        try:
+            mine = [int(x) for x in _csv(v["seeds"])]
+        except ValueError:
+            raise config_lib.ConfigError(
+                f"{where}.seeds={v['seeds']!r} is not allowed: comma-separated integers") from None
+        for x in mine:
+            if x in owner:
+                raise config_lib.ConfigError(
+                    f"{where}.seeds names seed {x}, already run from start {owner[x]!r}: a "
+                    "seed is one (start, seed) replicate")
+            owner[x] = name
+    stray = [x for x in seeds if x not in owner]
+    if stray:
+        raise config_lib.ConfigError(
+            f"compare.seeds names seed(s) {stray} that no compare.starts entry runs (its seeds: "
+            f"{','.join(map(str, sorted(owner)))}): every seed runs from one start")
 
 
 def _validate_statistics(c: ml_collections.ConfigDict) -> None:
@@ -278,6 +328,7 @@ def plan(config: ml_collections.ConfigDict, workdir: str) -> list[RunSpec]:
     c = config.compare
     base = _base(config)
     shared = _get(c, "shared_start")
+    start_of = {x: v["path"] for v in starts_of(c).values() for x in v["seeds"]}
     match = two_run.matches(c)
     specs = []
     for method in two_run.order(_csv(c.run), match):
@@ -292,7 +343,11 @@ def plan(config: ml_collections.ConfigDict, workdir: str) -> list[RunSpec]:
             # name the same cache start from exactly the same policies (the controls, `:claims`
             # and `:hive_steps` on the default's starting points)
             ws_root = base.warmstart.cache_dir or os.path.join(workdir, "warmstart")
-            if shared:  # one starting point for every seed
+            if seed in start_of:  # a shipped start: loaded, never trained
+                cfg.warmstart.start = start_of[seed]
+                cfg.warmstart.cache_dir = start_of[seed]
+                cfg.warmstart.seed = seed
+            elif shared:  # one starting point for every seed
                 if cfg.warmstart.seed < 0:
                     cfg.warmstart.seed = base.seed
                 cfg.warmstart.cache_dir = ws_root
@@ -374,6 +429,15 @@ def fingerprint(cfg: ml_collections.ConfigDict, workdir: str = "") -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def _done(spec: RunSpec) -> dict:
+    """A finished run's DONE record ({} when absent or unreadable)."""
+    try:
+        with open(os.path.join(spec.dir, DONE)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
 def _finished(spec: RunSpec) -> bool:
     """Whether the run reached its budget: DONE and the run's FINAL both present (a run cut by
     SIGTERM has neither; a DONE without FINAL, left by an older version that took a cut run for
@@ -418,6 +482,9 @@ def run(config: ml_collections.ConfigDict, workdir: str, *, report_only: bool = 
     if not workdir:
         raise train.RunError("--workdir is required (a directory for the runs and the report)")
     workdir = os.path.abspath(workdir)
+    if tune.enabled(config.compare):
+        validate(config)
+        return _run_tuned(config, workdir, report_only)
     specs = plan(config, workdir)
     try:
         os.makedirs(workdir, exist_ok=True)
@@ -429,8 +496,52 @@ def run(config: ml_collections.ConfigDict, workdir: str, *, report_only: bool = 
         return _run_all(config, workdir, specs, report_only)
 
 
+def _run_tuned(config: ml_collections.ConfigDict, workdir: str, report_only: bool) -> dict:
+    """compare.tune (tune.py): the tuning stage in DIR/tune, each arm's setting chosen by the
+    declared rule, then the confirmation stage in DIR on fresh seeds; its results carry the
+    tuning record and the shared-setting verdicts."""
+    print(f"tuning stage: {len(tune.points(config.compare.tune.grid))} settings x "
+          f"{len(_csv(config.compare.tune.arms))} arms on tuning seeds "
+          f"{config.compare.tune.seeds} -> {os.path.join(workdir, 'tune')}", flush=True)
+    tuning = run(tune.tuning_config(config), os.path.join(workdir, "tune"),
+                 report_only=report_only)
+    record = tune.choose(tuning, config)
+    for arm, a in record["arms"].items():
+        need = record["power"].get(arm, {}).get("seeds_needed", {})
+        print(f"tuned: {arm} at {a['chosen_label']}"
+              + ("; confirmation seeds for 80% power at the pre-registered effects: "
+                 + ", ".join(f"{n} {'>' + str(stats.MAX_SEEDS) if v is None else v}"
+                             for n, v in need.items()) if need else ""), flush=True)
+    confirm = tune.confirmation_config(config, record)
+    specs = plan(confirm, workdir)
+    with lock.hold(workdir, "compare"):
+        return _run_all(confirm, workdir, specs, report_only,
+                        extra={"tuning": record, "shared_setting": _shared_rows(tuning)})
+
+
+def _shared_rows(tuning: dict) -> dict:
+    """The tuning stage's results at the shared setting only, methods under their arm names:
+    the shared-setting verdicts, on the tuning seeds."""
+    ref = tuning["target_method"]
+    shared = ref.split("@", 1)[1]
+    keep = {m for m in {r["method"] for r in tuning["runs"]} if m.endswith("@" + shared)}
+    out = {**tuning, "runs": [{**r, "method": r["method"].split("@", 1)[0]}
+                              for r in tuning["runs"] if r["method"] in keep]}
+    out["target_method"] = ref.split("@", 1)[0]
+    out["methods"] = [m.split("@", 1)[0] for m in tuning["methods"] if m in keep]
+    fam = tuning.get("confirmatory_declared")
+    out["confirmatory_declared"] = fam if fam == "all" else [x.split("@", 1)[0] for x in fam]
+    out["control_effects"] = report.control_effects(out)
+    out["headroom_share"] = report.headroom_shares(out)
+    out["confirmatory"] = report.family(out)
+    out["setting"] = shared
+    return {k: out[k] for k in ("runs", "target_method", "methods", "confirmatory_declared",
+                                "control_effects", "headroom_share", "confirmatory", "setting",
+                                "seeds", "controls", "metric", "k", "testbed_starts")}
+
+
 def _run_all(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpec],
-             report_only: bool = False) -> dict:
+             report_only: bool = False, extra: dict | None = None) -> dict:
     from frontier_rl import train
 
     if report_only:
@@ -442,6 +553,7 @@ def _run_all(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpe
         with open(os.path.join(workdir, "compare_config.json"), "w") as f:
             f.write(config.to_json_best_effort(indent=2))
         _enable_compile_cache(workdir)
+        _numerics()  # once, before the workers start: they inherit it
     t_all = time.perf_counter()
     if not report_only and _get(config.compare, "workers") > 1:
         cut = workers.run_all(specs, workdir, _get(config.compare, "workers"),
@@ -452,6 +564,7 @@ def _run_all(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpe
     elif not report_only:
         _run_in_turn(specs, workdir, config.compare)
     results = collect(config, specs)
+    results.update(extra or {})
     results["wall_s_this_invocation"] = time.perf_counter() - t_all
     results["meta"] = provenance.stamp()
     with open(os.path.join(workdir, "results.json"), "w") as f:
@@ -509,7 +622,7 @@ def run_one(spec: RunSpec, workdir: str) -> bool:
         return False
     with open(os.path.join(spec.dir, DONE), "w") as f:
         json.dump({"fingerprint": fingerprint(spec.config, workdir),
-                   "wall_s": time.perf_counter() - t0}, f)
+                   "wall_s": time.perf_counter() - t0, "numerics": _numerics()}, f)
     return True
 
 
@@ -626,6 +739,12 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
         # what this run compiled (train records it since the run's start)
         "compile_s": float(last["perf/compile_s"]) if "perf/compile_s" in last else None,
         "compiles": int(last.get("perf/compiles", 0)) if "perf/compiles" in last else None,
+        # the gradient noise scale in groups (rl/noise.py) beside the informative groups per
+        # optimizer update and the update's norm, over the steps that measured them
+        "b_noise": noise.scale(series("train/gns_g2"), series("train/gns_s"))
+        if series("train/gns_g2") else None,
+        "informative_groups": mean_of("train/informative_groups"),
+        "update_norm": mean_of("train/update_norm"),
         "time_s": {k: float(last.get(f"perf/cum_{k}_time", 0.0))
                    for k in ("generate", "verify", "entropy", "update", "select", "eval")},
         "mechanisms": {x.split("/", 1)[1]: int(v) for x, v in last.items()
@@ -644,6 +763,9 @@ def start_cache(cfg: ml_collections.ConfigDict, workdir: str = "") -> dict:
     starting point."""
     from frontier_rl import warmstart  # the policy layer; planning needs no jax
 
+    if cfg.warmstart.get("start", ""):  # a shipped start is named by its own digest
+        return {"dir": cfg.warmstart.start,
+                "key": warmstart.read_start(cfg.warmstart.start)["digest"]}
     key = json.dumps(warmstart.cache_key(cfg), sort_keys=True, default=str)
     where = cfg.warmstart.cache_dir
     if workdir and os.path.isabs(where) and where.startswith(os.path.join(workdir, "")):
@@ -688,6 +810,9 @@ def collect(config: ml_collections.ConfigDict, specs: list[RunSpec]) -> dict:
     for s, r in zip(specs, runs, strict=True):
         r["matched_to"] = s.match or None
         r["rollout_target"] = s.target or None
+        r["numerics"] = _done(s).get("numerics")
+        r["start_name"] = next((n for n, v in starts_of(c).items() if s.seed in v["seeds"]),
+                               None)
     targets = _per_seed_targets(c, runs)
     for r in runs:
         t = targets.get(r["seed"])
@@ -721,6 +846,13 @@ def collect(config: ml_collections.ConfigDict, specs: list[RunSpec]) -> dict:
                                   else list(_get(c, "confirmatory"))),
         "methods": _csv(c.run), "seeds": seeds,
         "shared_start": _get(c, "shared_start"), "starts": starts,
+        # the shipped starts: name -> {"path", "seeds", "digest"} (the results-file check
+        # compares the digests with the files the code now ships)
+        "testbed_starts": {n: {**v, "digest": runs_digest(runs, v["seeds"])}
+                           for n, v in starts_of(c).items()},
+        # the code's float numerics that made every run (numerics.digest, recorded in each
+        # run's DONE when it finished), or None when a run predates the record or they differ
+        "numerics": _common(r["numerics"] for r in runs),
         "ablations": {n: {f: a[f] for f in ("method", "ablation", "question")}
                       for n, a in _get(c, "ablations").items()},
         "settings_notes": {n: str(v) for n, v in _get(c, "settings_notes").items()},
@@ -742,6 +874,31 @@ def collect(config: ml_collections.ConfigDict, specs: list[RunSpec]) -> dict:
     results["headroom_share"] = report.headroom_shares(results)
     results["confirmatory"] = report.family(results)
     return results
+
+
+def runs_digest(runs: list[dict], seeds: list[int]) -> str | None:
+    """The start digest the runs at `seeds` recorded (one start serves them all)."""
+    keys = {r["start_cache"]["key"] for r in runs if r["seed"] in seeds}
+    return keys.pop() if len(keys) == 1 else None
+
+
+NUMERICS_ENV = "FRONTIER_RL_NUMERICS_DIGEST"  # set by the comparison for its worker processes
+
+
+def _numerics() -> str:
+    """numerics.digest() of this process, or the comparison's, which its workers inherit (they
+    run the same code under the same XLA flags; one digest costs a compile)."""
+    if os.environ.get(NUMERICS_ENV):
+        return os.environ[NUMERICS_ENV]
+    from frontier_rl import numerics
+
+    os.environ[NUMERICS_ENV] = numerics.digest()
+    return os.environ[NUMERICS_ENV]
+
+
+def _common(values):
+    values = set(values)
+    return values.pop() if len(values) == 1 else None
 
 
 def _control_kind(cfg: ml_collections.ConfigDict) -> str:

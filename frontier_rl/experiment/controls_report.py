@@ -335,6 +335,24 @@ def confirmatory(results: dict, claims: list[dict]) -> list[dict]:
     return out + repeats
 
 
+def holm_verdict(d, member: dict | None, control: bool = False) -> str:
+    """The verdict a paired difference `d` earns where it stands: in the confirmatory family
+    (`member`, from `confirmatory`) "better" / "worse" only when its Holm-adjusted p-value is
+    below the family-wise level, else "not distinguishable after Holm" (or at this budget);
+    outside it, the unadjusted verdict marked exploratory (a control's marked as a control)."""
+    if d is None:
+        return "—"
+    v = stats.verdict(d)
+    if member is None:
+        return f"{v} (control)" if control else f"{v} (exploratory)"
+    if v == stats.TOO_FEW or member.get("p_holm") is None:
+        return v
+    if member["p_holm"] < 1 - stats.LEVEL:
+        return v
+    return ("not distinguishable after Holm" if v in ("better", "worse")
+            else stats.NOT_DISTINGUISHABLE)
+
+
 def family_label(member: dict | None) -> str:
     """`confirmatory (Holm-adjusted p = 0.012)`, with what Holm changed; `exploratory` for a
     verdict outside the family."""

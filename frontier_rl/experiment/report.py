@@ -85,11 +85,14 @@ def _label(results: dict, row: str) -> str:
 MDD_HEAD = f"MDD (80% power) at sd / sd's {round(100 * stats.SD_UPPER)}% upper bound"
 
 
-def _diff_cells(d: stats.Interval | None) -> list[str]:
-    """[difference [CI], verdict, MDD at the sd / at its upper bound] of a paired comparison."""
+def _diff_cells(d: stats.Interval | None, member: dict | None = None,
+                control: bool = False) -> list[str]:
+    """[difference [CI], verdict, MDD at the sd / at its upper bound] of a paired comparison;
+    the verdict Holm-aware for a member of the confirmatory family (controls_report)."""
     if d is None:
         return ["—", "no common seeds with per-prompt eval counts", "—"]
-    return [d.fmt(signed=True), stats.verdict(d), d.fmt_mdd_both()]
+    return [d.fmt(signed=True), controls_report.holm_verdict(d, member, control),
+            d.fmt_mdd_both()]
 
 
 def family(results: dict) -> list[dict]:
@@ -141,8 +144,10 @@ def main_table(results: dict, controls: bool = False) -> str:
                 diff = ["—", "reference" if m == ref else f"{ref} not run", "—", "—"]
             else:
                 d = paired(rs, by[ref], b)
-                diff = _diff_cells(d) + ["—" if d is None else controls_report.spread_text(
-                    d.sd, eval_floor(rs, by[ref], b))]
+                member = fam.get(m) if b == metric else None
+                diff = _diff_cells(d, member, m in ctl) + [
+                    "—" if d is None else controls_report.spread_text(
+                        d.sd, eval_floor(rs, by[ref], b))]
             if b == metric:
                 cells += diff + ["reference" if m == ref else "control" if m in ctl
                                  else controls_report.family_label(fam.get(m))]
@@ -157,6 +162,140 @@ def main_table(results: dict, controls: bool = False) -> str:
     if results.get("best_of"):
         lines += ["", "† " + SELECTION_NOTE]
     return "\n".join(lines)
+
+
+def subset(results: dict, seeds) -> dict:
+    """The comparison restricted to `seeds` (one start's replicates): its runs, and the controls'
+    effects, power, headroom shares and confirmatory family computed again on them alone."""
+    seeds = [s for s in results["seeds"] if s in set(seeds)]
+    out = {**results, "seeds": seeds, "runs": [r for r in results["runs"] if r["seed"] in seeds]}
+    out["control_effects"] = control_effects(out)
+    out["power"] = power_rows(out)
+    out["headroom_share"] = headroom_shares(out)
+    out["confirmatory"] = family(out)
+    return out
+
+
+def starts_section(results: dict) -> str:
+    """With several shipped starts (compare.starts): the main table of each start's seeds
+    alone, so a conclusion that holds on one start says so; the main table above pools them
+    over (start, seed). Empty with one start or none."""
+    starts = results.get("testbed_starts") or {}
+    if len(starts) < 2:
+        return ""
+    lines = ["## Verdicts per start", "",
+             "The tables above pool every (start, seed) replicate, each seed paired with the "
+             "reference's run at the same start and seed. Here each start alone: its seeds, its "
+             "own Holm family. A verdict that holds pooled but not on every start is conditional "
+             "on the start.", ""]
+    for name, v in starts.items():
+        sub = subset(results, v["seeds"])
+        lines += [f"### Start `{name}` ({v['path']}, digest {v.get('digest') or '—'}; seeds "
+                  f"{', '.join(map(str, sub['seeds']))})", "", main_table(sub), ""]
+    return "\n".join(lines)
+
+
+def noise_table(results: dict) -> str:
+    """Per arm: the gradient noise scale B_noise in groups (rl/noise.py), the informative groups
+    per optimizer update and their ratio, and Adam's update norm, over the seeds."""
+    by = _by_method(results)
+    lines = ["| arm | B_noise (groups) per seed | informative groups per update | B_noise / "
+             "informative | Adam update norm |", "|---|---|---|---|---|"]
+    for m, rs in by.items():
+        bs = [r.get("b_noise") for r in rs]
+        if not any(b is not None for b in bs):
+            continue
+        inf = [r.get("informative_groups") for r in rs]
+        ratio = [b / i for b, i in zip(bs, inf, strict=True)
+                 if b is not None and i and np.isfinite(b)]
+        lines.append(f"| {m} | " + ", ".join("—" if b is None or not np.isfinite(b)
+                                               else f"{b:.0f}" for b in bs)
+                     + f" | {_fmt(inf, 1)} | {_fmt(ratio, 1) if ratio else '—'} | "
+                     f"{_fmt([r.get('update_norm') for r in rs], 3)} |")
+    if len(lines) == 2:
+        return "(the runs did not measure the gradient noise scale: rl.noise_every = 0)"
+    return ("B_noise = tr(Σ)/|G|² in groups (McCandlish et al. 2018), from the gradient norms "
+            "of a quarter of the step's groups and of all of them at the same parameters, "
+            "every rl.noise_every steps; the ratio of the two estimates' means over the run. "
+            "Where an update's informative groups are well below B_noise, more informative "
+            "groups per update lower its noise, the one way selection can pay under Adam; "
+            "where they are near or above it, they cannot.\n\n" + "\n".join(lines))
+
+
+def tuning_section(results: dict, out_dir: str) -> str:
+    """compare.tune (tune.py): each arm's sensitivity curve on the tuning seeds (the endpoint at
+    every grid point, 95% t-interval), the chosen settings, the confirmation seeds' power, and
+    the verdicts at the shared setting beside the tuned ones, with their scope. Empty without
+    tuning."""
+    t = results.get("tuning")
+    if not t:
+        return ""
+    k, metric = results["k"], _primary(results)
+    labels = [x["label"] for x in next(iter(t["arms"].values()))["cells"]]
+    lines = [
+        "## Tuning: the same grid for every arm, then fresh seeds", "",
+        f"Every arm ran every grid point on the tuning seeds {t['tuning_seeds']}; the rule "
+        f"`{t['rule']}` (declared before the runs: {t['rule_source']}) chose each arm's "
+        f"setting; the tables above are the confirmation runs at the chosen settings on the "
+        f"fresh seeds {t['confirmation_seeds']}, never used for tuning. Final Avg@{k} "
+        f"`{metric}` per grid point, mean over the tuning seeds [95% t-interval]; **bold**: "
+        "chosen.", "",
+        "| arm | " + " | ".join(labels) + " | chosen |",
+        "|---|" + "---|" * (len(labels) + 1)]
+    for arm, a in t["arms"].items():
+        cells = []
+        for x in a["cells"]:
+            text = ("—" if not np.isfinite(x["mean"]) else f"{x['mean']:.1f}"
+                    + (f" [{x['lo']:.1f}, {x['hi']:.1f}]" if np.isfinite(x["lo"]) else ""))
+            cells.append(f"**{text}**" if x["label"] == a["chosen_label"] else text)
+        lines.append(f"| {arm} | " + " | ".join(cells) + f" | {a['chosen_label']} |")
+    n_conf = len(t["confirmation_seeds"])
+    lines += ["", f"Confirmation seeds for 80% power at the pre-registered effects, at the sd "
+              f"of each method's paired difference to the reference on the tuning seeds "
+              f"(both at their chosen settings); {n_conf} were run:", ""]
+    for arm, pw in t["power"].items():
+        need = ", ".join(f"{n}: {'more than ' + str(stats.MAX_SEEDS) if v is None else v}"
+                         for n, v in pw["seeds_needed"].items())
+        lines.append(f"- {arm}: sd {pw['sd']:.2f} over {pw['n']} tuning seeds; {need}")
+    path = _sensitivity_plot(t, k, metric, out_dir)
+    if path:
+        lines += ["", f"![sensitivity](plots/{os.path.basename(path)})"]
+    shared = results.get("shared_setting")
+    if shared:
+        sub = {**results, **shared, "best_of": {}}
+        lines += ["", f"### At the shared setting ({shared['setting']}), tuning seeds", "",
+                  "Scope: every arm at the one setting of the untuned comparison, on the tuning "
+                  "seeds; a method that wins here but not tuned won where the reference was "
+                  "mistuned.", "", main_table(sub)]
+    return "\n".join(lines)
+
+
+def _sensitivity_plot(t: dict, k: int, metric: str, out_dir: str) -> str | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    field = next(iter(t["grid"][0])) if t["grid"] else None
+    if field is None or len(t["grid"][0]) != 1:
+        return None  # one field: endpoint vs its value; a grid of several is in the table
+    os.makedirs(out_dir, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for arm, a in t["arms"].items():
+        xs = [float(x["point"][field]) for x in a["cells"]]
+        ys = np.asarray([x["mean"] for x in a["cells"]])
+        lo = np.asarray([x["lo"] for x in a["cells"]])
+        hi = np.asarray([x["hi"] for x in a["cells"]])
+        ax.errorbar(xs, ys, yerr=[ys - lo, hi - ys], marker="o", capsize=3, label=arm)
+    ax.set_xscale("log")
+    ax.set_xlabel(field)
+    ax.set_ylabel(f"final Avg@{k} {metric} (tuning seeds)")
+    ax.legend(fontsize=7)
+    path = os.path.join(out_dir, "sensitivity.png")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 BIAS_NOTE = ("Taking the better of several noisy runs favours the group (a selection effect, "
@@ -1265,6 +1404,14 @@ def write(results: dict, workdir: str) -> dict:
         f"a non-finite loss) beside rollouts. The difference to `{ref}` is paired per seed.",
         "",
         main_table(results),
+        "",
+        starts_section(results),
+        "",
+        "## Gradient noise scale: where selection can pay",
+        "",
+        noise_table(results),
+        "",
+        tuning_section(results, os.path.join(workdir, "plots")),
         "",
         *(["## Best-of groups (HIVE's two-run protocol)", "", EXPLORATORY, "",
            best_of_section(results), ""] if results.get("best_of") else []),

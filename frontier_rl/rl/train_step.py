@@ -249,6 +249,7 @@ class Trainer:
         self._built_for = ()  # the parameter tree structure the jitted functions are for
         self._step = None
         self._logps = None
+        self._noise = None
 
     @property
     def row_multiple(self) -> int:
@@ -434,18 +435,19 @@ class Trainer:
         else:
             loss, metrics, grads = self._accumulate(params, mb, k)
         grad_norm = optax.tree.norm(grads)
-        new_params, new_opt_state = self._apply(params, opt_state, grads)
+        new_params, new_opt_state, update_norm = self._apply(params, opt_state, grads)
         ok = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
         keep = lambda new, old: jnp.where(ok, new, old)  # noqa: E731
         params = jax.tree.map(keep, new_params, params)
         opt_state = jax.tree.map(keep, new_opt_state, opt_state)
-        metrics = dict(metrics, loss=loss, grad_norm=grad_norm,
+        metrics = dict(metrics, loss=loss, grad_norm=grad_norm, update_norm=update_norm,
                        skipped_updates=(~ok).astype(jnp.float32))
         return params, opt_state, metrics
 
     def _apply(self, params, opt_state, grads):
+        """(params, opt_state, the update's norm |delta params|: Adam's step size)."""
         updates, opt_state = self.tx.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state
+        return optax.apply_updates(params, updates), opt_state, optax.tree.norm(updates)
 
     def _accumulate(self, params, mb, k: int):
         """Loss, metrics and gradient of a minibatch from k micro-batches (float32 sums).
@@ -551,6 +553,45 @@ class Trainer:
             return self._accumulate(params, mb, k)
 
         return jax.jit(go)(params, batch)
+
+    def noise(self, params, batch: dict[str, np.ndarray], parts: int) -> tuple[float, float]:
+        """(mean |g_i|^2 over the `parts` contiguous row chunks, |G|^2 of the whole batch), the
+        gradients taken at `params` without updating anything: the two norms of McCandlish et
+        al.'s gradient noise scale (arXiv 1812.06162, appendix A; rl/noise.py). Each chunk's
+        gradient is its own loss's (normalised by its own denominator, as a batch of it would
+        be); G is their aggregation as the minibatch's loss weighs them (`_accumulate`). One
+        forward and backward pass over the batch, compiled once per batch shape."""
+        rows = batch["tokens"].shape[0]
+        if parts < 2 or rows % parts:
+            raise ValueError(f"{rows} rows do not split into {parts} >= 2 noise chunks")
+        self._check_rows(rows)
+        self._build(params)
+        batch = dict(batch)
+        batch.setdefault("ref_logp", np.zeros_like(batch["old_logp"]))
+        batch.setdefault("rollout_logp", batch["old_logp"])
+        batch = self._place(batch)
+        if self._noise is None:
+            self._noise = jax.jit(self._noise_impl, static_argnums=2)
+        small, big = self._noise(params, batch, parts)
+        return float(small), float(big)
+
+    def _noise_impl(self, params, batch, parts: int):
+        mask = batch["loss_mask"].astype(jnp.float32)
+        tokens, seqs = jnp.maximum(jnp.sum(mask), 1.0), jnp.maximum(_sequences(batch), 1.0)
+        chunks = jax.tree.map(lambda x: x.reshape((parts, -1) + x.shape[1:]), batch)
+
+        def body(carry, part):
+            total, sq = carry
+            g = jax.grad(lambda p: self._loss(p, part)[0])(params)
+            m = part["loss_mask"].astype(jnp.float32)
+            w = {"token_mean": jnp.sum(m) / tokens, "token_sum": jnp.ones(())}.get(
+                self.loss_cfg.aggregation, _sequences(part) / seqs)
+            total = jax.tree.map(lambda a, b: a + w * b.astype(jnp.float32), total, g)
+            return (total, sq + optax.tree.norm(g, squared=True)), None
+
+        zeros = jax.tree.map(lambda p: jnp.zeros(p.shape, jnp.float32), params)
+        (total, sq), _ = jax.lax.scan(body, (zeros, jnp.zeros(())), chunks)
+        return sq / parts, optax.tree.norm(total, squared=True)
 
     def logps(self, params, tokens: np.ndarray, valid: np.ndarray) -> np.ndarray:
         """Per-token log-probabilities [N, L-1] at the trainer's temperature (old-policy

@@ -23,7 +23,7 @@ import numpy as np
 from frontier_rl import distributed
 from frontier_rl.errors import RunError
 from frontier_rl.rl import batch as batch_lib
-from frontier_rl.rl import losses, objectives
+from frontier_rl.rl import losses, noise, objectives
 from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
 from frontier_rl.shapes import PROMPT_BUCKETS, ROW_BUCKETS
 
@@ -125,10 +125,15 @@ class Updater:
             batch["ref_logp"] = trainer.logps(self.ref_params, batch["tokens"], batch["valid"])
             accountant.charge_logps(batch)
         distributed.check_agree("the packed batch", batch, step)
+        measured = self._noise(params, batch, groups, step)
         params, opt_state, metrics = trainer.step(
             params, opt_state, batch,
             seed=int(np.random.SeedSequence([self.seed, step, 99]).generate_state(1)[0]))
         accountant.charge_train(batch)
+        metrics.update(measured)
+        # informative groups (reward variance > 0) per optimizer update: a minibatch's share
+        metrics["informative_groups"] = sum(not g.zero_variance for g in groups) / max(
+            self.config.rl.minibatches, 1)
         # NaN guard: the trainer skipped every update whose loss or gradient norm was not
         # finite (params unchanged); a run of such steps means the run has diverged.
         if metrics.get("skipped_updates", 0) > 0:
@@ -138,6 +143,16 @@ class Updater:
         else:
             self.bad_steps = 0
         return params, opt_state, metrics, engine_diff
+
+    def _noise(self, params, batch, groups, step: int) -> dict[str, float]:
+        """The gradient noise scale's norms at this step's parameters (rl/noise.py), every
+        `rl.noise_every` steps (from step 1), else {}."""
+        every, parts = self.config.rl.noise_every, self.config.rl.noise_parts
+        if (not every or (step - 1) % every or len(groups) < 2 * parts
+                or batch["tokens"].shape[0] % parts):
+            return {}
+        small, big = self.trainer.noise(params, batch, parts)
+        return noise.metrics(small, big, len(groups) / parts, float(len(groups)))
 
     def diverged(self, step: int) -> RunError | None:
         """The error to stop with after `rl.max_bad_steps` skipped steps in a row, else None."""

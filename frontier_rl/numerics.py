@@ -1,0 +1,110 @@
+"""The code's float numerics, pinned on the CPU and named by a digest.
+
+A thousand-step warm start or a 150-step RL run turns any change of float rounding into another
+trajectory: a changed matmul layout, another XLA:CPU code generation (XLA compiles for the
+host's instruction set, so an AVX-512 machine and an AVX2 one round differently), or another
+split of a contraction over threads. Two things follow.
+
+- `pin_cpu` fixes what XLA:CPU may vary by machine, before JAX starts (`frontier-rl` calls it,
+  and a comparison's worker processes inherit it): vector code no newer than AVX2 (every
+  x86-64 CPU since 2013-2015 has it), no platform-dependent or fast math, no XNNPACK/YNNPACK
+  kernels (they pick their kernels by the CPU they find), and one thread per contraction (an
+  Eigen contraction split over threads may split its inner dimension, whose partial sums then
+  depend on the core count). A flag already in XLA_FLAGS keeps its value.
+  `FRONTIER_RL_NUMERICS=native` turns the pinning off (faster on some machines; results then
+  are this machine's own). What pinning cannot fix: Eigen's GEMM blocks its inner dimension by
+  the CPU's cache sizes, and arm64 has other vector units, so long contractions may still round
+  differently on another machine: there the verdicts of a published comparison, not its
+  digits, are what must agree (docs/results.md).
+- `digest` names the numerics the code gives: a fixed small computation (a forward pass, a
+  gradient and an AdamW update of the embedded policy's architecture, and sampled tokens from
+  the project's sampler) hashed bit for bit. A change to any float operation of the model, the
+  log-prob path, the optimizer or the sampler changes it. The warm-start cache key and every
+  comparison's results file carry it, so a cache or a published table made by other numerics
+  is refused or flagged, never reused silently (tests/test_published_results.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+
+# XLA:CPU flags that fix the code generation across x86-64 machines (see the module docstring).
+CPU_FLAGS = (
+    "--xla_cpu_max_isa=AVX2",
+    "--xla_cpu_enable_fast_math=false",
+    "--xla_cpu_enable_platform_dependent_math=false",
+    "--xla_cpu_use_xnnpack=false",
+    "--xla_cpu_experimental_ynn_fusion_type=",
+    "--xla_cpu_multi_thread_eigen=false",
+)
+ENV = "FRONTIER_RL_NUMERICS"  # "native": leave XLA:CPU's flags to XLA
+
+
+def pin_cpu(env=None) -> None:
+    """Adds CPU_FLAGS to env["XLA_FLAGS"] (default os.environ), each unless that flag is already
+    set there; a no-op with FRONTIER_RL_NUMERICS=native. Call before JAX starts its backend."""
+    env = os.environ if env is None else env
+    if env.get(ENV, "") == "native":
+        return
+    flags = env.get("XLA_FLAGS", "")
+    have = {f.split("=", 1)[0] for f in flags.split()}
+    add = [f for f in CPU_FLAGS if f.split("=", 1)[0] not in have]
+    if add:
+        env["XLA_FLAGS"] = " ".join([flags, *add]).strip()
+
+
+def pinned(env=None) -> bool:
+    """Whether every flag of CPU_FLAGS is in effect with its pinned value."""
+    env = os.environ if env is None else env
+    have = set(env.get("XLA_FLAGS", "").split())
+    return all(f in have for f in CPU_FLAGS)
+
+
+@functools.lru_cache(maxsize=1)
+def digest() -> str:
+    """16 hex digits naming the code's numerics on this backend (see the module docstring)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from flax import nnx
+
+    from frontier_rl.models import ModelConfig, Transformer
+    from frontier_rl.rl.train_step import OptimConfig, make_optimizer, sequence_logps
+    from frontier_rl.rollout.sampler import Sampler
+
+    # The embedded policy's architecture (config_lib's model defaults), a 20-token vocabulary.
+    mcfg = ModelConfig(vocab_size=20, hidden_size=64, intermediate_size=256, num_layers=2,
+                       num_heads=4, num_kv_heads=2, head_dim=16, rope_theta=10000.0,
+                       family="qwen3", qk_norm=True, tie_word_embeddings=True,
+                       dtype="float32", bos_token_id=1, eos_token_id=2, eos_token_ids=(2,),
+                       pad_token_id=0)
+    graphdef, params = nnx.split(Transformer(mcfg, rngs=nnx.Rngs(0)), nnx.Param)
+    rng = np.random.default_rng(0)
+    tokens = jnp.asarray(rng.integers(3, 20, size=(4, 24)), jnp.int32)
+    valid = jnp.asarray(np.arange(24)[None, :] >= np.array([[0], [3], [7], [11]]), jnp.int32)
+    weights = jnp.asarray(rng.normal(size=(4, 23)), jnp.float32)
+
+    def loss(p):
+        logp, ent = sequence_logps(nnx.merge(graphdef, p), tokens, valid, 0.7)
+        return -(logp * weights * valid[:, 1:]).mean() - 1e-3 * ent.mean(), (logp, ent)
+
+    tx = make_optimizer(OptimConfig(learning_rate=1e-3, weight_decay=0.01))
+
+    @jax.jit
+    def step(p):
+        (value, aux), grads = jax.value_and_grad(loss, has_aux=True)(p)
+        updates, _ = tx.update(grads, tx.init(p), p)
+        return value, aux, grads, jax.tree.map(jnp.add, p, updates)
+
+    value, (logp, ent), grads, new = step(params)
+    sampler = Sampler(graphdef, mcfg, eos_id=2, pad_id=0, prompt_buckets=(16,),
+                      max_new_tokens=8)
+    prompts = [[1, 5, 6, 7], [1, 9, 3, 4, 12, 13]]
+    drawn = sampler.sample(new, prompts, 2, seed=3, temperature=0.7, top_p=0.7)
+    h = hashlib.sha256()
+    for a in (value, logp, ent, *jax.tree.leaves(grads), *jax.tree.leaves(new),
+              drawn.tokens, drawn.logps, drawn.entropies):
+        h.update(np.asarray(a).tobytes())
+    return h.hexdigest()[:16]

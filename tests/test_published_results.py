@@ -1,0 +1,139 @@
+"""Published comparisons are a function of the code: pinned numerics, shipped starts, digests.
+
+- numerics.pin_cpu adds XLA:CPU's pinned flags and keeps a user's own;
+- numerics.digest names the code's float numerics: one changed float operation of the model
+  changes it, and then every published results file fails the check (shown on a copy of the
+  code's RMSNorm that divides by the root instead of multiplying by its reciprocal);
+- every results file under docs/results/testbed/ was measured under the numerics the code gives
+  now, from the shipped starts as they are now;
+- a shipped start whose file was altered stops a run in one line naming the file;
+- a warm-start cache made under other numerics is refused, never reused.
+"""
+
+import json
+import os
+import shutil
+
+import jax
+import pytest
+
+from frontier_rl import config_lib, numerics, warmstart
+from frontier_rl.errors import RunError
+from frontier_rl.experiment import published
+from frontier_rl.models import transformer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+START = os.path.join(ROOT, "configs", "starts", "arith_s0")
+
+
+def test_pin_cpu_adds_the_flags_and_keeps_a_users_own():
+    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=8 --xla_cpu_max_isa=SSE4_2"}
+    numerics.pin_cpu(env)
+    flags = env["XLA_FLAGS"].split()
+    assert "--xla_cpu_max_isa=SSE4_2" in flags and "--xla_cpu_max_isa=AVX2" not in flags
+    assert "--xla_cpu_multi_thread_eigen=false" in flags
+    assert "--xla_force_host_platform_device_count=8" in flags
+    assert not numerics.pinned(env)
+    env = {}
+    numerics.pin_cpu(env)
+    assert numerics.pinned(env)
+    env = {numerics.ENV: "native"}
+    numerics.pin_cpu(env)
+    assert "XLA_FLAGS" not in env
+
+
+def test_the_suite_runs_under_the_pinned_numerics():
+    assert numerics.pinned(), os.environ.get("XLA_FLAGS")
+
+
+def _rms_by_division(self, x):
+    x32 = x.astype(jax.numpy.float32)
+    x32 = x32 / jax.numpy.sqrt(jax.numpy.mean(x32 * x32, axis=-1, keepdims=True) + self.eps)
+    return self.weight[...].astype(self.dtype) * x32.astype(self.dtype)
+
+
+def test_one_changed_float_operation_fails_the_published_results_check(monkeypatch):
+    now = numerics.digest()
+    assert now == numerics.digest.__wrapped__()  # deterministic
+    monkeypatch.setattr(transformer.RMSNorm, "__call__", _rms_by_division)
+    changed = numerics.digest.__wrapped__()
+    assert changed != now
+    paths = published.files()
+    assert paths
+    for path in paths:
+        assert any("numerics" in p for p in published.problems(path, changed)), path
+
+
+@pytest.mark.parametrize("path", published.files(), ids=os.path.basename)
+def test_every_published_comparison_is_what_the_code_gives_now(path):
+    """Fails after a change that moves the figures: rerun the comparison from a fresh clone
+    (launch/run.sh; docs/results/testbed/README.md names each file's command) and regenerate
+    the docs (launch/docs.sh)."""
+    assert published.problems(path, numerics.digest()) == []
+
+
+def test_a_published_comparison_names_its_starts_and_their_digests():
+    for path in published.files():
+        results = published.load(path)
+        starts = results["testbed_starts"]
+        assert len(starts) >= 2, path
+        seeds = [s for v in starts.values() for s in v["seeds"]]
+        assert sorted(seeds) == sorted(results["seeds"])
+        for r in results["runs"]:
+            start = next(n for n, v in starts.items() if r["seed"] in v["seeds"])
+            assert r["start_name"] == start
+            assert r["start_cache"]["key"] == starts[start]["digest"]
+
+
+def test_a_shipped_start_records_its_regime_and_checks_its_files(tmp_path):
+    record = warmstart.read_start(START)
+    assert record["regime"]["easy_acc"] >= record["regime"]["target_acc"]
+    assert record["regime"]["frontier_acc"] >= record["regime"]["frontier_min"]
+    copy = tmp_path / "start"
+    shutil.copytree(START, copy)
+    weights = copy / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1  # one bit of one weight
+    weights.write_bytes(bytes(data))
+    with pytest.raises(RunError, match=r"model\.safetensors does not match its digest"):
+        warmstart.read_start(str(copy))
+    os.remove(copy / warmstart.START_NAME)
+    with pytest.raises(RunError, match="no shipped start there"):
+        warmstart.read_start(str(copy))
+
+
+def _arith_config():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "compare_arith", os.path.join(ROOT, "configs", "compare_arith.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cfg = mod.get_config("")
+    del cfg["compare"]
+    return cfg
+
+
+def test_a_warm_start_cache_made_under_other_numerics_is_refused(tmp_path):
+    cfg = _arith_config()
+    cache = tmp_path / "cache"
+    shutil.copytree(START, cache)
+    os.remove(cache / warmstart.START_NAME)
+    cfg.warmstart.cache_dir = str(cache)
+    cfg.warmstart.seed = 0
+    key = warmstart.cache_key(cfg)
+    assert key["numerics"] == numerics.digest()
+    (cache / warmstart.KEY_NAME).write_text(json.dumps(key))
+    assert warmstart.cached(cfg, str(tmp_path)) == str(cache)  # the same numerics: reused
+    key["numerics"] = "0123456789abcdef"  # made by code or a machine that rounds otherwise
+    (cache / warmstart.KEY_NAME).write_text(json.dumps(key))
+    with pytest.raises(RunError, match=r"made for another config \(numerics: "):
+        warmstart.cached(cfg, str(tmp_path))
+
+
+def test_a_start_made_for_another_model_is_refused():
+    cfg = _arith_config()
+    cfg.model.hidden_size = 32
+    with pytest.raises(RunError, match="made for another model"):
+        warmstart.check_start(START, cfg)
+    config_lib.validate(_arith_config())

@@ -1,0 +1,95 @@
+"""compare.tune: every arm on the same grid on tuning seeds, the declared rule picks each arm's
+setting, and the confirmation stage runs the chosen settings on disjoint seeds."""
+
+import importlib.util
+import os
+
+import ml_collections
+import pytest
+
+from frontier_rl import config_lib
+from frontier_rl.experiment import compare, tune
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _config(arg="tuned"):
+    spec = importlib.util.spec_from_file_location(
+        "compare_arith", os.path.join(ROOT, "configs", "compare_arith.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.get_config(arg)
+
+
+def _run(method, seed, final):
+    return {"method": method, "seed": seed, "final": final}
+
+
+def test_the_tuning_stage_is_every_arm_at_every_point_on_the_tuning_seeds(tmp_path):
+    cfg = _config()
+    t = tune.tuning_config(cfg)
+    specs = compare.plan(t, str(tmp_path))
+    arms = cfg.compare.tune.arms.split(",")
+    grid = tune.points(cfg.compare.tune.grid)
+    assert len(grid) >= 3
+    assert len(specs) == len(arms) * len(grid) * len(cfg.compare.tune.seeds.split(","))
+    assert {s.seed for s in specs} == {int(x) for x in cfg.compare.tune.seeds.split(",")}
+    for s in specs:
+        arm, point = s.method.split("@")
+        lr = s.config.rl.learning_rate
+        assert point == tune.label({"rl.learning_rate": lr})
+        assert s.config.selector.name == cfg.compare.methods[arm].selector.name
+        assert s.config.warmstart.start  # every tuning run starts from a shipped start
+    assert t.compare.target == "uniform@learning_rate=3e-04"  # the shared setting's reference
+
+
+def test_the_rule_picks_the_best_mean_over_tuning_seeds_and_confirms_on_fresh_seeds():
+    cfg = _config()
+    lo, mid, hi = (tune.label(p) for p in tune.points(cfg.compare.tune.grid))
+    runs = []
+    for arm in cfg.compare.tune.arms.split(","):
+        # seed 10 alone would pick `hi` (60); the mean over the tuning seeds picks `mid`
+        finals = {lo: (40, 40, 40, 40), mid: (50, 52, 51, 53), hi: (60, 30, 30, 30)}
+        if arm == "uniform":  # the reference's best is elsewhere
+            finals = {lo: (55, 55, 56, 54), mid: (50, 50, 50, 50), hi: (40, 40, 40, 40)}
+        if arm == "hive":  # a tie between lo and mid goes to the earlier point
+            finals = {lo: (50, 50, 50, 50), mid: (50, 50, 50, 50), hi: (10, 10, 10, 10)}
+        for point, vals in finals.items():
+            runs += [_run(f"{arm}@{point}", s, v)
+                     for s, v in zip((10, 11, 12, 13), vals, strict=True)]
+    record = tune.choose({"runs": runs}, cfg)
+    assert record["arms"]["uniform"]["chosen_label"] == lo
+    assert record["arms"]["oracle"]["chosen_label"] == mid
+    assert record["arms"]["hive"]["chosen_label"] == lo
+    assert record["tuning_seeds"] == [10, 11, 12, 13]
+    assert not set(record["confirmation_seeds"]) & set(record["tuning_seeds"])
+    assert len(record["confirmation_seeds"]) >= 6
+    # the power the confirmation stage needs, at the tuning stage's paired sd
+    assert set(record["power"]["oracle"]["seeds_needed"]) == set(cfg.compare.effect_sizes)
+    confirm = tune.confirmation_config(cfg, record)
+    specs = compare.plan(confirm, "/nonexistent")
+    chosen = {a: record["arms"][a]["chosen"]["rl.learning_rate"] for a in record["arms"]}
+    for s in specs:
+        assert s.seed in record["confirmation_seeds"]
+        assert s.config.rl.learning_rate == chosen[s.method]
+
+
+def test_tuning_refuses_shared_seeds_a_short_grid_and_an_untuned_reference():
+    cfg = _config()
+    with cfg.compare.unlocked():
+        cfg.compare.tune.seeds = "10,20"
+    with pytest.raises(config_lib.ConfigError, match="must be fresh"):
+        compare.validate(cfg)
+    cfg = _config()
+    cfg.compare.tune.grid = ml_collections.ConfigDict({"rl": {"learning_rate": (1e-4, 3e-4)}})
+    with pytest.raises(config_lib.ConfigError, match="at least 3 values"):
+        compare.validate(cfg)
+    cfg = _config()
+    cfg.compare.tune.arms = "hive,heapa"
+    with pytest.raises(config_lib.ConfigError, match="leaves out the reference"):
+        compare.validate(cfg)
+
+
+def test_labels_hold_no_dots():
+    assert tune.label({"rl.learning_rate": 1.5e-4}) == "learning_rate=1p5e-04"
+    assert tune.label({"rl.batch_size": 64}) == "batch_size=64"
