@@ -128,14 +128,14 @@ TESTBED = dict(pool="sparse", train_size=1500, batch_size=32, rollout_budget=384
 # The testbed's starting points: shipped files (configs/starts/, made by `frontier-rl start
 # --config=configs/compare_arith.py --seeds=N --out=...`), loaded instead of retrained, each
 # with the RL seeds run from it; a (start, seed) pair is one replicate.
-# The default runs seeds 0-5; `:tuned` tunes on 10-13 and confirms on the fresh 20-25.
+# The default runs seeds 0-5; `:tuned` tunes on 10 and 12 and confirms on the fresh 20-25.
 STARTS = {"s0": {"path": "configs/starts/arith_s0", "seeds": "0,1,2,10,11,20,21,22"},
           "s1": {"path": "configs/starts/arith_s1", "seeds": "3,4,5,12,13,23,24,25"}}
 # `:tuned`: every arm on the same learning-rate grid (AlgoPerf's equal tuning budget), on
 # tuning seeds apart from the confirmation seeds (Eimer et al. 2023). The grid brackets the
 # rates measured before it was set: uniform better at 1e-4 than at 3e-4 (by 3.0 to 4.5 points
 # on 4op, two earlier starts), the positive control not worse at 3e-4.
-TUNE = dict(grid={"rl": {"learning_rate": (3e-5, 1e-4, 3e-4)}}, seeds="10,11,12,13",
+TUNE = dict(grid={"rl": {"learning_rate": (3e-5, 1e-4, 3e-4)}}, seeds="10,12",
             rule="best_mean", shared={"rl": {"learning_rate": 3e-4}},
             rule_source=(
                 "the highest mean final 4op Avg@4 over the tuning seeds, the pre-registered "

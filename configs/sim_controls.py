@@ -70,7 +70,7 @@ def get_config(arg: str | None = None):
     c = controls.get_base()
     c.seed = 0
     # The update rule calibrated to the trainer (`frontier-rl sim calibrate` on the embedded
-    # testbed's default comparison, docs/results/testbed/default.calibration.json): an
+    # testbed's default comparison, docs/results/superseded/default.calibration.json): an
     # Adam-like normalised step. Its held-out predictions there missed (README), so every
     # figure of this study is a model output, not a prediction the trainer has confirmed.
     c.sim.update = "adam"

@@ -89,6 +89,48 @@ def _arms(results: dict) -> str:
                   "Holm-adjusted p (confirmatory)", "share of the headroom [95% Fieller]"], rows)
 
 
+def _arms_by_start(results: dict) -> str:
+    """The arms table of each shipped start's seeds alone (report.subset)."""
+    from frontier_rl.experiment import report
+
+    parts = []
+    for name, v in (results.get("testbed_starts") or {}).items():
+        sub = report.subset(results, v["seeds"])
+        parts.append(f"Start `{name}` (`{v['path']}`, digest {v.get('digest')}; seeds "
+                     f"{', '.join(map(str, sub['seeds']))}):\n\n" + _arms(sub))
+    return "\n\n".join(parts)
+
+
+def _default_time(results: dict, install: dict) -> str:
+    """The default comparison's wall time (its results file) beside the first setup's (a table
+    record): the two figures of the README's first command."""
+    minutes = results["wall_s_this_invocation"] / 60
+    rows = [[f"`launch/run.sh` with `.venv` installed: {len(results['runs'])} runs, "
+             f"{results.get('workers', 2)} at a time", f"{minutes:.0f} min"]]
+    rows += [list(r) for r in install["rows"]]
+    return table(["what", "wall time"], rows)
+
+
+def _noise(results: dict) -> str:
+    from frontier_rl.experiment import report
+
+    return report.noise_table(results)
+
+
+def _tuning(results: dict) -> str:
+    """The tuning stage's sensitivity table, chosen settings and power (report.tuning_section,
+    without its plot and shared-setting table)."""
+    from frontier_rl.experiment import report
+
+    text = report.tuning_section({**results, "shared_setting": None}, out_dir="")
+    return "\n".join(line for line in text.splitlines()[2:] if not line.startswith("!["))
+
+
+def _shared(results: dict) -> str:
+    """The tuned comparison's arms at the shared setting, on the tuning seeds."""
+    return _arms({**results, **results["shared_setting"], "best_of": {}})
+
+
 def _controls(results: dict) -> str:
     from frontier_rl.experiment import report
 
@@ -119,10 +161,17 @@ def _vs_tunix(bench: dict) -> str:
 RENDERERS = {
     "default-arms": (["testbed/default.results.json.gz"], _arms),
     "default-controls": (["testbed/default.results.json.gz"], _controls),
-    "field-arms": (["testbed/field.results.json.gz"], _arms),
-    "field-pflops-arms": (["testbed/field_pflops.results.json.gz"], _arms),
-    "gym-controls": (["testbed/gym_controls.results.json.gz"], _controls),
-    "default-calibration": (["testbed/default.calibration.json"], _calibration),
+    "default-starts": (["testbed/default.results.json.gz"], _arms_by_start),
+    "default-noise": (["testbed/default.results.json.gz"], _noise),
+    "default-time": (["testbed/default.results.json.gz", "tables/install.json"], _default_time),
+    "tuned-arms": (["testbed/tuned.results.json.gz"], _arms),
+    "tuned-tuning": (["testbed/tuned.results.json.gz"], _tuning),
+    "tuned-shared": (["testbed/tuned.results.json.gz"], _shared),
+    "tuned-noise": (["testbed/tuned.results.json.gz"], _noise),
+    "field-arms": (["superseded/field.results.json.gz"], _arms),
+    "field-pflops-arms": (["superseded/field_pflops.results.json.gz"], _arms),
+    "gym-controls": (["superseded/gym_controls.results.json.gz"], _controls),
+    "default-calibration": (["superseded/default.calibration.json"], _calibration),
     "fit-measured": (["fit/index.json"], _fit_measured),
     "vs-tunix": (["bench/vs_tunix.json"], _vs_tunix),
 }
@@ -138,8 +187,14 @@ def provenance(files: list[str], page_dir: str) -> str:
             raise SystemExit(f"docs: results file docs/results/{rel} has no meta "
                              "(machine, date, commit, command)")
         link = os.path.relpath(os.path.join(RESULTS, rel), page_dir)
+        results = load(rel)
+        made = ""
+        if results.get("numerics"):  # a comparison run from shipped starts, pinned numerics
+            made = (f", numerics {results['numerics']}, starts "
+                    + ", ".join(f"{n} {v.get('digest')}"
+                                for n, v in results.get("testbed_starts", {}).items()))
         parts.append(f"[`{rel}`]({link}): commit {meta['commit']}, {meta['date'][:10]}, "
-                     f"{meta['machine']}; `{meta['command']}`")
+                     f"{meta['machine']}{made}; `{meta['command']}`")
     return "<sub>From " + "; ".join(parts) + ".</sub>"
 
 
@@ -158,19 +213,19 @@ def render(name: str, page_dir: str) -> str:
 
 
 def field_page() -> str:
-    """docs/results/testbed/field.md, a page launch/field_tables.py renders whole."""
+    """docs/results/superseded/field.md, a page launch/field_tables.py renders whole."""
     import contextlib
     import io
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         _launch_module("field_tables").main(
-            [os.path.join(RESULTS, "testbed", "field.results.json.gz"),
-             os.path.join(RESULTS, "testbed", "field_pflops.results.json.gz")])
+            [os.path.join(RESULTS, "superseded", "field.results.json.gz"),
+             os.path.join(RESULTS, "superseded", "field_pflops.results.json.gz")])
     return out.getvalue()
 
 
-WHOLE_PAGES = {os.path.join(RESULTS, "testbed", "field.md"): field_page}
+WHOLE_PAGES = {os.path.join(RESULTS, "superseded", "field.md"): field_page}
 
 
 def pages() -> list[str]:

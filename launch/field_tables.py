@@ -1,7 +1,7 @@
-"""Renders the tables of docs/results/testbed/field.md from the comparisons' results files.
+"""Renders the tables of docs/results/superseded/field.md from the comparisons' results files.
 
-  python launch/field_tables.py docs/results/testbed/field.results.json.gz \
-      docs/results/testbed/field_pflops.results.json.gz
+  python launch/field_tables.py docs/results/superseded/field.results.json.gz \
+      docs/results/superseded/field_pflops.results.json.gz
 
 `field` is `compare_arith.py:field` (every arm to 38,400 rollouts), `field_pflops` the same arms
 rerun from the same warm start to the PFLOPs uniform spent there (`:field_pflops`). Prints

@@ -85,7 +85,7 @@ def test_docs_index_links_every_page():
               for link in re.findall(r"\]\(([^)#]+)\)", index)}
     pages = glob.glob(os.path.join(ROOT, "docs", "*.md"))
     pages += glob.glob(os.path.join(ROOT, "docs", "results", "*", "README.md"))
-    pages += [os.path.join(ROOT, "docs", "results", "testbed", "field.md")]
+    pages += [os.path.join(ROOT, "docs", "results", "superseded", "field.md")]
     for page in pages:
         if os.path.basename(page) == "README.md" and os.path.dirname(page).endswith("docs"):
             continue

@@ -1,12 +1,12 @@
 """launch/field_tables.py's findings say where a verdict changes with the budget (that
-docs/results/testbed/field.md is what it renders is checked with every other rendered page, in
+docs/results/superseded/field.md is what it renders is checked with every other rendered page, in
 tests/test_docs_blocks.py)."""
 
 import importlib.util
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TESTBED = os.path.join(ROOT, "docs", "results", "testbed")
+TESTBED = os.path.join(ROOT, "docs", "results", "superseded")
 
 
 def _renderer():

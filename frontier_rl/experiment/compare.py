@@ -470,6 +470,10 @@ def _enable_compile_cache(workdir: str) -> None:
     jax.config.update("jax_compilation_cache_dir", os.path.join(workdir, ".jax_cache"))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    # the workers' size limit (workers.child_env), so every process keeps the cache's access
+    # times the same way (an entry written without them warns in a worker that reads it)
+    jax.config.update("jax_compilation_cache_max_size",
+                      int(os.environ.get("JAX_COMPILATION_CACHE_MAX_SIZE", 4 << 30)))
 
 
 def run(config: ml_collections.ConfigDict, workdir: str, *, report_only: bool = False) -> dict:

@@ -55,7 +55,7 @@ import os
 
 import numpy as np
 
-from frontier_rl.experiment import controls_report, stats, two_run
+from frontier_rl.experiment import controls_report, curves, stats, two_run
 from frontier_rl.experiment.controls_report import (  # noqa: F401  (the report's API)
     DEFAULT_EFFECT_SIZES,
     EXPLORATORY,
@@ -222,6 +222,32 @@ def noise_table(results: dict) -> str:
             "where they are near or above it, they cannot.\n\n" + "\n".join(lines))
 
 
+def curve_table(results: dict) -> str:
+    """Whole-curve endpoints per arm (curves.py): area under the curve and the last-3 mean,
+    each paired per seed against the reference (95% t-interval), and ScaleRL's fitted
+    asymptote A, efficiency B and midpoint C_mid (mean ± sd over the seeds that fit)."""
+    by, ref = _by_method(results), results["target_method"]
+    ends = {m: {r["seed"]: curves.endpoints(r["curve"]) for r in rs} for m, rs in by.items()}
+    lines = [f"| arm | AUC (mean accuracy over the budget) | AUC vs {ref} [95% CI] | last-3 mean "
+             f"| last-3 vs {ref} [95% CI] | A (asymptote) | B (efficiency) | C_mid (rollouts) "
+             "| seeds fitted |", "|---|---|---|---|---|---|---|---|---|"]
+    for m, per in ends.items():
+        cells = [m]
+        for key in ("auc", "last3"):
+            cells.append(_fmt([e[key] for e in per.values()], 1))
+            if m == ref or ref not in ends:
+                cells.append("—")
+                continue
+            d = [e[key] - ends[ref][s][key] for s, e in per.items() if s in ends[ref]]
+            cells.append(stats.seed_interval(d).fmt(signed=True) if len(d) >= 2 else "—")
+        fits = [e for e in per.values() if e["A"] is not None]
+        for key, digits in (("A", 1), ("B", 2), ("C_mid", 0)):
+            cells.append(_fmt([e[key] for e in fits], digits) if fits else "no fit")
+        cells.append(f"{len(fits)} of {len(per)}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def tuning_section(results: dict, out_dir: str) -> str:
     """compare.tune (tune.py): each arm's sensitivity curve on the tuning seeds (the endpoint at
     every grid point, 95% t-interval), the chosen settings, the confirmation seeds' power, and
@@ -257,7 +283,12 @@ def tuning_section(results: dict, out_dir: str) -> str:
         need = ", ".join(f"{n}: {'more than ' + str(stats.MAX_SEEDS) if v is None else v}"
                          for n, v in pw["seeds_needed"].items())
         lines.append(f"- {arm}: sd {pw['sd']:.2f} over {pw['n']} tuning seeds; {need}")
-    path = _sensitivity_plot(t, k, metric, out_dir)
+    edge = [arm for arm, a in t["arms"].items()
+            if a["chosen_label"] in (a["cells"][0]["label"], a["cells"][-1]["label"])]
+    if edge:
+        lines += ["", "At the grid's edge (the best setting may lie beyond it): "
+                  + ", ".join(edge) + "."]
+    path = _sensitivity_plot(t, k, metric, out_dir) if out_dir else None
     if path:
         lines += ["", f"![sensitivity](plots/{os.path.basename(path)})"]
     shared = results.get("shared_setting")
@@ -1406,6 +1437,15 @@ def write(results: dict, workdir: str) -> dict:
         main_table(results),
         "",
         starts_section(results),
+        "",
+        "## Whole-curve endpoints",
+        "",
+        "Beside the pre-registered final value, which is a run's noisiest point: the mean "
+        "accuracy over the budget (area under the curve), the mean of the last three "
+        "evaluations, and ScaleRL's curve R(C) = R0 + (A − R0) / (1 + (C_mid / C)^B) fitted to "
+        "each run (curves.py; R0 the step-0 value). " + EXPLORATORY,
+        "",
+        curve_table(results),
         "",
         "## Gradient noise scale: where selection can pay",
         "",
