@@ -78,7 +78,7 @@ def test_the_rule_picks_the_best_mean_over_tuning_seeds_and_confirms_on_fresh_se
 def test_tuning_refuses_shared_seeds_a_short_grid_and_an_untuned_reference():
     cfg = _config()
     with cfg.compare.unlocked():
-        cfg.compare.tune.seeds = "10,20"
+        cfg.compare.tune.seeds = "10,0"
     with pytest.raises(config_lib.ConfigError, match="must be fresh"):
         compare.validate(cfg)
     cfg = _config()
@@ -109,3 +109,31 @@ def test_the_curve_fit_recovers_known_parameters():
     assert curves.auc([0, 1, 2], [0, 1, 2]) == pytest.approx(1.0)
     assert curves.last_mean([1, 2, 3, 4]) == pytest.approx(3.0)
     assert curves.fit(x[:3], x[:3]) is None
+
+
+@pytest.mark.slow
+def test_a_tuned_comparison_runs_end_to_end(tmp_path):
+    """The smoke comparison with a tuning section: every (arm, rate) on the tuning seed in
+    DIR/tune, the choice recorded, the confirmation on the disjoint seed with its report in
+    DIR/tuned, the shared-setting verdicts beside it."""
+    cfg = _config("smoke")
+    with cfg.compare.unlocked():
+        cfg.compare.tune = ml_collections.ConfigDict(dict(
+            grid={"rl": {"learning_rate": (1e-4, 3e-4, 1e-3)}}, arms="uniform,hive", seeds="1",
+            rule="best_mean", rule_source="the test's", shared={"rl": {"learning_rate": 3e-4}}))
+    results = compare.run(cfg, str(tmp_path))
+    assert sorted(os.listdir(tmp_path / "tune" / "runs")) == sorted(
+        f"{a}@learning_rate={v}-s1" for a in ("uniform", "hive")
+        for v in ("1e-04", "3e-04", "1e-03"))
+    record = results["tuning"]
+    assert record["tuning_seeds"] == [1] and record["confirmation_seeds"] == [0]
+    for arm in ("uniform", "hive"):
+        cells = record["arms"][arm]["cells"]
+        best = max(cells, key=lambda x: x["mean"])
+        assert record["arms"][arm]["chosen_label"] == best["label"]
+        run = next(r for r in results["runs"] if r["method"] == arm)
+        assert run["seed"] == 0
+    assert results["shared_setting"]["setting"] == "learning_rate=3e-04"
+    text = (tmp_path / "tuned" / "report.md").read_text()
+    assert "## Tuning: the same grid for every arm" in text
+    assert (tmp_path / "tuned" / "results.json").exists()

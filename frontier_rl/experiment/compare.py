@@ -502,8 +502,9 @@ def run(config: ml_collections.ConfigDict, workdir: str, *, report_only: bool = 
 
 def _run_tuned(config: ml_collections.ConfigDict, workdir: str, report_only: bool) -> dict:
     """compare.tune (tune.py): the tuning stage in DIR/tune, each arm's setting chosen by the
-    declared rule, then the confirmation stage in DIR on fresh seeds; its results carry the
-    tuning record and the shared-setting verdicts."""
+    declared rule, then the confirmation stage's runs in DIR/runs on fresh seeds (a run that
+    an untuned comparison in DIR already made at the same config is reused), its results and
+    report in DIR/tuned, with the tuning record and the shared-setting verdicts."""
     print(f"tuning stage: {len(tune.points(config.compare.tune.grid))} settings x "
           f"{len(_csv(config.compare.tune.arms))} arms on tuning seeds "
           f"{config.compare.tune.seeds} -> {os.path.join(workdir, 'tune')}", flush=True)
@@ -571,16 +572,18 @@ def _run_all(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpe
     results.update(extra or {})
     results["wall_s_this_invocation"] = time.perf_counter() - t_all
     results["meta"] = provenance.stamp()
-    with open(os.path.join(workdir, "results.json"), "w") as f:
+    out = os.path.join(workdir, "tuned") if "tuning" in results else workdir
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(results, f, indent=1, default=float)
-    text = report.write(results, workdir)
+    text = report.write(results, out)
     print(report.main_table(results))
     for line in controls_report.console_lines(results):
         print(line)
     for method, seed, counter in results["mechanisms_missing"]:
         print(f"WARNING: {method} seed {seed}: mechanism counter {counter} stayed at zero (this "
               "run did not exercise its method; see report.md)")
-    print(f"\nwrote {os.path.join(workdir, 'results.json')}, {os.path.join(workdir, 'report.md')}"
+    print(f"\nwrote {os.path.join(out, 'results.json')}, {os.path.join(out, 'report.md')}"
           f" and {len(text['plots'])} plots")
     return results
 
