@@ -72,7 +72,12 @@ def test_the_rule_picks_the_best_mean_over_tuning_seeds_and_confirms_on_fresh_se
     chosen = {a: record["arms"][a]["chosen"]["rl.learning_rate"] for a in record["arms"]}
     for s in specs:
         assert s.seed in record["confirmation_seeds"]
-        assert s.config.rl.learning_rate == chosen[s.method]
+        arm = s.method.split("@")[0]
+        assert s.config.rl.learning_rate == chosen[arm]
+        # an arm away from the shared setting runs under another name (another directory)
+        assert (s.method == arm) == (chosen[arm] == 3e-4)
+    assert confirm.compare.target == f"uniform@{lo}"
+    assert f"hive@{lo}" in confirm.compare.confirmatory
 
 
 def test_tuning_refuses_shared_seeds_a_short_grid_and_an_untuned_reference():
@@ -131,8 +136,10 @@ def test_a_tuned_comparison_runs_end_to_end(tmp_path):
         cells = record["arms"][arm]["cells"]
         best = max(cells, key=lambda x: x["mean"])
         assert record["arms"][arm]["chosen_label"] == best["label"]
-        run = next(r for r in results["runs"] if r["method"] == arm)
+        run = next(r for r in results["runs"] if r["method"].split("@")[0] == arm)
         assert run["seed"] == 0
+        assert run["method"] == (arm if best["label"] == "learning_rate=3e-04"
+                                 else f"{arm}@{best['label']}")
     assert results["shared_setting"]["setting"] == "learning_rate=3e-04"
     text = (tmp_path / "tuned" / "report.md").read_text()
     assert "## Tuning: the same grid for every arm" in text

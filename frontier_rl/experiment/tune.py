@@ -201,14 +201,28 @@ def choose(results: dict, config: ml_collections.ConfigDict) -> dict:
 
 def confirmation_config(config: ml_collections.ConfigDict, record: dict
                         ) -> ml_collections.ConfigDict:
-    """The confirmation stage: each arm at its chosen setting, under its own name, on the
-    confirmation seeds (compare.seeds), the rest of the comparison as declared."""
+    """The confirmation stage: each arm at its chosen setting on the confirmation seeds
+    (compare.seeds), the rest of the comparison as declared. An arm chosen at the shared setting
+    keeps its name (an untuned comparison's run of it in the same workdir is the same run); one
+    chosen elsewhere is named `arm@setting`, and the target, the family and the ablations
+    follow the names."""
     cfg = copy.deepcopy(config)
     c = cfg.compare
+    shared = label(config_lib.flatten(c.tune.shared.to_dict()))
+    names = {arm: arm if a["chosen_label"] == shared else f"{arm}@{a['chosen_label']}"
+             for arm, a in record["arms"].items()}
     with c.unlocked():
+        methods = c.methods.to_dict()
         for arm, a in record["arms"].items():
-            c.methods[arm] = ml_collections.ConfigDict(
-                _merge(c.methods[arm].to_dict(), _delta(a["chosen"])))
-        c.run = ",".join(record["arms"])
+            methods[names[arm]] = _merge(methods[arm], _delta(a["chosen"]))
+        c.methods = ml_collections.ConfigDict(methods)
+        c.run = ",".join(names.values())
+        c.target = names.get(c.target, c.target)
+        c.rollout_reference = names.get(c.rollout_reference, c.rollout_reference)
+        if isinstance(c.confirmatory, (list, tuple)):
+            c.confirmatory = [names.get(x, x) for x in c.confirmatory]
+        for ab in c.ablations.values():
+            ab.method = names.get(ab.method, ab.method)
+            ab.ablation = names.get(ab.ablation, ab.ablation)
         c.tune = ml_collections.ConfigDict()
     return cfg
