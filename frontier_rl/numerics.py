@@ -18,7 +18,8 @@ split of a contraction over threads. Two things follow.
   digits, are what must agree (docs/results.md).
 - `digest` names the numerics the code gives: a fixed small computation (a forward pass, a
   gradient and an AdamW update of the embedded policy's architecture, and sampled tokens from
-  the project's sampler) hashed bit for bit. A change to any float operation of the model, the
+  the project's sampler) hashed bit for bit, computed in a fresh process on one CPU device as
+  a run has (the test suite's 8 fake devices on 2 cores round the forward pass otherwise). A change to any float operation of the model, the
   log-prob path, the optimizer or the sampler changes it. The warm-start cache key and every
   comparison's results file carry it, so a cache or a published table made by other numerics
   is refused or flagged, never reused silently (tests/test_published_results.py).
@@ -29,6 +30,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import subprocess
+import sys
 
 # XLA:CPU flags that fix the code generation across x86-64 machines (see the module docstring).
 CPU_FLAGS = (
@@ -62,9 +65,36 @@ def pinned(env=None) -> bool:
     return all(f in have for f in CPU_FLAGS)
 
 
+DEVICES_FLAG = "--xla_force_host_platform_device_count"
+
+
+def digest_env(env=None) -> dict[str, str]:
+    """The environment `digest` computes in: this one on the CPU with the numerics pinned (unless
+    FRONTIER_RL_NUMERICS=native) and one CPU device, as a run has (fake devices beyond the
+    cores change XLA:CPU's rounding: measured, 8 fake devices on 2 cores)."""
+    env = dict(os.environ if env is None else env)
+    env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split()
+                                if not f.startswith(DEVICES_FLAG))
+    pin_cpu(env)
+    env["JAX_PLATFORMS"] = "cpu"
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)  # compiled afresh, never from a cache
+    return env
+
+
 @functools.lru_cache(maxsize=1)
 def digest() -> str:
-    """16 hex digits naming the code's numerics on this backend (see the module docstring)."""
+    """16 hex digits naming the code's numerics (see the module docstring): `compute` in a
+    fresh process on one CPU device under the pinned flags, whatever this process runs on."""
+    out = subprocess.run([sys.executable, "-c", "from frontier_rl import numerics; "
+                          "print(numerics.compute())"], env=digest_env(), capture_output=True,
+                         text=True, timeout=600)
+    if out.returncode:
+        raise RuntimeError(f"the numerics digest failed: {out.stderr.strip()[-2000:]}")
+    return out.stdout.strip().splitlines()[-1]
+
+
+def compute() -> str:
+    """The digest of the fixed computation in this process, on its default device."""
     import jax
     import jax.numpy as jnp
     import numpy as np

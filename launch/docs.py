@@ -111,6 +111,25 @@ def _default_time(results: dict, install: dict) -> str:
     return table(["what", "wall time"], rows)
 
 
+def _reference_scope(default: dict, tuned: dict) -> str:
+    """The reference at the shared rate (the default comparison) beside the reference at its
+    tuned rate (the tuned comparison's confirmation runs), on the same seeds and eval prompts."""
+    from frontier_rl.experiment.evalcells import accuracy, by_method, paired, primary
+
+    metric = primary(default)
+    ref, tref = default["target_method"], tuned["target_method"]
+    shared = by_method(default)[ref]
+    mine = by_method(tuned)[tref]
+    rate = tuned["tuning"]["arms"][ref]["chosen_label"]
+    d = paired(mine, shared, metric)
+    rows = [[f"{ref} at the shared {tuned['tuning']['shared']}",
+             accuracy(shared, metric).fmt(), "—"],
+            [f"{ref} at its tuned {rate}", accuracy(mine, metric).fmt(),
+             "same run" if tref == ref else d.fmt(signed=True)]]
+    return table(["reference", f"final Avg@{default['k']} {metric} [95% CI], seeds "
+                  f"{', '.join(map(str, default['seeds']))}", "tuned − shared [95% CI]"], rows)
+
+
 def _noise(results: dict) -> str:
     from frontier_rl.experiment import report
 
@@ -165,6 +184,8 @@ RENDERERS = {
     "default-noise": (["testbed/default.results.json.gz"], _noise),
     "default-time": (["testbed/default.results.json.gz", "tables/install.json"], _default_time),
     "tuned-arms": (["testbed/tuned.results.json.gz"], _arms),
+    "reference-scope": (["testbed/default.results.json.gz", "testbed/tuned.results.json.gz"],
+                        _reference_scope),
     "tuned-tuning": (["testbed/tuned.results.json.gz"], _tuning),
     "tuned-shared": (["testbed/tuned.results.json.gz"], _shared),
     "tuned-noise": (["testbed/tuned.results.json.gz"], _noise),

@@ -2,8 +2,8 @@
 
 - numerics.pin_cpu adds XLA:CPU's pinned flags and keeps a user's own;
 - numerics.digest names the code's float numerics: one changed float operation of the model
-  changes it, and then every published results file fails the check (shown on a copy of the
-  code's RMSNorm that divides by the root instead of multiplying by its reciprocal);
+  changes it, and then every published results file fails the check (shown in a process whose
+  RMSNorm divides by the root where the model multiplies by its reciprocal);
 - every results file under docs/results/testbed/ was measured under the numerics the code gives
   now, from the shipped starts as they are now;
 - a shipped start whose file was altered stops a run in one line naming the file;
@@ -13,14 +13,14 @@
 import json
 import os
 import shutil
+import subprocess
+import sys
 
-import jax
 import pytest
 
 from frontier_rl import config_lib, numerics, warmstart
 from frontier_rl.errors import RunError
 from frontier_rl.experiment import published
-from frontier_rl.models import transformer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 START = os.path.join(ROOT, "configs", "starts", "arith_s0")
@@ -46,21 +46,37 @@ def test_the_suite_runs_under_the_pinned_numerics():
     assert numerics.pinned(), os.environ.get("XLA_FLAGS")
 
 
-def _rms_by_division(self, x):
-    x32 = x.astype(jax.numpy.float32)
-    x32 = x32 / jax.numpy.sqrt(jax.numpy.mean(x32 * x32, axis=-1, keepdims=True) + self.eps)
+PATCHED = """
+import jax.numpy as jnp
+from frontier_rl import numerics
+from frontier_rl.models import transformer
+
+
+def by_division(self, x):  # x / sqrt(.) where the model multiplies by rsqrt(.)
+    x32 = x.astype(jnp.float32)
+    x32 = x32 / jnp.sqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + self.eps)
     return self.weight[...].astype(self.dtype) * x32.astype(self.dtype)
 
 
-def test_one_changed_float_operation_fails_the_published_results_check(monkeypatch):
+transformer.RMSNorm.__call__ = by_division
+print(numerics.compute())
+"""
+
+
+def test_one_changed_float_operation_fails_the_published_results_check():
     now = numerics.digest()
-    assert now == numerics.digest.__wrapped__()  # deterministic
-    monkeypatch.setattr(transformer.RMSNorm, "__call__", _rms_by_division)
-    changed = numerics.digest.__wrapped__()
+    env = numerics.digest_env()
+    again = subprocess.run([sys.executable, "-c", "from frontier_rl import numerics; "
+                            "print(numerics.compute())"], env=env, capture_output=True,
+                           text=True, check=True).stdout.split()[-1]
+    assert again == now  # deterministic
+    changed = subprocess.run([sys.executable, "-c", PATCHED], env=env, capture_output=True,
+                             text=True, check=True).stdout.split()[-1]
     assert changed != now
     paths = published.files()
     assert paths
     for path in paths:
+        assert published.problems(path, now) == []
         assert any("numerics" in p for p in published.problems(path, changed)), path
 
 
