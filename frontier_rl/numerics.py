@@ -19,8 +19,9 @@ split of a contraction over threads. Two things follow.
 - `digest` names the numerics the code gives: a fixed small computation (a forward pass, a
   gradient and an AdamW update of the embedded policy's architecture, and sampled tokens from
   the project's sampler) hashed bit for bit, computed in a fresh process on one CPU device as
-  a run has (the test suite's 8 fake devices on 2 cores round the forward pass otherwise). A change to any float operation of the model, the
-  log-prob path, the optimizer or the sampler changes it. The warm-start cache key and every
+  a run has (the test suite's 8 fake devices on 2 cores round the forward pass otherwise). A
+  change to any float operation of the model, the log-prob path, the optimizer or the sampler
+  changes it. The warm-start cache key and every
   comparison's results file carry it, so a cache or a published table made by other numerics
   is refused or flagged, never reused silently (tests/test_published_results.py).
 """

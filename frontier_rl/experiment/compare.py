@@ -741,6 +741,9 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
                 "aug_reward": series("select/aug_reward"),
                 "seed_reward_at_aug": [float(r["select/seed_reward"]) for r in steps
                                        if "select/aug_reward" in r and "select/seed_reward" in r],
+                # the rollouts of those steps (a step may train augmented groups only)
+                "seed_rollouts": [float(r["rollout/total"]) for r in steps
+                                  if "select/aug_reward" in r and "select/seed_reward" in r],
                 "seed_reward": series("select/seed_reward"),
                 "aug_share": mean_of("select/aug_share")},
         # what this run compiled (train records it since the run's start)

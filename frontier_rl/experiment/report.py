@@ -1191,8 +1191,12 @@ def plots(results: dict, out_dir: str) -> list[str]:
                 a = r["aug"]
                 ax.plot(a["rollouts"], _smooth(a["aug_reward"]), color=colors[m],
                         label=f"{m} augmented" if i == 0 else None)
-                ax.plot(a["rollouts"], _smooth(a["seed_reward_at_aug"]), color=colors[m],
-                        ls="--", label=f"{m} seed" if i == 0 else None)
+                # results files before "seed_rollouts" hold the seed rewards of the steps that
+                # had both kinds only: drawn when they line up with the augmented steps
+                xs = a.get("seed_rollouts", a["rollouts"])
+                if len(xs) == len(a["seed_reward_at_aug"]):
+                    ax.plot(xs, _smooth(a["seed_reward_at_aug"]), color=colors[m], ls="--",
+                            label=f"{m} seed" if i == 0 else None)
         ax.set_xlabel("cumulative rollouts")
         ax.set_ylabel("mean reward of trained groups (smoothed)")
         ax.set_title("seed vs augmented prompts")
