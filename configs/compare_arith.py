@@ -55,9 +55,9 @@ them again with `:pilot`): a pool of 1,500 prompts, 500 each of 2op, 4op and 5op
 bucket most of whose groups carry gradient: uniform's informative share is about a third),
 B = 32, G = 8, 38,400 rollouts (150 uniform steps), AdamW at learning rate 3e-4. At 1e-4 the
 positive control's headroom was +2.4 [-0.2, +5.0] points on 4op; at 3e-4 uniform's noisier
-updates cost it accuracy (43.9 -> 39.5 on 4op) while the positive control, 32 informative groups per update
-against uniform's ~11, did not lose any: this is a regime where gradient noise matters, the one
-where selection can pay under Adam. The default's verdicts are about this learning rate, which
+updates cost it accuracy (43.9 -> 39.5 on 4op) while the positive control, 32 informative
+groups per update against uniform's ~11, did not lose any: a regime where gradient noise
+matters, the one where selection can pay under Adam. The default's verdicts are about this learning rate, which
 is not uniform's best; `:tuned` gives every arm the same tuning budget.
 
 Each method is a delta merged over the base config (configs/arith_grpo.py's GRPO run); the base
