@@ -57,8 +57,8 @@ B = 32, G = 8, 38,400 rollouts (150 uniform steps), AdamW at learning rate 3e-4.
 positive control's headroom was +2.4 [-0.2, +5.0] points on 4op; at 3e-4 uniform's noisier
 updates cost it accuracy (43.9 -> 39.5 on 4op) while the positive control, 32 informative
 groups per update against uniform's ~11, did not lose any: a regime where gradient noise
-matters, the one where selection can pay under Adam. The default's verdicts are about this learning rate, which
-is not uniform's best; `:tuned` gives every arm the same tuning budget.
+matters, the one where selection can pay under Adam. The default's verdicts are about this
+learning rate, which is not uniform's best; `:tuned` gives every arm the same tuning budget.
 
 Each method is a delta merged over the base config (configs/arith_grpo.py's GRPO run); the base
 also carries the arith settings of HeaPA's augmentation and teacher, as configs/arith_heapa.py.
