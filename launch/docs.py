@@ -130,6 +130,58 @@ def _reference_scope(default: dict, tuned: dict) -> str:
                   f"{', '.join(map(str, default['seeds']))}", "tuned − shared [95% CI]"], rows)
 
 
+def _findings(results: dict) -> str:
+    """What a comparison found, as sentences generated from its results file (never typed): the
+    headroom, each confirmatory verdict, each ablation, where the starts disagree, and the
+    gradient noise scale beside the informative groups per update."""
+    import numpy as np
+
+    from frontier_rl.experiment import controls_report, report, stats
+    from frontier_rl.experiment.evalcells import by_method, paired, primary
+
+    ref, metric = results["target_method"], primary(results)
+    by = by_method(results)
+    lines = []
+    for name, e in results["control_effects"].items():
+        if "mean" in e:
+            lines.append(f"- The {name} ({e['control']} − {ref}, {metric}) is "
+                         f"{e['mean']:+.1f} [{e['lo']:+.1f}, {e['hi']:+.1f}]: {e['verdict']}.")
+    for x in report.family(results):
+        if x["kind"] != "method":
+            continue
+        d = paired(by[x["name"]], by[ref], metric)
+        lines.append(f"- {x['name']} − {ref}: {d.fmt(signed=True)}, "
+                     f"{controls_report.holm_verdict(d, x)} (Holm-adjusted p "
+                     f"{x['p_holm']:.3f} over the declared family).")
+    for name, ab in (results.get("ablations") or {}).items():
+        if by.get(ab["method"]) and by.get(ab["ablation"]):
+            d = paired(by[ab["method"]], by[ab["ablation"]], metric)
+            lines.append(f"- {ab['method']} − {ab['ablation']} ({ab['question']}): "
+                         f"{d.fmt(signed=True)}, {stats.verdict(d)} (exploratory).")
+    starts = results.get("testbed_starts") or {}
+    if len(starts) > 1:
+        for x in report.family(results):
+            if x["kind"] != "method":
+                continue
+            per = {}
+            for n, v in starts.items():
+                sub = report.subset(results, v["seeds"])
+                member = next((y for y in sub["confirmatory"] if y["name"] == x["name"]), None)
+                sb = by_method(sub)
+                per[n] = controls_report.holm_verdict(paired(sb[x["name"]], sb[ref], metric),
+                                                      member)
+            if len(set(per.values())) > 1:
+                lines.append(f"- The starts disagree on {x['name']}: "
+                             + "; ".join(f"{v} on {n}" for n, v in per.items()) + ".")
+    rs = by.get(ref, [])
+    b = [r["b_noise"] for r in rs if r.get("b_noise") is not None and np.isfinite(r["b_noise"])]
+    inf = [r["informative_groups"] for r in rs if r.get("informative_groups") is not None]
+    if b and inf:
+        lines.append(f"- {ref}'s gradient noise scale is {min(b):.0f}-{max(b):.0f} groups over "
+                     f"its seeds against {np.mean(inf):.1f} informative groups per update.")
+    return "\n".join(lines)
+
+
 def _noise(results: dict) -> str:
     from frontier_rl.experiment import report
 
@@ -182,6 +234,7 @@ RENDERERS = {
     "default-controls": (["testbed/default.results.json.gz"], _controls),
     "default-starts": (["testbed/default.results.json.gz"], _arms_by_start),
     "default-noise": (["testbed/default.results.json.gz"], _noise),
+    "default-findings": (["testbed/default.results.json.gz"], _findings),
     "default-time": (["testbed/default.results.json.gz", "tables/install.json"], _default_time),
     "tuned-arms": (["testbed/tuned.results.json.gz"], _arms),
     "reference-scope": (["testbed/default.results.json.gz", "testbed/tuned.results.json.gz"],
