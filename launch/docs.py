@@ -153,7 +153,7 @@ def _findings(results: dict) -> str:
         lines.append(f"- {x['name']} − {ref}: {d.fmt(signed=True)}, "
                      f"{controls_report.holm_verdict(d, x)} (Holm-adjusted p "
                      f"{x['p_holm']:.3f} over the declared family).")
-    for name, ab in (results.get("ablations") or {}).items():
+    for ab in (results.get("ablations") or {}).values():
         if by.get(ab["method"]) and by.get(ab["ablation"]):
             d = paired(by[ab["method"]], by[ab["ablation"]], metric)
             lines.append(f"- {ab['method']} − {ab['ablation']} ({ab['question']}): "
