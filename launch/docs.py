@@ -243,6 +243,7 @@ RENDERERS = {
     "tuned-shared": (["testbed/tuned.results.json.gz"], _shared),
     "tuned-noise": (["testbed/tuned.results.json.gz"], _noise),
     "tuned-stage-noise": (["testbed/tuned_stage.results.json.gz"], _noise),
+    "tuned-findings": (["testbed/tuned.results.json.gz"], _findings),
     "field-arms": (["superseded/field.results.json.gz"], _arms),
     "field-pflops-arms": (["superseded/field_pflops.results.json.gz"], _arms),
     "gym-controls": (["superseded/gym_controls.results.json.gz"], _controls),

@@ -37,7 +37,7 @@ LAYERS = (
     ("rl", ("rl",)),
     ("rollout", ("rollout", "entropy", "evaluation")),
     ("config", ("config_lib",)),
-    ("policy", ("policy", "warmstart", "data.fixtures")),
+    ("policy", ("policy", "warmstart", "numerics", "data.fixtures")),
     ("run", ("train", "fit", "fit_propose", "node_check", "churn", "sim", "evaluation.suite",
              "rollout.serve")),
     ("experiment", ("experiment", "bench", "sim.controls")),

@@ -153,3 +153,36 @@ def test_a_start_made_for_another_model_is_refused():
     with pytest.raises(RunError, match="made for another model"):
         warmstart.check_start(START, cfg)
     config_lib.validate(_arith_config())
+
+
+def test_every_renderer_gives_the_holm_aware_verdict():
+    """HIVE's unadjusted interval in the published default excludes 0 while its Holm-adjusted
+    p does not pass: the report's table, the docs' arms table and the field tables must all say
+    "not distinguishable after Holm", never "better"."""
+    import importlib.util
+
+    from frontier_rl.experiment import controls_report, report
+    from frontier_rl.experiment.evalcells import by_method, paired, primary
+
+    results = published.load(os.path.join(published.PUBLISHED, "default.results.json.gz"))
+    by, metric = by_method(results), primary(results)
+    d = paired(by["hive"], by["uniform"], metric)
+    member = next(x for x in report.family(results) if x["name"] == "hive")
+    assert d.lo > 0 and member["p_holm"] >= 0.05  # the case this test is about
+    assert controls_report.holm_verdict(d, member) == "not distinguishable after Holm"
+
+    def row(text):
+        return next(line for line in text.splitlines() if line.startswith("| hive |"))
+
+    assert "not distinguishable after Holm" in row(report.main_table(results))
+    spec = importlib.util.spec_from_file_location("docs_script",
+                                                  os.path.join(ROOT, "launch", "docs.py"))
+    docs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(docs)
+    assert "not distinguishable after Holm" in row(docs._arms(results))
+    assert "| better |" not in row(docs._arms(results))
+    spec = importlib.util.spec_from_file_location("field_tables",
+                                                  os.path.join(ROOT, "launch", "field_tables.py"))
+    field = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(field)
+    assert "not distinguishable after Holm" in row(field.arms_table(results))
