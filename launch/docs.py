@@ -197,6 +197,26 @@ def _tuning(results: dict) -> str:
     return "\n".join(line for line in text.splitlines()[2:] if not line.startswith("!["))
 
 
+def _stage_tuning(stage: dict) -> str:
+    """The tuning stage's sensitivity table and choices, before its confirmation has run: the
+    rule of configs/compare_arith.py:tuned applied to the stage's results file."""
+    from frontier_rl.experiment import report, tune
+
+    config = _launch_module_at(os.path.join(ROOT, "configs", "compare_arith.py")).get_config(
+        "tuned")
+    record = tune.choose(stage, config)
+    text = report.tuning_section({**stage, "tuning": record, "shared_setting": None},
+                                 out_dir="")
+    return "\n".join(line for line in text.splitlines()[2:] if not line.startswith("!["))
+
+
+def _launch_module_at(path: str):
+    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def _shared(results: dict) -> str:
     """The tuned comparison's arms at the shared setting, on the tuning seeds."""
     return _arms({**results, **results["shared_setting"], "best_of": {}})
@@ -243,6 +263,7 @@ RENDERERS = {
     "tuned-shared": (["testbed/tuned.results.json.gz"], _shared),
     "tuned-noise": (["testbed/tuned.results.json.gz"], _noise),
     "tuned-stage-noise": (["testbed/tuned_stage.results.json.gz"], _noise),
+    "tuned-stage-tuning": (["testbed/tuned_stage.results.json.gz"], _stage_tuning),
     "tuned-findings": (["testbed/tuned.results.json.gz"], _findings),
     "field-arms": (["superseded/field.results.json.gz"], _arms),
     "field-pflops-arms": (["superseded/field_pflops.results.json.gz"], _arms),
