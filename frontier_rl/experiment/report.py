@@ -262,8 +262,8 @@ def tuning_section(results: dict, out_dir: str) -> str:
         "## Tuning: the same grid for every arm, then fresh seeds", "",
         f"Every arm ran every grid point on the tuning seeds {t['tuning_seeds']}; the rule "
         f"`{t['rule']}` (declared before the runs: {t['rule_source']}) chose each arm's "
-        f"setting; the tables above are the confirmation runs at the chosen settings on the "
-        f"fresh seeds {t['confirmation_seeds']}, never used for tuning. Final Avg@{k} "
+        f"setting; the confirmation stage runs the chosen settings on the seeds "
+        f"{t['confirmation_seeds']}, which the rule never sees. Final Avg@{k} "
         f"`{metric}` per grid point, mean over the tuning seeds [95% t-interval]; **bold**: "
         "chosen.", "",
         "| arm | " + " | ".join(labels) + " | chosen |",
