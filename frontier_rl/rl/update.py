@@ -131,6 +131,10 @@ class Updater:
             seed=int(np.random.SeedSequence([self.seed, step, 99]).generate_state(1)[0]))
         accountant.charge_train(batch)
         metrics.update(measured)
+        # Adam's step size is a diagnostic: an update that overflows it (a diverging rate) is
+        # recorded at float32's largest value, and the NaN guard below decides what to do
+        if not np.isfinite(metrics.get("update_norm", 0.0)):
+            metrics["update_norm"] = float(np.finfo(np.float32).max)
         # informative groups (reward variance > 0) per optimizer update: a minibatch's share
         metrics["informative_groups"] = sum(not g.zero_variance for g in groups) / max(
             self.config.rl.minibatches, 1)
