@@ -122,7 +122,9 @@ def _reference_scope(default: dict, tuned: dict) -> str:
     mine = by_method(tuned)[tref]
     rate = tuned["tuning"]["arms"][ref]["chosen_label"]
     d = paired(mine, shared, metric)
-    rows = [[f"{ref} at the shared {tuned['tuning']['shared']}",
+    from frontier_rl.experiment import tune
+
+    rows = [[f"{ref} at the shared {tune.label(tuned['tuning']['shared'])}",
              accuracy(shared, metric).fmt(), "—"],
             [f"{ref} at its tuned {rate}", accuracy(mine, metric).fmt(),
              "same run" if tref == ref else d.fmt(signed=True)]]
