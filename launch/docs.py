@@ -34,8 +34,9 @@ RESULTS = os.path.join(ROOT, "docs", "results")
 BLOCK = re.compile(r"(<!-- docs:begin (\S+) -->\n)(.*?)(<!-- docs:end \2 -->)", re.S)
 
 
-def _launch_module(name: str):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "launch",
+def _launch_module(name: str, where: str = "launch"):
+    """The module ROOT/where/name.py (a launch script, or a config file with where="configs")."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, where,
                                                                      f"{name}.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -204,19 +205,11 @@ def _stage_tuning(stage: dict) -> str:
     rule of configs/compare_arith.py:tuned applied to the stage's results file."""
     from frontier_rl.experiment import report, tune
 
-    config = _launch_module_at(os.path.join(ROOT, "configs", "compare_arith.py")).get_config(
-        "tuned")
+    config = _launch_module("compare_arith", where="configs").get_config("tuned")
     record = tune.choose(stage, config)
     text = report.tuning_section({**stage, "tuning": record, "shared_setting": None},
                                  out_dir="")
     return "\n".join(line for line in text.splitlines()[2:] if not line.startswith("!["))
-
-
-def _launch_module_at(path: str):
-    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _shared(results: dict) -> str:
