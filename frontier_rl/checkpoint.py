@@ -16,9 +16,11 @@ so a save killed midway leaves only a tmp directory, which orbax ignores and we 
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import sys
 import time
 from typing import Any
 
@@ -39,16 +41,49 @@ DAMAGED_SUBDIR = "_damaged"
 
 
 class _DropOrbaxInfo(logging.Filter):
-    """Drops orbax's INFO/DEBUG records (several per save) but keeps its warnings and errors.
+    """Drops orbax's INFO/DEBUG records (several per save), keeps its warnings, and takes its
+    errors out of the terminal into `FAILURES`.
 
     Orbax logs through absl, i.e. the shared ``absl`` Python logger, so lowering that logger's
     level would also silence other absl users; filtering on the emitting file is narrower.
+    A save that fails in orbax's background threads (a full disk, a quota, a permission) is
+    logged there as several tracebacks and skipped, not raised: `Checkpointer` finds the step
+    missing on disk and stops the run with one line built from the error kept here.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno >= logging.WARNING:
+        if f"{os.sep}orbax{os.sep}" not in record.pathname:
             return True
-        return f"{os.sep}orbax{os.sep}" not in record.pathname
+        if record.levelno >= logging.ERROR:
+            FAILURES.append(record.exc_info[1] if record.exc_info else record.getMessage())
+            del FAILURES[:-8]
+            return False
+        return record.levelno >= logging.WARNING
+
+
+# orbax's errors, newest last (a few kept): what a failed save says
+FAILURES: list[BaseException | str] = []
+# what an error says about a write, from its text where it carries no errno (tensorstore's)
+WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS, errno.EPERM, errno.EIO)
+
+
+def failure_reason(error: BaseException | str | None) -> str:
+    """One phrase for why a write failed: the OS's words for its errno (found in an exception
+    chain, or in the text of a tensorstore error that carries none), else its first line."""
+    seen = set()
+    e = error
+    while isinstance(e, BaseException) and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno:
+            return os.strerror(e.errno)
+        e = e.__cause__ or e.__context__
+    text = str(error or "unknown error")
+    for code in WRITE_ERRORS:
+        if os.strerror(code).lower() in text.lower():
+            return os.strerror(code)
+    first = text.strip().splitlines()[0] if text.strip() else "unknown error"
+    kind = f"{type(error).__name__}: " if isinstance(error, BaseException) else ""
+    return (kind + first)[:200]
 
 
 def _install_log_filter() -> None:
@@ -58,6 +93,22 @@ def _install_log_filter() -> None:
 
 
 _install_log_filter()
+
+
+def _quiet_late_callbacks(unraisable) -> None:
+    """sys.unraisablehook: a failed save ends orbax's asyncio loop while tensorstore still has
+    writes in flight; each of them, finishing, calls back into the closed loop and prints a
+    RuntimeError traceback (measured: 270 lines for one save that ran out of space). Those
+    are dropped (the failure itself is reported once, by `Checkpointer`); anything else goes
+    to the hook that was there before."""
+    e = unraisable.exc_value
+    if isinstance(e, RuntimeError) and str(e) == "Event loop is closed":
+        return
+    _PREVIOUS_HOOK(unraisable)
+
+
+_PREVIOUS_HOOK = sys.unraisablehook
+sys.unraisablehook = _quiet_late_callbacks
 
 
 def _default_sharding() -> jax.sharding.Sharding:
@@ -142,6 +193,7 @@ class Checkpointer:
             create=True,
         )
         self._manager = ocp.CheckpointManager(self.directory, options=options)
+        self._pending: int | None = None  # the step of a save not yet checked on disk
 
     # ------------------------------------------------------------------ saving
 
@@ -159,6 +211,7 @@ class Checkpointer:
         """
         if not force and not self._manager.should_save(step):
             return False  # Cheap exit for the common off-interval step.
+        self.wait()  # the save before, checked: a failed one stops the run before another
         if step in self._manager.all_steps():
             logger.info("Checkpoint for step %d already exists; not saving again.", step)
             return False
@@ -169,21 +222,75 @@ class Checkpointer:
         state = jax.tree.map(_savable_leaf, state)
         meta = {**meta, CHECKSUMS: checksums(state)}
         args = ocp.args.Composite(state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta))
+        del FAILURES[:]
         saved = self._manager.save(step, args=args, force=force)
+        self._pending = step if saved else None
         if not self.async_save:
-            # Also waits for deletion of checkpoints beyond max_to_keep.
-            self._manager.wait_until_finished()
+            self.wait()  # also waits for deletion of checkpoints beyond max_to_keep
         return bool(saved)
 
     def wait(self) -> None:
-        """Blocks until the last save is complete on disk."""
-        self._manager.wait_until_finished()
+        """Blocks until the last save is complete on disk; a RunError if it failed."""
+        try:
+            self._manager.wait_until_finished()
+        except Exception as e:  # noqa: BLE001 - the finalize thread's error, named below
+            FAILURES.append(e)
+        self._verify()
+
+    def check(self) -> None:
+        """A RunError if the last save failed, once it is over; returns at once while it runs
+        (call it each step: a failed asynchronous save stops the run at the next step). With
+        several processes it waits for nothing: whether a save is over may differ between
+        them, so they check together at the next save or at the end."""
+        if (self._pending is not None and jax.process_count() == 1
+                and not self._manager.is_saving_in_progress()):
+            self.wait()
+
+    def _verify(self) -> None:
+        """The pending save's step directory is on disk (orbax renames its tmp directory when
+        every item is written), else the run stops: orbax logs a failed write and skips the
+        step's finalization instead of raising."""
+        step, self._pending = self._pending, None
+        if step is None or os.path.isdir(os.path.join(self.directory, str(step))):
+            return
+        reason = failure_reason(FAILURES[-1] if FAILURES else None)
+        self._manager.reload()  # the failed step is no checkpoint
+        kept = [s for s in self._manager.all_steps() if s != step]
+        newest = (f"the newest complete checkpoint, step {max(kept)}, is kept" if kept
+                  else "there is no complete checkpoint yet")
+        raise RunError(f"the checkpoint of step {step} could not be written to "
+                       f"{self.directory} ({reason}); {newest}; free space (or fix the "
+                       "cause) and rerun the same command to resume")
+
+    def abort(self) -> RunError | None:
+        """On the way out of a failed or interrupted run: waits for the save in flight (a
+        kill after it leaves a complete checkpoint; a failed one is left as orbax's tmp
+        directory, which the next start deletes) and closes the manager's threads. Raises
+        nothing (the error already on its way is the one to report); returns the save's
+        failure, if it failed."""
+        try:
+            self.close()
+        except RunError as e:
+            return e
+        except Exception:  # noqa: BLE001 - see above
+            logger.debug("closing the checkpointer after a failure", exc_info=True)
+        return None
 
     # --------------------------------------------------------------- restoring
 
     def all_steps(self) -> list[int]:
         """Steps of all finalised checkpoints on disk (damaged ones included until restore)."""
         return sorted(self._manager.all_steps())
+
+    def steps_on_disk(self) -> list[int]:
+        """The complete checkpoints' steps as the directory holds them now (orbax's tmp
+        directories and the set-aside ones are not steps); usable after `close`."""
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return []
+        return sorted(int(n) for n in names
+                      if n.isdigit() and os.path.isdir(os.path.join(self.directory, n)))
 
     def latest_step(self) -> int | None:
         return self._manager.latest_step()
@@ -281,8 +388,11 @@ class Checkpointer:
     # ---------------------------------------------------------------- lifetime
 
     def close(self) -> None:
-        self._manager.wait_until_finished()
-        self._manager.close()
+        """Waits for the last save (a RunError if it failed) and closes orbax's threads."""
+        try:
+            self.wait()
+        finally:
+            self._manager.close()
 
     def __enter__(self) -> Checkpointer:
         return self

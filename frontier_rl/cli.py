@@ -264,6 +264,17 @@ def _main(argv: list[str]) -> int:
     except (config_lib.ConfigError, train.RunError, FileNotFoundError, ValueError) as e:
         print(f"frontier-rl {command}: error: {e}", file=sys.stderr)
         return 1
+    except OSError as e:  # a full disk, a quota, a permission, outside a training step
+        from frontier_rl import checkpoint
+
+        where = f" ({e.filename})" if e.filename else ""
+        print(f"frontier-rl {command}: error: {checkpoint.failure_reason(e)}{where}",
+              file=sys.stderr)
+        return 1
+    except MemoryError:
+        print(f"frontier-rl {command}: error: out of host memory; lower the config's sizes "
+              "(rl.batch_size, rl.group_size, rollout.max_new_tokens)", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -10,16 +10,24 @@ variance again (measured at 0.1: every response invalid from step 3, the entropy
 7e-7 nats per token in five steps of zero gradient, Adam's momentum carrying it on). Neither
 ends by itself, and neither shows in the exit status.
 
-A step is *collapsed* when either
+A step is *collapsed* when
   (a) its gradient norm (`train/grad_norm`) is exactly 0 although some trained group had
       non-zero reward variance (`rollout/zero_var_frac` < 1), or
   (b) every trained group had zero reward variance, no response was correct
       (`rollout/correct` = 0) and the policy's entropy (`train/entropy`) is below ENTROPY_EPS
-      nats per token.
-A step with a zero gradient and neither (every group of zero variance, some answers right: a
-solved pool, the negative control's groups; or an entropy still above ENTROPY_EPS) is *idle*:
-no evidence either way, it leaves the streak as it is. Any other step is *live* and ends the
-streak. `rl.collapse_steps` collapsed steps in one streak stop the run (0 turns the watch off).
+      nats per token, or
+  (c) every response was invalid (`rollout/invalid` = 1: the reward at its minimum, nothing
+      correct) after an earlier step of this run had a response that was not: a policy that
+      answered in form and no longer does (measured at 0.1 on another machine's rounding: every
+      reward -1 from step 3 to 12 with the entropy above ENTROPY_EPS). A policy that never
+      answered in form (an untrained one) is not collapsed by it: it has not learnt yet.
+A step with a zero gradient and none of these (every group of zero variance, some answers
+right: a solved pool, the negative control's groups; or an entropy still above ENTROPY_EPS) is
+*idle*: no evidence either way, it leaves the streak as it is. Any other step is *live* and
+ends the streak. `rl.collapse_steps` collapsed steps in one streak stop the run (0 turns the
+watch off); a run shorter than that is watched over its steps after the first (the window is
+at most the run's steps minus one), and a run whose last step is collapsed stops at the end
+whatever the streak's length: a run that ends collapsed never ends as finished.
 
 A step's metrics are measured on the policy its update starts from, the one the step before
 checkpointed. So at the stop every checkpoint from the step before the first of the steps that
@@ -40,9 +48,10 @@ ENTROPY_EPS = 1e-4  # nats per token: a policy this certain samples one response
 COLLAPSED_SUBDIR = "_collapsed"  # under the checkpoint directory: the collapsed policy's steps
 
 
-def collapsed(record: dict) -> str | None:
+def collapsed(record: dict, answered: bool = False) -> str | None:
     """Why the step of `record` (its metrics) counts as collapsed: "gradient" (a), "entropy"
-    (b); "idle" for a zero gradient with nothing to learn from; None for a live step."""
+    (b), "invalid" (c: `answered` says an earlier step had a response in form); "idle" for a
+    zero gradient with nothing to learn from; None for a live step."""
     grad = record.get("train/grad_norm")
     zero_var = record.get("rollout/zero_var_frac")
     if grad is None or zero_var is None:
@@ -53,6 +62,8 @@ def collapsed(record: dict) -> str | None:
     if (zero_var == 1 and record.get("rollout/correct") == 0 and entropy is not None
             and entropy < ENTROPY_EPS):
         return "entropy"
+    if answered and record.get("rollout/invalid") == 1 and zero_var == 1:
+        return "invalid"
     return "idle" if grad == 0 else None
 
 
@@ -61,16 +72,22 @@ class CollapseWatch:
     to stop with once `rl.collapse_steps` of them came, the collapsed policy's checkpoints set
     aside."""
 
-    def __init__(self, steps: int, workdir: str):
-        self.steps, self.workdir = steps, workdir
+    def __init__(self, steps: int, workdir: str, run_steps: int = 0):
+        # the window: rl.collapse_steps, at most the run's steps after the first
+        self.steps = min(steps, max(run_steps - 1, 1)) if steps and run_steps else steps
+        self.asked, self.workdir = steps, workdir
         self.quiet: int | None = None  # the first step of this run of steps that are not live
         self.since: int | None = None  # the streak's first collapsed step
         self.kinds: list[str] = []
+        self.answered = False  # whether a step of this run had a response in form
+        self.last: str | None = None  # the last observed step's kind
 
     def observe(self, step: int, record: dict) -> None:
         if not self.steps:
             return
-        kind = collapsed(record)
+        kind = self.last = collapsed(record, self.answered)
+        if record.get("rollout/invalid", 1) < 1:
+            self.answered = True
         if kind is None:
             self.quiet = self.since = None
             self.kinds = []
@@ -87,25 +104,32 @@ class CollapseWatch:
         """Whether a streak is open: a periodic checkpoint now would hold a collapsed policy."""
         return self.since is not None
 
-    def stop(self, step: int, checkpointer) -> RunError | None:
-        """The error to stop with at `step`, else None. Before returning it, the checkpoints
-        of the collapsed policy are set aside in `checkpointer` (checkpoint.Checkpointer):
-        every one from the step before the quiet steps on (module docstring)."""
-        if not self.steps or len(self.kinds) < self.steps:
+    def stop(self, step: int, checkpointer, final: bool = False) -> RunError | None:
+        """The error to stop with at `step`, else None; `final`: the run's last step, where a
+        collapsed last step stops it whatever the streak's length. Before returning it, the
+        checkpoints of the collapsed policy are set aside in `checkpointer`
+        (checkpoint.Checkpointer): every one from the step before the quiet steps on (module
+        docstring)."""
+        if not self.steps or not self.kinds:
+            return None
+        if len(self.kinds) < self.steps and not (final and self.last not in (None, "idle")):
             return None
         checkpointer.wait()
         bad = [s for s in checkpointer.all_steps() if s >= self.quiet - 1]
         aside = checkpointer.set_aside(bad, COLLAPSED_SUBDIR) if bad else ""
         good = checkpointer.latest_step()
         n, since = len(self.kinds), self.since
+        steps = f"{n} step{'s' if n > 1 else ''}"
         if all(k == "gradient" for k in self.kinds):
-            what = f"gradient norm 0 for {n} steps since step {since}"
+            what = f"gradient norm 0 for {steps} since step {since}"
         elif all(k == "entropy" for k in self.kinds):
-            what = (f"policy entropy below {ENTROPY_EPS} and no correct response for {n} steps "
+            what = (f"policy entropy below {ENTROPY_EPS} and no correct response for {steps} "
                     f"since step {since}")
+        elif all(k == "invalid" for k in self.kinds):
+            what = f"every response invalid (the lowest reward) for {steps} since step {since}"
         else:
-            what = (f"gradient norm 0, or entropy below {ENTROPY_EPS} with no correct response, "
-                    f"for {n} steps since step {since}")
+            what = (f"gradient norm 0, entropy below {ENTROPY_EPS} with no correct response, or "
+                    f"every response invalid, for {steps} since step {since}")
         if self.quiet < since:
             what += f", no learning signal since step {self.quiet}"
         several = "s" if len(bad) > 1 else ""
@@ -116,5 +140,9 @@ class CollapseWatch:
         else:
             kept = (f"last good checkpoint: step {good}{moved}; rerun with a lower "
                     "rl.learning_rate and --allow_config_change to resume from it")
-        return RunError(f"run {self.workdir}: stopped at step {step}: {what} (policy collapsed, "
-                        f"rl.collapse_steps={self.steps}); {kept}")
+        window = (f"rl.collapse_steps={self.asked}" if self.steps == self.asked else
+                  f"rl.collapse_steps={self.asked}, {self.steps} in a run of {self.steps + 1} "
+                  "steps")
+        end = ", at the run's last step" if n < self.steps else ""
+        return RunError(f"run {self.workdir}: stopped at step {step}: {what} (policy collapsed"
+                        f"{end}, {window}); {kept}")

@@ -98,8 +98,11 @@ class MetricWriter:
         record = {"step": int(step), **{k: _plain(v) for k, v in sorted(metrics.items())}}
         if not self.enabled:
             return
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record) + "\n")
+        try:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+        except OSError as e:  # a full disk fails the write or the close: name the file
+            raise OSError(e.errno, e.strerror, self.path) from e
         if self._tb is not None:
             for key, value in record.items():
                 if key != "step" and isinstance(value, (int, float)):

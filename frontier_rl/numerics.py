@@ -31,8 +31,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import platform
 import subprocess
 import sys
+
+from frontier_rl import statefile
 
 # XLA:CPU flags that fix the code generation across x86-64 machines (see the module docstring).
 CPU_FLAGS = (
@@ -82,16 +85,77 @@ def digest_env(env=None) -> dict[str, str]:
     return env
 
 
+CACHE_ENV = "FRONTIER_RL_NUMERICS_CACHE"  # where digests are kept (default ~/.cache/...)
+
+
 @functools.lru_cache(maxsize=1)
 def digest() -> str:
     """16 hex digits naming the code's numerics (see the module docstring): `compute` in a
-    fresh process on one CPU device under the pinned flags, whatever this process runs on."""
+    fresh process on one CPU device under the pinned flags, whatever this process runs on.
+
+    Computing it starts JAX and compiles in a new process (seconds), and every run with a warm
+    start needs it, so it is kept on disk under a key of everything it is a function of: every
+    source file of the package, the versions of Python, JAX, jaxlib, Flax, optax and NumPy, the
+    environment it computes in (XLA_FLAGS, FRONTIER_RL_NUMERICS) and this CPU (its model and
+    feature flags). Another code, library, flag or CPU is another key: a digest kept on disk is
+    never one that other inputs made."""
+    env = digest_env()
+    path = os.path.join(os.environ.get(CACHE_ENV) or os.path.join(
+        os.path.expanduser("~"), ".cache", "frontier_rl", "numerics"), cache_key(env))
+    try:
+        with open(path, encoding="utf-8") as f:
+            kept = f.read().strip()
+        if len(kept) == 16 and all(c in "0123456789abcdef" for c in kept):
+            return kept
+    except OSError:
+        pass
     out = subprocess.run([sys.executable, "-c", "from frontier_rl import numerics; "
-                          "print(numerics.compute())"], env=digest_env(), capture_output=True,
+                          "print(numerics.compute())"], env=env, capture_output=True,
                          text=True, timeout=600)
     if out.returncode:
         raise RuntimeError(f"the numerics digest failed: {out.stderr.strip()[-2000:]}")
-    return out.stdout.strip().splitlines()[-1]
+    value = out.stdout.strip().splitlines()[-1]
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        statefile.write_json(path, None, text=value + "\n")
+    except OSError:  # a read-only home: computed again next time
+        pass
+    return value
+
+
+def cache_key(env: dict[str, str]) -> str:
+    """The digest's inputs (see `digest`), hashed."""
+    from importlib import metadata
+
+    h = hashlib.sha256()
+    package = os.path.dirname(os.path.abspath(__file__))
+    for root, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(f for f in files if f.endswith(".py")):
+            path = os.path.join(root, name)
+            h.update(os.path.relpath(path, package).encode())
+            with open(path, "rb") as f:
+                h.update(hashlib.sha256(f.read()).digest())
+    for dist in ("jax", "jaxlib", "flax", "optax", "numpy"):
+        try:
+            h.update(f"{dist}={metadata.version(dist)}".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{dist}=none".encode())
+    h.update(sys.version.encode())
+    h.update(f"{env.get('XLA_FLAGS', '')}|{env.get(ENV, '')}|{platform.machine()}".encode())
+    h.update(_cpu().encode())
+    return h.hexdigest()[:32]
+
+
+def _cpu() -> str:
+    """This CPU's model name and feature flags (Linux), else the platform's description."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            block = f.read().split("\n\n", 1)[0]
+    except OSError:
+        return platform.processor() or platform.platform()
+    keep = ("model name", "flags", "Features", "CPU implementer", "CPU part")
+    return "\n".join(line for line in block.splitlines() if line.split(":")[0].strip() in keep)
 
 
 def compute() -> str:

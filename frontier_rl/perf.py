@@ -72,3 +72,15 @@ def mfu(model_flops: float, seconds: float, devices: list | None = None) -> floa
     if not seconds > 0 or not peak > 0:
         return math.nan
     return model_flops / seconds / peak
+
+
+def available_memory_bytes() -> int:
+    """MemAvailable of /proc/meminfo in bytes (a tmpfs's pages are memory); 0 if unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0

@@ -33,6 +33,7 @@ from frontier_rl import (
     perf,
     policy,
     selection,
+    statefile,
     tasks,
     warmstart,
 )
@@ -137,6 +138,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
                                   config=config.to_dict())
     say = print if config.log.progress and primary else (lambda *a, **k: None)
     task = _make_task(config, say)
+    _check_sizes(config, task)  # an impossible batch fails now, not after the warm start
     engines.check(config)  # a server that is not there fails now, not after the warm start
 
     # ======================================================================= policy
@@ -226,79 +228,85 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
     preemption = distributed.Preemption().install()
     # A collapsed policy stops the run (health.py); its checkpoints are held, or set aside at
     # the stop, so a resume restores the last good one.
-    collapse = health.CollapseWatch(config.rl.collapse_steps, workdir)
+    collapse = health.CollapseWatch(config.rl.collapse_steps, workdir, num_steps)
     preempted, step = False, start_step
-    _sync(engine, params, start_step, workdir)  # a server may start from any checkpoint
-    while not run_state.done and step < num_steps:
-        step += 1
-        profile.begin(step)
-        timing.begin()
-        ctx.begin_step(step, params)
-        engine.begin_step(step)
-        rollouts_before = ctx.counters["rollouts"]
-        spent_before = _spent(meter, ctx, accountant)
+    try:
+        _sync(engine, params, start_step, workdir)  # a server may start from any checkpoint
+        while not run_state.done and step < num_steps:
+            step += 1
+            profile.begin(step)
+            timing.begin()
+            ctx.begin_step(step, params)
+            engine.begin_step(step)
+            rollouts_before = ctx.counters["rollouts"]
+            spent_before = _spent(meter, ctx, accountant)
 
-        # --- select + roll out
-        groups = _build_batch(selector, config.selector.name, ctx, step, workdir)
-        timing.built()
+            # --- select + roll out
+            groups = _build_batch(selector, config.selector.name, ctx, step, workdir)
+            timing.built()
 
-        # --- update, then the engine serves the new policy (on its sync schedule)
-        params, opt_state, train_metrics, engine_diff = updater.update(
-            params, opt_state, groups, step)
-        timing.updated()
-        ctx.params = params
-        if engine.sync_due(step):
-            _sync(engine, params, step, workdir)
-        selector.after_update(ctx, groups)
-        timing.after()
+            # --- update, then the engine serves the new policy (on its sync schedule)
+            params, opt_state, train_metrics, engine_diff = updater.update(
+                params, opt_state, groups, step)
+            timing.updated()
+            ctx.params = params
+            if engine.sync_due(step):
+                _sync(engine, params, step, workdir)
+            selector.after_update(ctx, groups)
+            timing.after()
 
-        # --- budget: stop at the step boundary nearest the budget (the next step is expected
-        # to cost what this one did), so matched runs differ by at most about one step's spend.
-        used = ctx.counters["rollouts"] - rollouts_before
-        spent = _spent(meter, ctx, accountant)
-        # responses that carry gradient: trained groups with non-zero reward variance
-        ctx.counters["effective_rollouts"] += sum(g.size for g in groups if not g.zero_variance)
-        if meter.reached(spent, spent - spent_before):
-            run_state.done = True
-        last = run_state.done or step == num_steps
+            # --- budget: stop at the step boundary nearest the budget (the next step is expected
+            # to cost what this one did), so matched runs differ by at most about one step's spend.
+            used = ctx.counters["rollouts"] - rollouts_before
+            spent = _spent(meter, ctx, accountant)
+            # responses that carry gradient: trained groups with non-zero reward variance
+            ctx.counters["effective_rollouts"] += sum(g.size for g in groups if not g.zero_variance)
+            if meter.reached(spent, spent - spent_before):
+                run_state.done = True
+            last = run_state.done or step == num_steps
 
-        # --- metrics, evaluation
-        record = _step_record(train_metrics, engine_diff, ctx, groups, used, timing, engine,
-                              selector, step)
-        # compile churn since this run started: seconds, and programs per kind
-        record.update(compiles.metrics(since=compiles_before))
-        if (evaluator.due(step, rollouts_before, ctx.counters["rollouts"], last)
-                or meter.eval_due(spent_before, spent)):
-            t0 = time.perf_counter()
-            run_state.last_eval = evaluator.run(params, step)
-            run_state.clock["eval"] += time.perf_counter() - t0
-            record.update(run_state.last_eval)
-            record["evalset/correct_counts"] = list(evaluator.counts)
-            record["perf/eval_time"] = time.perf_counter() - t0
-            record["perf/cum_eval_time"] = run_state.clock["eval"]
-        writer.write(step, record)
-        collapse.observe(step, record)
-        stop = updater.diverged(step) or collapse.stop(step, run_state.ckpt)
-        if stop is not None:
-            bar.close()  # its line ends before the error's
-            writer.close()
-            run_state.ckpt.wait()
-            raise stop
-        bar.update(step, spent, record["rollout/reward_mean"],
-                   run_state.last_eval, task.buckets, config.eval.k, evaluator.empty)
+            # --- metrics, evaluation
+            record = _step_record(train_metrics, engine_diff, ctx, groups, used, timing, engine,
+                                  selector, step)
+            # compile churn since this run started: seconds, and programs per kind
+            record.update(compiles.metrics(since=compiles_before))
+            if (evaluator.due(step, rollouts_before, ctx.counters["rollouts"], last)
+                    or meter.eval_due(spent_before, spent)):
+                t0 = time.perf_counter()
+                run_state.last_eval = evaluator.run(params, step)
+                run_state.clock["eval"] += time.perf_counter() - t0
+                record.update(run_state.last_eval)
+                record["evalset/correct_counts"] = list(evaluator.counts)
+                record["perf/eval_time"] = time.perf_counter() - t0
+                record["perf/cum_eval_time"] = run_state.clock["eval"]
+            writer.write(step, record)
+            collapse.observe(step, record)
+            stop = updater.diverged(step) or collapse.stop(step, run_state.ckpt)
+            if stop is not None:
+                raise stop
+            bar.update(step, spent, record["rollout/reward_mean"],
+                       run_state.last_eval, task.buckets, config.eval.k, evaluator.empty)
 
-        # --- checkpoint, export
-        preempted = preemption.requested()  # agreed by every process
-        if (step % config.checkpoint.every == 0 and not collapse.open) or last or preempted:
-            run_state.save(step, params, opt_state)
-        if config.export.every and step % config.export.every == 0:
-            _export(config, workdir, graphdef, params, mcfg, tokenizer, step, say)
-        profile.end(step)
-        if preempted:
-            log.warning("preempted: checkpointed step %d; rerun the same command to resume",
-                        step)
-            break
-    preemption.uninstall()
+            # --- checkpoint, export
+            preempted = preemption.requested()  # agreed by every process
+            if (step % config.checkpoint.every == 0 and not collapse.open) or last or preempted:
+                run_state.save(step, params, opt_state)
+            if config.export.every and step % config.export.every == 0:
+                _export(config, workdir, graphdef, params, mcfg, tokenizer, step, say)
+            run_state.ckpt.check()  # a failed save stops the run here, not steps later
+            profile.end(step)
+            if preempted:
+                log.warning("preempted: checkpointed step %d; rerun the same command to resume",
+                            step)
+                break
+        if not preempted:  # a run that ends collapsed never ends as finished
+            stop = collapse.stop(step, run_state.ckpt, final=True)
+            if stop is not None:
+                raise stop
+    except BaseException as e:  # the saves in flight finish, and the error is one line
+        raise run_state.stopped(e, step, bar, writer) from None
+    finally:
+        preemption.uninstall()
     profile.close()
     bar.close()
     if step > start_step:
@@ -314,6 +322,33 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
 
 
 # ============================================================================ the loop's parts
+
+
+# Host bytes per token of a row the rollout builds and keeps until the update (token ids,
+# log-probs, masks, the decoded text and its verification, with numpy's and Python's overheads):
+# a generous bound, so the check below refuses only a batch that cannot fit.
+ROW_BYTES_PER_TOKEN = 64
+
+
+def _check_sizes(config, task) -> None:
+    """A batch the run cannot hold stops it before anything is built: more prompts per step
+    than the pool has (a step would sample prompts again), or rows whose host memory (B x G
+    responses x their prompt and response tokens) exceeds half of this host's available memory.
+    """
+    batch, pool = config.rl.batch_size, len(task.train)
+    if batch > pool:
+        raise RunError(f"rl.batch_size={batch:,} is larger than the training pool ({pool:,} "
+                       f"prompts of task {config.task.name!r}): a step would roll out prompts "
+                       "twice; lower rl.batch_size or raise task.train_size")
+    tokens = config.rollout.max_new_tokens + max(PROMPT_BUCKETS)
+    need = batch * config.rl.group_size * tokens * ROW_BYTES_PER_TOKEN
+    have = perf.available_memory_bytes()
+    if have and need > have / 2:
+        raise RunError(
+            f"rl.batch_size={batch:,} x rl.group_size={config.rl.group_size} responses of up "
+            f"to {tokens:,} tokens need about {need / 2**30:,.1f} GiB of host memory for one "
+            f"step's rows, more than half of the {have / 2**30:,.1f} GiB available: lower "
+            "rl.batch_size, rl.group_size or rollout.max_new_tokens")
 
 
 def _task_fields(config) -> dict:
@@ -414,11 +449,11 @@ def _build_batch(selector, name: str, ctx, step: int, workdir: str) -> list:
 
 
 def _write_json(path: str, obj) -> None:
-    with open(path, "w") as f:
-        if isinstance(obj, ml_collections.ConfigDict):
-            f.write(obj.to_json_best_effort(indent=2))
-        else:
-            json.dump(obj, f, indent=2)
+    """`obj` (a dict or a ConfigDict) written whole or not at all (statefile.write_json)."""
+    if isinstance(obj, ml_collections.ConfigDict):
+        statefile.write_json(path, None, text=obj.to_json_best_effort(indent=2))
+    else:
+        statefile.write_json(path, obj, indent=2)
 
 
 def _step_record(train_metrics, engine_diff, ctx, groups, used: int, timing, engine, selector,
@@ -561,6 +596,34 @@ class _RunState:
                         "checkpoint (evaluation and rollouts; train/record_restored=1)", step)
         say(f"resumed from step {step} ({self.ctx.counters['rollouts']:,} rollouts so far)")
         return params, opt_state, step
+
+    def stopped(self, error: BaseException, step: int, bar, writer) -> BaseException:
+        """The error to leave the loop with, once what it wrote is closed: the progress bar's
+        line ended, the metrics closed, the checkpoint save in flight waited for and orbax's
+        threads closed (Ctrl-C included, so the exit status is 130 and nothing crashes at
+        shutdown). An OSError (a full disk, a quota, a permission) or a MemoryError becomes
+        one line naming the step, the cause and the newest complete checkpoint."""
+        bar.close()  # its line ends before the error's
+        try:
+            writer.close()
+        except Exception:  # noqa: BLE001 - a full disk fails TensorBoard's flush too
+            log.debug("closing the metrics after a failure", exc_info=True)
+        failed_save = self.ckpt.abort()
+        if isinstance(error, (OSError, MemoryError)) and failed_save is not None:
+            return failed_save  # the same cause, said with the newest complete checkpoint
+        if isinstance(error, OSError) and not isinstance(error, FileNotFoundError):
+            where = f" writing {error.filename}" if error.filename else ""
+            cause = f"{checkpoint.failure_reason(error)}{where}"
+        elif isinstance(error, MemoryError):
+            cause = ("out of host memory; lower rl.batch_size, rl.group_size or "
+                     "rollout.max_new_tokens")
+        else:
+            return error
+        newest = self.ckpt.steps_on_disk()
+        kept = (f"the newest complete checkpoint, step {newest[-1]}, is kept" if newest
+                else "no checkpoint was written yet")
+        return RunError(f"run {self.workdir}: stopped at step {step}: {cause}; {kept}; rerun "
+                        "the same command to resume once that is fixed")
 
     def save(self, step: int, params, opt_state) -> None:
         self.ckpt.save(step, {"params": policy.flat(params), "opt_state": policy.flat(opt_state)},

@@ -47,7 +47,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-from frontier_rl import config_lib, distributed, numerics, tasks
+from frontier_rl import config_lib, distributed, numerics, statefile, tasks
 from frontier_rl.errors import RunError
 from frontier_rl.models import Transformer, hf
 from frontier_rl.rl.train_step import sequence_logps
@@ -594,10 +594,7 @@ def write_start(ws_dir: str, out: str, made: dict) -> dict:
 
 
 def _write_json_atomic(path: str, obj) -> None:
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(path + ".tmp", path)
+    statefile.write_json(path, None, text=json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
 def check_cache(ws_dir: str) -> None:

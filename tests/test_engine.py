@@ -758,7 +758,7 @@ def test_memory_sync_dir_rule(tmp_path, monkeypatch):
     mine = shm / f"frontier_rl-sync-{os.getpid()}-abc"
     dead.mkdir()
     mine.mkdir()
-    monkeypatch.setattr(sglang, "_mem_available", lambda: 64 * 2**30)
+    monkeypatch.setattr(sglang.perf, "available_memory_bytes", lambda: 64 * 2**30)
     got = sglang.memory_sync_dir("http://127.0.0.1:30000", 2**20, str(shm))
     assert got is not None and os.path.dirname(got) == str(shm)
     assert not dead.exists() and mine.exists()
@@ -767,7 +767,7 @@ def test_memory_sync_dir_rule(tmp_path, monkeypatch):
     assert sglang.memory_sync_dir("http://127.0.0.1:1", 2**20, str(tmp_path / "none")) is None
     assert sglang.memory_sync_dir("http://127.0.0.1:1", 2**20, None) is None
     assert sglang.memory_sync_dir("http://127.0.0.1:1", 32 * 2**30, str(shm)) is None
-    monkeypatch.setattr(sglang, "_mem_available", lambda: 2**29)
+    monkeypatch.setattr(sglang.perf, "available_memory_bytes", lambda: 2**29)
     assert sglang.memory_sync_dir("http://127.0.0.1:1", 2**20, str(shm)) is None
 
 
@@ -779,7 +779,7 @@ def test_memory_sync_dir_is_removed_on_close_and_refused_dir_falls_back(tmp_path
 
     from frontier_rl.rollout import sglang
 
-    monkeypatch.setattr(sglang, "_mem_available", lambda: 64 * 2**30)
+    monkeypatch.setattr(sglang.perf, "available_memory_bytes", lambda: 64 * 2**30)
     shm = tmp_path / "shm"
     shm.mkdir()
 

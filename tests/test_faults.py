@@ -263,7 +263,6 @@ def test_a_corpus_whose_rows_have_no_answer_says_how_many_were_skipped(tmp_path)
 
 
 def test_a_damaged_compare_done_file_is_named(tmp_path):
-    from frontier_rl import config_lib
     from frontier_rl.experiment import compare
 
     spec = importlib.util.spec_from_file_location(
@@ -275,8 +274,9 @@ def test_a_damaged_compare_done_file_is_named(tmp_path):
     (open(os.path.join(run.dir, compare.FINAL), "w")).write("{}")
     with open(os.path.join(run.dir, compare.DONE), "w") as f:
         f.write('{"fingerprint": ')
-    with pytest.raises(config_lib.ConfigError,
-                       match=rf"{os.path.join(run.dir, compare.DONE)} is not valid JSON"):
+    with pytest.raises(RunError, match=rf"the record of a finished run "
+                                       rf"{os.path.join(run.dir, compare.DONE)} is damaged "
+                                       r"\(JSONDecodeError: .+\): delete it to run "):
         compare._finished(run)
 
 

@@ -28,9 +28,9 @@ PKG = os.path.join(ROOT, "frontier_rl")
 # fit and its compile churn, the synthetic learner, eval, serve); the studies and benches that
 # run them; the CLI.
 LAYERS = (
-    ("base", ("", "errors", "shapes", "budget", "compile_cache", "gpu_specs", "targets", "hub",
-              "lock", "metrics", "perf", "checkpoint", "distributed", "node_memory",
-              "health", "provenance")),
+    ("base", ("", "errors", "statefile", "shapes", "budget", "compile_cache", "gpu_specs",
+              "targets", "hub", "lock", "metrics", "perf", "checkpoint", "distributed",
+              "node_memory", "health", "provenance")),
     ("models", ("models", "accounting", "export")),
     ("tasks", ("tasks", "data")),
     ("selection", ("selection",)),

@@ -80,6 +80,31 @@ def test_one_changed_float_operation_fails_the_published_results_check():
         assert any("numerics" in p for p in published.problems(path, changed)), path
 
 
+def test_a_kept_digest_is_read_back_only_under_its_own_inputs(tmp_path, monkeypatch):
+    """The digest is kept on disk under a key of its inputs: the package's sources (a copied
+    package with one byte changed has another key) and the flags it computes under."""
+    env = numerics.digest_env()
+    key = numerics.cache_key(env)
+    assert key == numerics.cache_key(dict(env))
+    assert key != numerics.cache_key({**env, "XLA_FLAGS": env["XLA_FLAGS"] + " --x=1"})
+    copy = tmp_path / "pkg" / "frontier_rl"
+    shutil.copytree(os.path.dirname(numerics.__file__), copy,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with open(copy / "models" / "transformer.py", "a") as f:
+        f.write("\n")
+    moved = subprocess.run([sys.executable, "-c", "import json, sys; from frontier_rl import "
+                            "numerics; print(numerics.__file__); "
+                            "print(numerics.cache_key(json.loads(sys.argv[1])))",
+                            json.dumps(env)], cwd=tmp_path / "pkg", capture_output=True,
+                           text=True, check=True, env={**os.environ, "PYTHONPATH": ""})
+    where, moved_key = moved.stdout.split()
+    assert where.startswith(str(copy)) and moved_key != key
+    monkeypatch.setenv(numerics.CACHE_ENV, str(tmp_path / "kept"))
+    os.makedirs(tmp_path / "kept")
+    (tmp_path / "kept" / key).write_text("0123456789abcdef\n")
+    assert numerics.digest.__wrapped__() == "0123456789abcdef"
+
+
 @pytest.mark.parametrize("path", published.files(), ids=os.path.basename)
 def test_every_published_comparison_is_what_the_code_gives_now(path):
     """Fails after a change that moves the figures: rerun the comparison from a fresh clone

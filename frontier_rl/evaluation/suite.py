@@ -26,13 +26,12 @@ question unstated).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 
 import numpy as np
 
-from frontier_rl import hub
+from frontier_rl import hub, statefile
 from frontier_rl.data import benchmarks
 from frontier_rl.evaluation import passk
 from frontier_rl.tasks import base, corpus
@@ -204,10 +203,8 @@ def write(rows: list[dict], out_dir: str, k: int, title: str, extra: dict,
     """DIR/eval.md and DIR/eval.json."""
     os.makedirs(out_dir, exist_ok=True)
     md, js = os.path.join(out_dir, "eval.md"), os.path.join(out_dir, "eval.json")
-    with open(md, "w", encoding="utf-8") as f:
-        f.write(markdown(rows, k, title, pass_k))
-    with open(js, "w", encoding="utf-8") as f:
-        json.dump({"k": k, "pass_k": pass_k or k, "rows": rows, **extra}, f, indent=2)
+    statefile.write_json(md, None, text=markdown(rows, k, title, pass_k))
+    statefile.write_json(js, {"k": k, "pass_k": pass_k or k, "rows": rows, **extra}, indent=2)
     return md, js
 
 

@@ -57,7 +57,7 @@ import ml_collections
 import numpy as np
 
 from frontier_rl import budget as budget_rule
-from frontier_rl import config_lib, lock, provenance, selection
+from frontier_rl import config_lib, lock, provenance, selection, statefile
 from frontier_rl.experiment import controls_report, report, stats, tune, two_run, workers
 from frontier_rl.experiment.stats import to_target
 from frontier_rl.rl import noise
@@ -394,8 +394,9 @@ def resolve(spec: RunSpec, specs: list[RunSpec], c: ml_collections.ConfigDict) -
     path = os.path.join(ref.dir, FINAL)
     target = 0
     if os.path.exists(path):
-        with open(path) as f:
-            target = int(json.load(f).get("rollouts", 0))
+        target = int(statefile.read_json(
+            path, "the finished run's final metrics",
+            f"delete the run directory {ref.dir} to run {ref.name} again").get("rollouts", 0))
     if target < 1:
         raise config_lib.ConfigError(
             f"{spec.name} runs to the rollouts {ref.name} spent (compare.match_rollouts."
@@ -445,12 +446,8 @@ def _finished(spec: RunSpec) -> bool:
     path = os.path.join(spec.dir, DONE)
     if not os.path.exists(path) or not os.path.exists(os.path.join(spec.dir, FINAL)):
         return False
-    try:
-        with open(path) as f:
-            done = json.load(f)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise config_lib.ConfigError(
-            f"{path} is not valid JSON ({e}); delete it to run {spec.name} again") from None
+    done = statefile.read_json(path, "the record of a finished run",
+                               f"delete it to run {spec.name} again")
     workdir = os.path.dirname(os.path.dirname(spec.dir))
     if done.get("fingerprint") not in (fingerprint(spec.config, workdir),
                                        fingerprint(spec.config)):
@@ -555,8 +552,8 @@ def _run_all(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpe
             raise train.RunError(f"--report_only: {len(missing)} planned run(s) did not end at "
                                  f"their budget in {workdir}: {', '.join(missing)}")
     else:
-        with open(os.path.join(workdir, "compare_config.json"), "w") as f:
-            f.write(config.to_json_best_effort(indent=2))
+        statefile.write_json(os.path.join(workdir, "compare_config.json"), None,
+                             text=config.to_json_best_effort(indent=2))
         _enable_compile_cache(workdir)
         _numerics()  # once, before the workers start: they inherit it
     t_all = time.perf_counter()
@@ -574,8 +571,7 @@ def _run_all(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpe
     results["meta"] = provenance.stamp()
     out = os.path.join(workdir, "tuned") if "tuning" in results else workdir
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump(results, f, indent=1, default=float)
+    statefile.write_json(os.path.join(out, "results.json"), results, indent=1, default=float)
     text = report.write(results, out)
     print(report.main_table(results))
     for line in controls_report.console_lines(results):
@@ -627,9 +623,9 @@ def run_one(spec: RunSpec, workdir: str) -> bool:
     train.run(spec.config, spec.dir)
     if not os.path.exists(os.path.join(spec.dir, FINAL)):
         return False
-    with open(os.path.join(spec.dir, DONE), "w") as f:
-        json.dump({"fingerprint": fingerprint(spec.config, workdir),
-                   "wall_s": time.perf_counter() - t0, "numerics": _numerics()}, f)
+    statefile.write_json(os.path.join(spec.dir, DONE), {
+        "fingerprint": fingerprint(spec.config, workdir), "wall_s": time.perf_counter() - t0,
+        "numerics": _numerics()})
     return True
 
 

@@ -72,6 +72,7 @@ import httpx
 import jax
 import numpy as np
 
+from frontier_rl import perf
 from frontier_rl.errors import RunError
 from frontier_rl.rollout.engine import EngineError, Sampling
 from frontier_rl.rollout.registry import EngineParts, register_engine
@@ -206,18 +207,6 @@ def _local(url: str) -> bool:
     return host in names or host.startswith("127.")
 
 
-def _mem_available() -> int:
-    """MemAvailable of /proc/meminfo in bytes (a tmpfs's pages are memory); 0 if unknown."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
 def memory_sync_dir(url: str, need: int, memory_dir: str | None = MEMORY_DIR) -> str | None:
     """A fresh sync directory in memory, or None to use the configured `sync_dir`.
 
@@ -232,7 +221,7 @@ def memory_sync_dir(url: str, need: int, memory_dir: str | None = MEMORY_DIR) ->
         return None
     _sweep(memory_dir)
     st = os.statvfs(memory_dir)
-    room = min(st.f_bavail * st.f_frsize, _mem_available())
+    room = min(st.f_bavail * st.f_frsize, perf.available_memory_bytes())
     if room < 2 * need + 2**30:
         log.info("sync dir: %s has %.1f GiB free, a sync needs %.1f GiB: using the configured "
                  "directory", memory_dir, room / 2**30, (2 * need + 2**30) / 2**30)

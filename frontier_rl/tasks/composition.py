@@ -26,11 +26,12 @@ composition is stated by the report from the first step's rolled-out groups.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
+
+from frontier_rl import statefile
 
 CLASSES = ("solved", "unsolved", "frontier")
 FILE = "pool_composition.json"
@@ -107,8 +108,10 @@ def apply(pool_cfg, prompts: Sequence, measure: Callable[[list[int], int], np.nd
     shares = parse(pool_cfg.composition)
     path = os.path.join(workdir, FILE)
     if os.path.exists(path):
-        with open(path) as f:
-            saved = json.load(f)
+        saved = statefile.read_json(
+            path, "the pool composition file",
+            "delete it to measure the pool again (the same config and seed choose the same "
+            "prompts)", keys=("composition", "k", "ids"))
         if saved.get("composition") != pool_cfg.composition or saved.get("k") != pool_cfg.k:
             raise ValueError(f"{path} was written for pool.composition="
                              f"{saved.get('composition')!r}, k={saved.get('k')}; this run asks "
@@ -130,10 +133,7 @@ def apply(pool_cfg, prompts: Sequence, measure: Callable[[list[int], int], np.nd
               "pool_shares": shares_of(rates[keep]),
               "ids": [prompts[int(i)].id for i in keep]}
     if primary:
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(record, f)
-        os.replace(tmp, path)
+        statefile.write_json(path, record)
     say("pool: candidates " + ", ".join(f"{c} {v:.2f}" for c, v in
                                           record["candidate_shares"].items())
         + "; kept " + ", ".join(f"{c} {v:.2f}" for c, v in record["pool_shares"].items()))
