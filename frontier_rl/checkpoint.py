@@ -16,11 +16,14 @@ so a save killed midway leaves only a tmp directory, which orbax ignores and we 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 from typing import Any
 
@@ -146,6 +149,31 @@ def _savable_leaf(leaf: Any) -> Any:
     return np.asarray(leaf) if isinstance(leaf, np.generic) else leaf
 
 
+@contextlib.contextmanager
+def _sigint_deferred():
+    """Ctrl-C waits for the block to end, then raises as it would have. Around orbax's `save`
+    (its part in this thread picks the checkpoints beyond max_to_keep and starts the write)
+    and around the wait for a save: a KeyboardInterrupt inside `Thread.join` leaves the
+    thread's lock so that later joins return at once (CPython 3.11), so the exit no longer
+    waited for orbax's finalize thread, which was killed deleting the oldest checkpoint
+    (measured: half-deleted step directories, and orbax's warnings about them at every later
+    start, on a loaded machine; none in 20 Ctrl-Cs with this)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            if callable(previous):
+                previous(signal.SIGINT, None)
+            elif previous != signal.SIG_IGN:
+                raise KeyboardInterrupt
+
+
 CHECKSUMS = "_checksums"  # the meta key holding one checksum per state leaf
 
 
@@ -217,13 +245,17 @@ class Checkpointer:
             return False
         if not isinstance(meta, dict):
             raise TypeError(f"meta must be a dict, got {type(meta).__name__}")
-        # Fail before touching disk rather than midway through the orbax write.
-        json.dumps(meta)
+        # Fail before touching disk rather than midway through the orbax write; and write a
+        # copy: an asynchronous save serialises `meta` in its own thread, after the run has
+        # gone on changing the dicts inside it (measured: a checkpoint of step 38 holding the
+        # rollout counters of step 39, found after 20 resumes)
+        meta = json.loads(json.dumps(meta))
         state = jax.tree.map(_savable_leaf, state)
         meta = {**meta, CHECKSUMS: checksums(state)}
         args = ocp.args.Composite(state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta))
         del FAILURES[:]
-        saved = self._manager.save(step, args=args, force=force)
+        with _sigint_deferred():
+            saved = self._manager.save(step, args=args, force=force)
         self._pending = step if saved else None
         if not self.async_save:
             self.wait()  # also waits for deletion of checkpoints beyond max_to_keep
@@ -232,7 +264,8 @@ class Checkpointer:
     def wait(self) -> None:
         """Blocks until the last save is complete on disk; a RunError if it failed."""
         try:
-            self._manager.wait_until_finished()
+            with _sigint_deferred():  # a join cut by Ctrl-C never waits again (below)
+                self._manager.wait_until_finished()
         except Exception as e:  # noqa: BLE001 - the finalize thread's error, named below
             FAILURES.append(e)
         self._verify()

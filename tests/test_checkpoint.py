@@ -227,3 +227,30 @@ def test_checksums_see_one_flipped_bit_and_a_swap():
     assert checksums({"a": swapped, "b": np.array([True, False])}) != base
     assert checksums({"a": x, "b": np.array([True, True])}) != base
     assert checksums({"a": jnp.asarray(x, jnp.bfloat16)})[0] != checksums({"a": x})[0]
+
+
+def test_an_asynchronous_save_writes_meta_as_it_was_when_saved(tmp_path, monkeypatch):
+    """The run goes on changing its counters while an asynchronous save is written (orbax
+    serialises the JSON item in its background thread, here held back until the run has moved
+    on, as a loaded machine schedules it): the checkpoint holds them as they were at `save`."""
+    import threading
+
+    from orbax.checkpoint._src.handlers import json_checkpoint_handler as handler
+
+    moved_on = threading.Event()
+    save_fn = handler.JsonCheckpointHandler._save_fn
+
+    async def late(self, x, directory):
+        moved_on.wait(30)
+        return await save_fn(self, x, directory)
+
+    monkeypatch.setattr(handler.JsonCheckpointHandler, "_save_fn", late)
+    counters = {"rollouts": 64, "seen": [1, 2]}
+    ckpt = Checkpointer(str(tmp_path), async_save=True)
+    ckpt.save(1, {"x": jnp.ones(3)}, {"counters": counters})
+    counters["rollouts"] += 64
+    counters["seen"].append(3)
+    moved_on.set()
+    ckpt.close()
+    _, _, meta = Checkpointer(str(tmp_path)).restore({"x": jnp.zeros(3)})
+    assert meta["counters"] == {"rollouts": 64, "seen": [1, 2]}
