@@ -66,8 +66,9 @@ def table(columns: list[str], rows: list[list]) -> str:
 
 def _arms(results: dict) -> str:
     """Each arm against the reference on the primary bucket: the paired difference, verdict,
-    Holm-adjusted p and share of the headroom (the comparison report's own figures)."""
-    from frontier_rl.experiment import controls_report, report
+    Holm-adjusted p, the distribution-free signed-rank p beside it and share of the headroom
+    (the comparison report's own figures)."""
+    from frontier_rl.experiment import controls_report, report, stats
     from frontier_rl.experiment.evalcells import by_method, paired, primary
 
     ref, metric = results["target_method"], primary(results)
@@ -81,13 +82,15 @@ def _arms(results: dict) -> str:
             continue
         d = paired(rs, by[ref], metric)
         p = fam.get(m, {}).get("p_holm")
+        rank = stats.signed_rank_p(d)
         label = f"{m} ({controls[m]} control)" if m in controls else m
         rows.append([label, report._fmt([r["rollouts"] for r in rs], 0), d.fmt(signed=True),
                      controls_report.holm_verdict(d, fam.get(m), m in controls),
-                     "—" if p is None else f"{p:.3f}",
+                     "—" if p is None else f"{p:.3f}", "—" if rank is None else f"{rank:.3f}",
                      controls_report.share_text(shares[m], short=True) if m in shares else "—"])
     return table(["arm", "rollouts", f"vs {ref} on {metric} [95% CI]", "verdict",
-                  "Holm-adjusted p (confirmatory)", "share of the headroom [95% Fieller]"], rows)
+                  "Holm-adjusted p (confirmatory)", "signed-rank p (distribution-free)",
+                  "share of the headroom [95% Fieller]"], rows)
 
 
 def _arms_by_start(results: dict) -> str:
@@ -153,9 +156,11 @@ def _findings(results: dict) -> str:
         if x["kind"] != "method":
             continue
         d = paired(by[x["name"]], by[ref], metric)
+        rank = stats.signed_rank_p(d)
         lines.append(f"- {x['name']} − {ref}: {d.fmt(signed=True)}, "
                      f"{controls_report.holm_verdict(d, x)} (Holm-adjusted p "
-                     f"{x['p_holm']:.3f} over the declared family).")
+                     f"{x['p_holm']:.3f} over the declared family"
+                     + ("" if rank is None else f"; Wilcoxon signed-rank p {rank:.3f}") + ").")
     for ab in (results.get("ablations") or {}).values():
         if by.get(ab["method"]) and by.get(ab["ablation"]):
             d = paired(by[ab["method"]], by[ab["ablation"]], metric)

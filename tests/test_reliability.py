@@ -75,6 +75,7 @@ def _du(path) -> int:
                for d, _, fs in os.walk(path) for f in fs) + 4096 * len(list(os.walk(path)))
 
 
+@pytest.mark.slow  # CI runs it: two runs, one of them whole
 @pytest.mark.allow_skip("mounting a tmpfs needs root (or CAP_SYS_ADMIN); CI's machine has it")
 def test_a_full_disk_stops_at_the_failed_checkpoint_in_one_line_and_the_rerun_matches(
         reference, tmp_path):
@@ -288,7 +289,8 @@ def test_every_response_invalid_is_a_collapse_only_after_the_policy_answered_in_
 OTHER_CODEGEN = "--xla_cpu_max_isa=SSE4_2 --xla_cpu_enable_fast_math=true"
 
 
-@pytest.mark.parametrize("codegen", ["pinned", "other"])
+@pytest.mark.parametrize("codegen", [
+    "pinned", pytest.param("other", marks=pytest.mark.slow)])  # other: every program compiled
 def test_a_rate_that_saturates_stops_the_smoke_run_naming_the_collapse(reference, tmp_path,
                                                                        codegen):
     """`rl.learning_rate=1000` on the 4-step smoke run: the first Adam step moves every weight

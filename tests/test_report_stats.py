@@ -357,3 +357,17 @@ def test_statistics_fields_default_to_the_papers_effects():
     cfg.compare.confirmatory = ["heapa", "HeaPA beats uniform GRPO at equal rollouts"]
     cfg.compare.effect_sizes = {"heapa": {"points": 1.8, "source": "HeaPA Tables 1-2"}}
     compare.validate(cfg)
+
+
+def test_the_signed_rank_check_beside_t_is_wilcoxons_exact_test():
+    """Six differences of one sign: the exact two-sided p is 2 / 2^6; a seed far out moves the
+    t-test's p but not the ranks'; fewer than six seeds give none."""
+    same_sign = stats.seed_interval([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    assert stats.signed_rank_p(same_sign) == pytest.approx(2 / 64)
+    outlier = stats.seed_interval([1.0, 2.0, 3.0, 4.0, 5.0, 600.0])
+    assert stats.signed_rank_p(outlier) == pytest.approx(2 / 64)
+    assert stats.p_value(outlier) > 0.3 > stats.p_value(same_sign)
+    mixed = stats.seed_interval([1.0, -2.0, 3.0, -4.0, 5.0, -6.0])
+    assert stats.signed_rank_p(mixed) > 0.5
+    assert stats.signed_rank_p(stats.seed_interval([1.0, 2.0, 3.0, 4.0, 5.0])) is None
+    assert stats.signed_rank_p(stats.seed_interval([0.0] * 6)) is None

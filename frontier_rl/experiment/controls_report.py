@@ -318,7 +318,8 @@ def confirmatory(results: dict, claims: list[dict]) -> list[dict]:
             d = paired(rs, by[ref], metric)
             ok = d is not None and d.n >= stats.MIN_SEEDS
             out.append({"name": m, "kind": "method", "n": 0 if d is None else d.n,
-                        "p": stats.p_value(d) if ok else None})
+                        "p": stats.p_value(d) if ok else None,
+                        "p_rank": stats.signed_rank_p(d) if d is not None else None})
     tested = {frozenset((x["name"], ref)): x for x in out}
     repeats = []
     for c in claims:
@@ -361,8 +362,10 @@ def family_label(member: dict | None) -> str:
     if member["p"] is None:
         return f"confirmatory (no p-value: fewer than {stats.MIN_SEEDS} seeds; counted as 1)"
     lost = member["p"] < 1 - stats.LEVEL <= member["p_holm"]
+    rank = member.get("p_rank")
     return (f"confirmatory (Holm-adjusted p = {member['p_holm']:.3g}"
-            + ("; not significant after Holm" if lost else "") + ")")
+            + ("; not significant after Holm" if lost else "")
+            + ("" if rank is None else f"; Wilcoxon signed-rank p = {rank:.3g}") + ")")
 
 
 def family_text(results: dict, family: list[dict]) -> str:
