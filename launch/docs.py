@@ -25,6 +25,7 @@ import glob
 import gzip
 import importlib.util
 import json
+import math
 import os
 import re
 import sys
@@ -249,6 +250,47 @@ def _vs_tunix(bench: dict) -> str:
                   "tunix tokens/s (median)", "median ratio"], rows)
 
 
+def _rate_model(stage: dict, default: dict, tuned: dict) -> str:
+    """The progress model with the rate as input (frontier_rl/sim/rate_model.py) on every run
+    of the tuning stage, the default and the tuned confirmation: fitted on the cells of one
+    split, each cell's measured gain beside the prediction, for two splits."""
+    from frontier_rl.sim import rate_model as rm
+
+    shared = tuned["tuning"]["shared"]["rl.learning_rate"]
+    runs = rm.unique(rm.rows(stage, shared) + rm.rows(default, shared) + rm.rows(tuned, shared))
+    left = sum(len(r["runs"]) for r in (stage, default, tuned))
+    splits = [("held-out arms: fitted on uniform and the positive control at every rate",
+               lambda arm, rate: arm in ("uniform", "oracle")),
+              ("held-out rate: fitted on every arm at 3e-05 and 3e-04, 1e-04 predicted",
+               lambda arm, rate: not math.isclose(rate, 1e-4))]
+    parts = [f"{rm.LABEL}. {len(runs)} runs (one per arm, rate and seed; runs reused by two "
+             f"comparisons counted once, of {left} records; runs whose noise scale the "
+             "estimator did not resolve left out). Gain: the 4op Avg@4 change from step 0 to the "
+             "end, in points; intervals are 95% t over the cell's runs (2 runs at 3e-05: 1 "
+             "degree of freedom)."]
+    for title, fitted in splits:
+        out = rm.held_out(runs, fitted)
+        p = out["params"]
+        held = [c for c in out["cells"] if not c["fitted"]]
+        inside = sum(bool(c["inside"]) for c in held)
+        outside = [f"{c['arm']} {c['rate']:.0e} ("
+                   + ("under" if c["predicted"] < c["measured"] else "over") + "-predicted)"
+                   for c in held if c["inside"] is False]
+        rows = [[c["arm"], f"{c['rate']:.0e}", c["n"], "fitted" if c["fitted"] else
+                 "**held out**", f"{c['measured']:+.1f} [{c['lo']:+.1f}, {c['hi']:+.1f}]",
+                 f"{c['predicted']:+.1f}", "—" if c["fitted"] else
+                 ("yes" if c["inside"] else "no"), f"{c['q']:.3f}", f"{c['updates']:.0f}"]
+                for c in out["cells"]]
+        parts.append(
+            f"**{title}** ({out['fitted_runs']} runs fitted: alpha {p['alpha']:.3g}, gamma "
+            f"{p['gamma']:.3g}, A {p['ceiling']:.1f}; {inside} of {len(held)} held-out cells "
+            f"inside their interval, RMSE {out['rmse_held_out']:.1f} points"
+            + (f"; outside: {', '.join(outside)}" if outside else "") + ")\n\n"
+            + table(["arm", "rate", "runs", "cell", "measured gain [95% CI]", "predicted",
+                     "inside", "q = B_inf / (B_inf + B_noise)", "updates"], rows))
+    return "\n\n".join(parts)
+
+
 RENDERERS = {
     "default-arms": (["testbed/default.results.json.gz"], _arms),
     "default-controls": (["testbed/default.results.json.gz"], _controls),
@@ -265,6 +307,8 @@ RENDERERS = {
     "tuned-stage-noise": (["testbed/tuned_stage.results.json.gz"], _noise),
     "tuned-stage-tuning": (["testbed/tuned_stage.results.json.gz"], _stage_tuning),
     "tuned-findings": (["testbed/tuned.results.json.gz"], _findings),
+    "rate-model": (["testbed/tuned_stage.results.json.gz", "testbed/default.results.json.gz",
+                    "testbed/tuned.results.json.gz"], _rate_model),
     "field-arms": (["superseded/field.results.json.gz"], _arms),
     "field-pflops-arms": (["superseded/field_pflops.results.json.gz"], _arms),
     "gym-controls": (["superseded/gym_controls.results.json.gz"], _controls),

@@ -40,7 +40,7 @@ LAYERS = (
     ("policy", ("policy", "warmstart", "numerics", "data.fixtures")),
     ("run", ("train", "fit", "fit_propose", "node_check", "churn", "sim", "evaluation.suite",
              "rollout.serve")),
-    ("experiment", ("experiment", "bench", "sim.controls")),
+    ("experiment", ("experiment", "bench", "sim.controls", "sim.rate_model")),
     ("cli", ("cli", "__main__")),
 )
 
