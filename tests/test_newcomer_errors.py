@@ -178,10 +178,10 @@ def test_a_config_file_that_does_not_load_is_one_line_naming_file_and_line(tmp_p
 @pytest.fixture(scope="module")
 def collapsed(tmp_path_factory):
     """A policy killed by construction, on any CPU's rounding: `rl.learning_rate=1000` behind a
-    one-update warmup, one update a step (rl.epochs = rl.minibatches = 1). The first update has a rate of 0 (the
-    policy stays live for step 2); the second, at 1000, moves every weight by about 1000
-    (Adam's first steps are the rate times the gradient's sign), which saturates the softmax,
-    so from step 3 on the gradient is exactly 0
+    one-update warmup, one update a step (rl.epochs = rl.minibatches = 1). The first update
+    has a rate of 0 (the policy stays live for step 2); the second, at 1000, moves every
+    weight by about 1000 (Adam's first steps are the rate times the gradient's sign), which
+    saturates the softmax, so from step 3 on the gradient is exactly 0
     (the collapse does not rest on rounding: tests/test_reliability.py runs it under other
     XLA:CPU code generation too). Every checkpoint is kept, so the ones the stop sets aside are
     seen. Returns (args, workdir, the run's result, the checkpoint steps on disk and each

@@ -18,10 +18,10 @@ and the gradient noise the trainer measured (rl/noise.py) the signal-to-noise it
 
 Progress per update grows with the rate times the fraction of the update that is signal, and
 pays a noise cost that grows with the rate's square, so too high a rate makes progress negative.
-A bounds the gain both ways, as accuracy is bounded. alpha, gamma and A are fitted by least squares on the
-runs of some (arm, rate) cells; every other cell is a prediction: per-run inputs (U, B_inf,
-B_noise) are the runs' own measurements, and no measurement of the held-out cell's outcome
-enters the fit.
+A bounds the gain both ways, as accuracy is bounded. alpha, gamma and A are fitted by least
+squares on the runs of some (arm, rate) cells; every other cell is a prediction: per-run
+inputs (U, B_inf, B_noise) are the runs' own measurements, and no measurement of the held-out
+cell's outcome enters the fit.
 
 `rows` reads runs from comparison results files; `fit`, `predict` and `held_out` do the rest.
 The output is a model's, never a measurement.
