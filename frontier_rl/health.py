@@ -17,17 +17,20 @@ A step is *collapsed* when
       (`rollout/correct` = 0) and the policy's entropy (`train/entropy`) is below ENTROPY_EPS
       nats per token, or
   (c) every response was invalid (`rollout/invalid` = 1: the reward at its minimum, nothing
-      correct) after an earlier step of this run had a response that was not: a policy that
-      answered in form and no longer does (measured at 0.1 on another machine's rounding: every
-      reward -1 from step 3 to 12 with the entropy above ENTROPY_EPS). A policy that never
-      answered in form (an untrained one) is not collapsed by it: it has not learnt yet.
+      correct) after an earlier step of this run had most of its responses in form
+      (`rollout/invalid` <= ANSWERED): a policy that answered and no longer does (measured at
+      0.1 on another machine's rounding: every reward -1 from step 3 to 12 with the entropy
+      above ENTROPY_EPS). A policy that never mostly answered in form (an untrained one, a
+      tiny test model) is not collapsed by it: it has not learnt yet.
 A step with a zero gradient and none of these (every group of zero variance, some answers
 right: a solved pool, the negative control's groups; or an entropy still above ENTROPY_EPS) is
 *idle*: no evidence either way, it leaves the streak as it is. Any other step is *live* and
 ends the streak. `rl.collapse_steps` collapsed steps in one streak stop the run (0 turns the
 watch off); a run shorter than that is watched over its steps after the first (the window is
-at most the run's steps minus one), and a run whose last step is collapsed stops at the end
-whatever the streak's length: a run that ends collapsed never ends as finished.
+at most the run's steps minus one), and a run whose last step is collapsed by (a) or (b), both
+exact conditions, stops at the end whatever the streak's length: a run that ends collapsed
+never ends as finished. (c) needs the whole window: a few steps of invalid responses are
+common in a small policy's noise.
 
 A step's metrics are measured on the policy its update starts from, the one the step before
 checkpointed. So at the stop every checkpoint from the step before the first of the steps that
@@ -45,6 +48,7 @@ from __future__ import annotations
 from frontier_rl.errors import RunError
 
 ENTROPY_EPS = 1e-4  # nats per token: a policy this certain samples one response per prompt
+ANSWERED = 0.5  # rule (c) counts once a step had at most this share of invalid responses
 COLLAPSED_SUBDIR = "_collapsed"  # under the checkpoint directory: the collapsed policy's steps
 
 
@@ -86,7 +90,7 @@ class CollapseWatch:
         if not self.steps:
             return
         kind = self.last = collapsed(record, self.answered)
-        if record.get("rollout/invalid", 1) < 1:
+        if record.get("rollout/invalid", 1) <= ANSWERED:
             self.answered = True
         if kind is None:
             self.quiet = self.since = None
@@ -112,7 +116,7 @@ class CollapseWatch:
         docstring)."""
         if not self.steps or not self.kinds:
             return None
-        if len(self.kinds) < self.steps and not (final and self.last not in (None, "idle")):
+        if len(self.kinds) < self.steps and not (final and self.last in ("gradient", "entropy")):
             return None
         checkpointer.wait()
         bad = [s for s in checkpointer.all_steps() if s >= self.quiet - 1]

@@ -272,9 +272,11 @@ def test_the_window_fits_a_short_run_and_a_collapsed_last_step_stops_it():
 def test_every_response_invalid_is_a_collapse_only_after_the_policy_answered_in_form():
     dead = _step(zero_var=1.0, correct=0.0, invalid=1.0)
     untrained = health.CollapseWatch(2, "DIR")
-    for step in (1, 2, 3):
+    untrained.observe(1, _step(0.4, invalid=0.75))  # a few answers in form: not yet answering
+    for step in (2, 3, 4):
         untrained.observe(step, dead)
-    assert untrained.stop(3, _Ckpt()) is None  # it has not learnt yet: nothing to lose
+    assert untrained.stop(4, _Ckpt()) is None  # it has not learnt yet: nothing to lose
+    assert untrained.stop(4, _Ckpt(), final=True) is None
     w = health.CollapseWatch(2, "DIR")
     w.observe(1, _step(0.4))
     w.observe(2, dead)
@@ -282,6 +284,11 @@ def test_every_response_invalid_is_a_collapse_only_after_the_policy_answered_in_
     error = w.stop(3, _Ckpt())
     assert error and "every response invalid (the lowest reward) for 2 steps since step 2" \
                      in str(error)
+    # one such step at a run's end is a small policy's noise, not a collapse
+    w = health.CollapseWatch(10, "DIR", run_steps=100)
+    w.observe(1, _step(0.4))
+    w.observe(2, dead)
+    assert w.stop(2, _Ckpt(), final=True) is None
 
 
 # A code generation other than the pinned one (frontier_rl/numerics.py): SSE4.2 vectors and
