@@ -40,6 +40,9 @@ Args:
              under Adam: uniform at B = 8 and B = 32 for the same 150 steps on the testbed pool
   pilot_mixed the same on the pool of all four buckets (the testbed before the pilots), B = 16
              and B = 64 for 50 steps
+  noise_pilot the gradient noise scale by regime (NOISE_PILOT): uniform at its tuned rate 1e-4
+             on the testbed pool and the four-bucket pool at G = 4, 8, 16, 40 steps from both
+             starts on the tuning seeds, B_noise every 2 steps (docs/results.md)
   smoke      two methods, one seed, on the smoke-sized task, in seconds (used by tests)
 
 Every preset but pilot_mixed and smoke runs on the same testbed (TESTBED) from the shipped
@@ -115,7 +118,7 @@ import ml_collections
 from frontier_rl import config_lib, selection
 
 ARGS = ("", "tuned", "claims", "full", "controls", "field", "field_pflops", "hive_steps", "pilot",
-        "pilot_mixed", "smoke")
+        "pilot_mixed", "noise_pilot", "smoke")
 # `:field`: the default's four arms and the field's 2026 baselines, on the same testbed
 FIELD = "uniform,oracle,hive,heapa,speed,hive_v2,mopps,learnability"
 # `:field_pflops`: the same arms, each to the PFLOPs (XLA's cost analysis, every program) uniform
@@ -153,6 +156,18 @@ TUNE = dict(grid={"rl": {"learning_rate": (3e-5, 1e-4, 3e-4)}}, seeds="10,12",
             rule_source=(
                 "the highest mean final 4op Avg@4 over the tuning seeds, the pre-registered "
                 "endpoint; set with the grid before any tuning run"))
+# `:noise_pilot`: the gradient noise scale by regime at uniform's tuned rate (the tuning stage's
+# choice), set before its runs: uniform on each pool at G = 4, 8 and 16 for 40 steps from both
+# starts on the tuning seeds (never read by a verdict), measuring B_noise every 2 steps. The
+# testbed is the cell (sparse, G = 8); a regime where B_noise is far above the informative
+# groups per update is one where selection can pay under Adam. Model size is not varied: another
+# model needs its own shipped starts (`frontier-rl start`).
+NOISE_PILOT = dict(pools=("sparse", "mixed"), group_sizes=(4, 8, 16), learning_rate=1e-4,
+                   steps=40, noise_every=2, seeds="10,12", well_above=4.0, well_above_source=(
+                       "McCandlish et al. (arXiv 1812.06162, eq. 2.8): a step at batch B makes "
+                       "1 / (1 + B_noise / B) of the progress of a noiseless one, so at B_noise "
+                       ">= 4 B an update makes at most 20% of it and more informative groups "
+                       "per update raise it almost in proportion; set before the runs"))
 # Confirmation seeds: the default's 0-5, which the rule never sees (it reads seeds 10 and 12
 # only), so an arm whose chosen rate is the shared one reuses the default's runs when `:tuned`
 # runs in the default's workdir; the others run there on the same seeds.
@@ -360,6 +375,21 @@ def get_config(arg: str | None = None):
         c.compare.budget = "steps"
         c.compare.steps = 150 if arg == "pilot" else 50
         c.compare.evals = 3
+    elif arg == "noise_pilot":
+        p = NOISE_PILOT
+        cells = [(pool, g) for pool in p["pools"] for g in p["group_sizes"]]
+        for pool, g in cells:
+            c.compare.methods[f"g{g}_{pool}"] = {
+                "selector": {"name": "uniform"}, "task": {"bucket_weights": POOLS[pool]},
+                "rl": {"group_size": g, "learning_rate": p["learning_rate"],
+                       "noise_every": p["noise_every"]}}
+        c.compare.run = ",".join(f"g{g}_{pool}" for pool, g in cells)
+        c.compare.target = c.compare.rollout_reference = f"g8_{TESTBED['pool']}"
+        c.compare.ablations = ml_collections.ConfigDict()
+        c.compare.seeds = p["seeds"]
+        c.compare.budget = "steps"
+        c.compare.steps = p["steps"]
+        c.compare.evals = 1
     elif arg == "smoke":
         config_lib.shrink_for_smoke(c)
         c.warmstart.cache_dir = ""

@@ -57,6 +57,9 @@ class Meter:
     unit: str = "rollouts"
     limit: float = 0.0
     eval_every: float = 0.0
+    # evaluations at limit / 2, limit / 4, ... limit / 2^early besides the even ones
+    # (`eval.early`): dense early, where a curve rises fastest and reaches a target first
+    early: int = 0
 
     @classmethod
     def of(cls, config: Any) -> Meter:
@@ -68,7 +71,8 @@ class Meter:
                 every = config.eval.get("every_budget", 0) or 0
                 if unit == "rollouts" and not every:
                     every = config.eval.get("every_rollouts", 0) or 0
-                return cls(unit, float(amount), float(every))
+                return cls(unit, float(amount), float(every),
+                           int(config.eval.get("early", 0) or 0))
         return cls("rollouts", 0.0, float(config.eval.get("every_rollouts", 0) or 0))
 
     def read(self, counters: Mapping[str, float], pflops: float) -> float:
@@ -78,9 +82,12 @@ class Meter:
         return reached(total, self.limit, last_step)
 
     def eval_due(self, before: float, after: float) -> bool:
-        """Whether the spend crossed a multiple of the evaluation period in this step."""
+        """Whether the spend crossed a multiple of the evaluation period, or one of the early
+        points limit / 2^j (j = 1 .. early), in this step."""
         e = self.eval_every
-        return bool(e) and after // e > before // e
+        if e and after // e > before // e:
+            return True
+        return any(before < self.limit / 2 ** j <= after for j in range(1, self.early + 1))
 
     def describe(self, amount: float | None = None) -> str:
         """'38,400 rollouts', '1.2e+05 tokens', '0.0023 PFLOPs'."""

@@ -293,10 +293,13 @@ def default_config() -> ml_collections.ConfigDict:
     c.eval = ml_collections.ConfigDict()
     c.eval.every = 25  # steps; 0 = only at step 0 and the end
     c.eval.every_rollouts = 0  # also evaluate each time cumulative rollouts cross a multiple
-    c.eval.every_budget = 0.0
+    c.eval.every_budget = 0.0  # ... each time the run's budget spend (its unit) crosses a multiple
+    # ... and when the spend crosses budget / 2, budget / 4, ... budget / 2^early (0 = none):
+    # evaluations dense early, so that X-to-target is resolved where curves rise fastest
+    c.eval.early = 0
     # the k of the unbiased pass@k estimate from the eval.k samples (0 = eval.k; evaluation/
     # passk.py)
-    c.eval.pass_k = 0  # ... each time the run's budget spend (its unit) crosses a multiple
+    c.eval.pass_k = 0
     c.eval.k = 8
     c.eval.temperature = 0.7
     c.eval.top_p = 0.7
@@ -376,8 +379,8 @@ def augment_on_arith(c: ml_collections.ConfigDict, *, max_digits: int | None = N
 # reaches, and its mesh.
 RESUME_FREE = ("log.", "checkpoint.", "export.", "rl.num_steps", "rl.rollout_budget",
                "rl.token_budget", "rl.pflops_budget", "rl.collapse_steps", "eval.every_budget",
-               "eval.every", "eval.every_rollouts", "rollout.sglang.", "warmstart.cache_dir",
-               "mesh.")
+               "eval.every", "eval.every_rollouts", "eval.early", "rollout.sglang.",
+               "warmstart.cache_dir", "mesh.")
 
 
 def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
@@ -750,6 +753,8 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
            "an integer >= 0 (0 disables)")
     _check(cfg, "eval.every_budget", _nonneg,
            "a number >= 0 in the budget's unit (0 disables)")
+    _check(cfg, "eval.early", lambda x: isinstance(x, int) and not isinstance(x, bool)
+           and 0 <= x <= 16, "an integer in [0, 16]: evaluations at budget / 2 .. budget / 2^n")
     _check(cfg, "eval.k", _pos_int, "an integer >= 1")
     try:
         from frontier_rl.evaluation import passk

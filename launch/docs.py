@@ -197,6 +197,48 @@ def _noise(results: dict) -> str:
     return report.noise_table(results)
 
 
+def _noise_pilot(results: dict) -> str:
+    """The pilots' noise scale by regime (experiment/regimes.py), the testbed's cell named and
+    the rule of NOISE_PILOT (configs/compare_arith.py) applied."""
+    from frontier_rl.experiment import regimes
+
+    cfg = _launch_module("compare_arith", "configs")
+    rule = cfg.NOISE_PILOT
+    pools = {tuple(v): k for k, v in cfg.POOLS.items()}
+    testbed = (cfg.TESTBED["pool"], cfg.TESTBED["batch_size"], 8)
+    cells = regimes.cells(results, rule["well_above"])
+    starts = sorted({s for c in cells for s in c["b_noise_by_start"]})
+    rows, lines = [], []
+    for c in cells:
+        g = c["regime"]
+        pool = pools.get(tuple(g.get("bucket_weights") or ()), "?")
+        here = (pool, g.get("batch_size"), g.get("group_size")) == testbed
+        rows.append([f"{c['method']}{' (the testbed)' if here else ''}", pool,
+                     g.get("group_size"), g.get("batch_size"), f"{g.get('learning_rate'):g}",
+                     f"{c['b_noise']:.0f}",
+                     ", ".join(f"{c['b_noise_by_start'].get(s, math.nan):.0f}" for s in starts),
+                     f"{c['informative']:.1f} ± {c['informative_sd']:.1f}",
+                     f"{c['ratio']:.1f}", "yes" if c["qualifies"] else "no"])
+        if here:
+            lines.append(f"- The testbed's regime ({pool} pool, G = {g.get('group_size')}): "
+                         f"B_noise {c['b_noise']:.0f} groups against {c['informative']:.1f} "
+                         f"informative groups per update, {c['ratio']:.1f} times; it "
+                         + ("qualifies." if c["qualifies"] else "does not qualify."))
+    ok = [c for c in cells if c["qualifies"]]
+    if cells:
+        top = max(cells, key=lambda c: c["ratio"] if math.isfinite(c["ratio"]) else -1)
+        lines.append(f"- {len(ok)} of {len(cells)} regimes qualify (B_noise at least "
+                     f"{rule['well_above']:g} times the informative groups per update); the "
+                     f"largest ratio is {top['method']}'s, {top['ratio']:.1f}.")
+    head = (f"Uniform at rate {rule['learning_rate']:g}, {rule['steps']} steps per run, B_noise "
+            f"every {rule['noise_every']} steps, pooled over the runs (the ratio of the two "
+            f"estimates' means); rule: {rule['well_above_source']}.")
+    return "\n\n".join([head, table(
+        ["regime", "pool", "G", "B", "rate", "B_noise (groups), pooled",
+         f"B_noise by start ({', '.join(starts)})", "informative groups per update",
+         "B_noise / informative", "qualifies"], rows), "\n".join(lines)])
+
+
 def _tuning(results: dict) -> str:
     """The tuning stage's sensitivity table, chosen settings and power (report.tuning_section,
     without its plot and shared-setting table)."""
@@ -306,6 +348,7 @@ RENDERERS = {
     "tuned-noise": (["testbed/tuned.results.json.gz"], _noise),
     "tuned-stage-noise": (["testbed/tuned_stage.results.json.gz"], _noise),
     "tuned-stage-tuning": (["testbed/tuned_stage.results.json.gz"], _stage_tuning),
+    "noise-pilot": (["testbed/noise_pilot.results.json.gz"], _noise_pilot),
     "tuned-findings": (["testbed/tuned.results.json.gz"], _findings),
     "rate-model": (["testbed/tuned_stage.results.json.gz", "testbed/default.results.json.gz",
                     "testbed/tuned.results.json.gz"], _rate_model),

@@ -85,6 +85,41 @@ def test_a_meter_reads_its_unit_and_its_evaluation_period():
     assert budget.Meter.of(c) == budget.Meter("rollouts", 600.0, 200.0)
 
 
+def test_early_evaluations_fall_at_halvings_of_the_budget():
+    c = config_lib.default_config()
+    c.rl.rollout_budget, c.eval.every_rollouts, c.eval.early = 6400, 1600, 3
+    m = budget.Meter.of(c)
+    assert m.early == 3
+    due = [x for x in range(0, 6400, 100) if m.eval_due(x, x + 100)]
+    # the even points 1,600 .. 6,400 and the early ones 3,200, 1,600 (shared) and 800
+    assert due == [700, 1500, 3100, 4700, 6300]
+    c.eval.early = 17
+    with pytest.raises(config_lib.ConfigError, match=r"eval.early=17 is not allowed"):
+        config_lib.validate(c)
+
+
+def test_extra_evaluations_change_no_update(tmp_path):
+    """A run evaluated at the early points trains exactly as one that is not: the evaluation
+    samples with its own seed and leaves the training state alone."""
+    def run(d, early):
+        c = config_lib.shrink_for_smoke(config_lib.default_config())
+        c.log.progress = c.log.tensorboard = False
+        c.eval.every, c.rl.num_steps, c.rl.rollout_budget = 0, 50, 256
+        c.eval.early = early
+        train.run(config_lib.validate(c), str(tmp_path / d))
+        return metrics.read(os.path.join(tmp_path, d, "metrics.jsonl"))
+
+    plain, early = run("plain", 0), run("early", 2)
+    evals = [r["step"] for r in early if any(k.startswith("eval/avg@") for k in r)]
+    assert len(evals) > len([r for r in plain if any(k.startswith("eval/avg@") for k in r)])
+    keys = [k for k in plain[-1] if k.startswith(("train/", "rollout/")) and "time" not in k]
+    assert keys
+    for a, b in zip(plain, early, strict=True):
+        assert {k: a.get(k) for k in keys} == {k: b.get(k) for k in keys}, a["step"]
+    final = next(k for k in plain[-1] if k.startswith("eval/avg@") and k.endswith("/all"))
+    assert plain[-1][final] == early[-1][final]
+
+
 def test_a_run_has_one_budget():
     c = config_lib.shrink_for_smoke(config_lib.default_config())
     c.rl.rollout_budget, c.rl.pflops_budget = 100, 1e-3

@@ -55,6 +55,20 @@ def test_plan_applies_deltas_and_gives_each_seed_its_warm_start(tmp_path):
     assert compare.fingerprint(specs[0].config) != compare.fingerprint(specs[2].config)
 
 
+def test_the_noise_pilot_plans_every_regime_from_both_shipped_starts(tmp_path):
+    mod_cfg = _load_config("noise_pilot")
+    specs = compare.plan(mod_cfg, str(tmp_path))
+    regimes = {(s.config.rl.group_size, tuple(s.config.task.bucket_weights)) for s in specs}
+    assert len(regimes) == 6 and {g for g, _ in regimes} == {4, 8, 16}
+    assert {s.config.rl.learning_rate for s in specs} == {1e-4}
+    assert {s.config.rl.noise_every for s in specs} == {2}
+    assert {s.config.rl.num_steps for s in specs} == {40}
+    # the tuning seeds, each from its shipped start: never a confirmation seed
+    assert {(s.seed, s.config.warmstart.start) for s in specs} == {
+        (10, "configs/starts/arith_s0"), (12, "configs/starts/arith_s1")}
+    assert mod_cfg.compare.target == "g8_sparse"
+
+
 def test_shared_start_keeps_one_warm_start(tmp_path):
     cfg = _load_config()
     cfg.compare.seeds = "0,3"
@@ -201,6 +215,11 @@ def test_runs_match_budget_and_write_artefacts(smoke):
         assert r["steps"] >= 1
         assert r["updates"] == r["steps"] * cfg.rl.epochs * cfg.rl.minibatches
         assert on_disk["runs"][results["runs"].index(r)]["updates"] == r["updates"]
+        # the run's regime as its config set it, and its noise estimates' means for pooling
+        assert r["regime"] == {"group_size": cfg.rl.group_size, "batch_size": cfg.rl.batch_size,
+                               "learning_rate": cfg.rl.learning_rate,
+                               "bucket_weights": list(cfg.task.get("bucket_weights") or [])}
+        assert set(r["gns"]) == {"g2", "s", "n"} and r["gns"]["n"] >= 0
     # mechanisms: per method, each counter's total and per-seed value
     for counters in on_disk["mechanisms"].values():
         for c in counters.values():

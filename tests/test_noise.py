@@ -35,3 +35,36 @@ def test_the_estimates_are_exact_on_their_expectations():
     with pytest.raises(ValueError):
         noise.estimates(small, big, 32, 8)
     assert np.isnan(noise.scale([-1.0], [3.0]))
+
+
+def test_runs_pool_into_one_ratio_of_means_weighted_by_steps():
+    # two runs of one regime: the pooled estimate is mean tr(Sigma) over mean |G|^2, each mean
+    # weighted by the steps that measured it, never the mean of the runs' own ratios
+    runs = [(1.0, 100.0, 10), (3.0, 100.0, 30)]
+    assert noise.pooled(runs) == pytest.approx(100.0 / 2.5)
+    assert noise.pooled(runs) != pytest.approx(np.mean([100.0 / 1.0, 100.0 / 3.0]))
+    assert noise.pooled(runs + [(float("nan"), 5.0, 4), (9.0, 9.0, 0)]) == noise.pooled(runs)
+    assert np.isnan(noise.pooled([]))
+
+
+def _run(method, seed, start, g2, s, n, informative, group_size):
+    return {"method": method, "seed": seed, "start_name": start,
+            "gns": {"g2": g2, "s": s, "n": n}, "informative_groups": informative,
+            "regime": {"group_size": group_size, "batch_size": 32, "learning_rate": 1e-4,
+                       "bucket_weights": [1.0, 0.0, 1.0, 1.0]}}
+
+
+def test_a_pilot_regime_qualifies_by_its_pooled_noise_against_its_informative_groups():
+    from frontier_rl.experiment import regimes
+
+    results = {"methods": ["g4", "g8", "off"], "runs": [
+        _run("g4", 10, "s0", 1.0, 40.0, 20, 4.0, 4), _run("g4", 12, "s1", 1.0, 20.0, 20, 6.0, 4),
+        _run("g8", 10, "s0", 2.0, 20.0, 20, 5.0, 8), _run("g8", 12, "s1", 2.0, 20.0, 20, 5.0, 8),
+        {**_run("off", 10, "s0", 1.0, 1.0, 0, 5.0, 8), "gns": {"g2": 0, "s": 0, "n": 0}}]}
+    cells = {c["method"]: c for c in regimes.cells(results, well_above=4.0)}
+    assert set(cells) == {"g4", "g8"}  # "off" measured nothing
+    assert cells["g4"]["b_noise"] == pytest.approx(30.0)
+    assert cells["g4"]["b_noise_by_start"] == pytest.approx({"s0": 40.0, "s1": 20.0})
+    assert cells["g4"]["ratio"] == pytest.approx(30.0 / 5.0) and cells["g4"]["qualifies"]
+    assert cells["g8"]["ratio"] == pytest.approx(2.0) and not cells["g8"]["qualifies"]
+    assert cells["g4"]["regime"]["group_size"] == 4 and cells["g4"]["steps_measured"] == 40

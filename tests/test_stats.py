@@ -135,6 +135,20 @@ def test_to_target_interpolates_between_evaluations():
         stats.to_target({"rollouts": [0, 1, 2], "metric": [0, 1, 2, 3]}, 1.0, "rollouts")
 
 
+def test_to_target_is_resolved_only_between_close_evaluations():
+    curve = {"rollouts": [0, 10, 20, 40, 80], "metric": [1.0, 2.0, 5.0, 6.0, 9.0]}
+    # crossing 5 -> 6 between 20 and 40 at 30: a bracket of 20 is 2/3 of the value
+    assert stats.to_target_bracket(curve, 5.5, "rollouts") == (20.0, 40.0)
+    assert stats.resolved(curve, 5.5, "rollouts") is False
+    # denser evaluations around the same crossing resolve it (a bracket of 4 at 30: 13%)
+    dense = {"rollouts": [0, 10, 20, 28, 32, 40, 80], "metric": [1, 2, 5, 5.4, 5.6, 6, 9]}
+    assert stats.resolved(dense, 5.5, "rollouts") is True
+    assert stats.to_target(dense, 5.5, "rollouts") == pytest.approx(30.0)
+    assert stats.resolved(curve, 0.5, "rollouts") is False  # reached at step 0
+    assert stats.resolved(curve, 99.0, "rollouts") is None  # never reached
+    assert stats.to_target_bracket(curve, 99.0, "rollouts") is None
+
+
 def test_seed_interval_rejects_missing_values():
     with pytest.raises(ValueError, match="finite per-seed values"):
         stats.seed_interval([1.0, float("nan")])

@@ -420,6 +420,10 @@ def fingerprint(cfg: ml_collections.ConfigDict, workdir: str = "") -> str:
     # the watch (health.py) only stops a run; one that reached its budget computed the same
     # with any setting, and runs finished before the field existed keep their fingerprint
     d["rl"].pop("collapse_steps", None)
+    # evaluations change no update (their sampling has its own seed); runs finished before
+    # the early points existed keep their fingerprint
+    if not d.get("eval", {}).get("early"):
+        d.get("eval", {}).pop("early", None)
     # a selector reads its own section alone (selection.make): the other selectors' sections,
     # and a selector registered since, change no run
     chosen = d["selector"]["name"]
@@ -702,6 +706,11 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
             hist = np.asarray(h, float) if hist.size == 0 else hist + np.asarray(h, float)
     return {
         "method": spec.method, "seed": spec.seed, "selector": spec.config.selector.name, "k": k,
+        # the run's regime, as its config set it (pilots vary these between arms)
+        "regime": {"group_size": int(spec.config.rl.group_size),
+                   "batch_size": int(spec.config.rl.batch_size),
+                   "learning_rate": float(spec.config.rl.learning_rate),
+                   "bucket_weights": list(spec.config.task.get("bucket_weights") or [])},
         "eval_prompts": int(next((r["task/eval_prompts"] for r in recs
                                   if "task/eval_prompts" in r), 0)),
         "steps": int(last.get("step", 0)),
@@ -749,6 +758,10 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
         # optimizer update and the update's norm, over the steps that measured them
         "b_noise": noise.scale(series("train/gns_g2"), series("train/gns_s"))
         if series("train/gns_g2") else None,
+        # the two estimates' means and how many steps measured them, so that runs can be
+        # pooled into one B_noise (mean tr(Sigma) over mean |G|^2, as a run's is)
+        "gns": {"g2": mean_of("train/gns_g2"), "s": mean_of("train/gns_s"),
+                "n": len(series("train/gns_g2"))},
         "informative_groups": mean_of("train/informative_groups"),
         "update_norm": mean_of("train/update_norm"),
         "time_s": {k: float(last.get(f"perf/cum_{k}_time", 0.0))

@@ -582,8 +582,9 @@ def _ratio_cells(iv: stats.Interval | None, bound: str, dropped: int, reached: d
 
 
 def _per_seed_x(rs: list[dict], key: str, x: str) -> str:
-    """Every seed's X-to-target: the value, "not reached (> final X)" or "no target" (the
-    reference of the target did not run at that seed)."""
+    """Every seed's X-to-target: the value (marked "not resolved", with the evaluations around
+    its crossing, where they are further apart than stats.RESOLUTION of it), "not reached
+    (> final X)" or "no target" (the reference of the target did not run at that seed)."""
     digits = 4 if x == "pflops" else 0
 
     def one(r):
@@ -591,6 +592,10 @@ def _per_seed_x(rs: list[dict], key: str, x: str) -> str:
             return "no target"
         if r[key] is None:
             return f"not reached (> {r['curve'][x][-1]:,.{digits}f})"
+        if x in r["curve"] and not stats.resolved(r["curve"], r["target"], x):
+            lo, hi = stats.to_target_bracket(r["curve"], r["target"], x)
+            return (f"{r[key]:,.{digits}f} not resolved (between evaluations at "
+                    f"{lo:,.{digits}f} and {hi:,.{digits}f})")
         return f"{r[key]:,.{digits}f}"
 
     return "; ".join(f"s{r['seed']} {one(r)}" for r in rs)

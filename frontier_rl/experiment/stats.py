@@ -303,6 +303,31 @@ def to_target(curve: dict, target: float, x: str) -> float | None:
     return None
 
 
+# An X-to-target is resolved when the two evaluations around its crossing are at most this
+# share of its value apart (the interpolation between them can then move it by no more than
+# that); set with the rule, before any comparison read it.
+RESOLUTION = 0.25
+
+
+def to_target_bracket(curve: dict, target: float, x: str) -> tuple[float, float] | None:
+    """(x before, x at) the evaluation where the curve first reaches `target`: the interval
+    `to_target` interpolates in ((x0, x0) when the first point reaches it); None if none does."""
+    xs, ms = curve[x], curve["metric"]
+    for i, m in enumerate(ms):
+        if m >= target - 1e-9:
+            return (float(xs[i - 1]) if i else float(xs[0])), float(xs[i])
+    return None
+
+
+def resolved(curve: dict, target: float, x: str) -> bool | None:
+    """Whether the curve's X-to-target is resolved by its evaluations (RESOLUTION); a target
+    reached at the first evaluation (step 0) is not; None when it is never reached."""
+    b, v = to_target_bracket(curve, target, x), to_target(curve, target, x)
+    if b is None or v is None:
+        return None
+    return b[1] > b[0] and v > 0 and (b[1] - b[0]) <= RESOLUTION * v
+
+
 # ----------------------------------------------------------------------------- power
 
 

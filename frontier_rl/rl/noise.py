@@ -45,6 +45,18 @@ def scale(g2s, ss) -> float:
     return s / g2 if g2 > 0 else float("nan")
 
 
+def pooled(runs) -> float:
+    """One B_noise over several runs of the same regime: each run's (mean |G|^2 estimate, mean
+    tr(Sigma) estimate, steps measured), weighted by its steps, then `scale` of the pooled
+    means (a ratio of means, never a mean of per-run ratios); nan without measured steps."""
+    runs = [(g2, s, n) for g2, s, n in runs if n > 0 and np.isfinite(g2) and np.isfinite(s)]
+    if not runs:
+        return float("nan")
+    w = np.asarray([n for _, _, n in runs], float)
+    return scale([np.average([g2 for g2, _, _ in runs], weights=w)],
+                 [np.average([s for _, s, _ in runs], weights=w)])
+
+
 def metrics(small_sq: float, big_sq: float, b_small: float, b_big: float) -> dict[str, float]:
     """A step's record: the two norms, the batch sizes and the two estimates (train/gns_*)."""
     g2, s = estimates(small_sq, big_sq, b_small, b_big)
