@@ -32,6 +32,8 @@ setup(
         "httpx>=0.27",
         "starlette>=0.40",
         "uvicorn>=0.30",
+        # A comparison's runs as SLURM jobs (compare.launcher = "slurm", experiment/slurm.py).
+        "submitit>=1.5,<2",
     ],
     extras_require={
         # pyarrow reads parquet corpora; tensorflow-datasets writes and reads prepared ones

@@ -116,6 +116,7 @@ rerunning after a kill skips finished runs and resumes the interrupted one.
 import ml_collections
 
 from frontier_rl import config_lib, selection
+from frontier_rl.experiment import launchers
 
 ARGS = ("", "tuned", "claims", "full", "controls", "field", "field_pflops", "hive_steps", "pilot",
         "pilot_mixed", "noise_pilot", "smoke")
@@ -295,6 +296,10 @@ def get_config(arg: str | None = None):
     c.compare.shared_start = True  # one warm start for every seed and every preset
     # Runs at once, each in its own process (experiment/workers.py): two fill 2 cores.
     c.compare.workers = 2
+    # where the runs execute (experiment/launchers.py): "local" on this machine, or "slurm",
+    # one SLURM job per run (docs/cluster.md); a CPU run needs no GPU and minutes, not a day
+    c.compare.launcher = "local"
+    c.compare.slurm = launchers.slurm_settings(gpus_per_node=0, cpus_per_task=2, time_min=60)
     # name -> (method, ablation, question); the default's: HIVE against uniform at HIVE's own
     # number of optimizer updates (the update-matched arm)
     c.compare.ablations = ml_collections.ConfigDict({

@@ -68,7 +68,7 @@ Hardware: 2 CPU cores; the measured time is in the README.
 import ml_collections
 
 from frontier_rl import config_lib
-from frontier_rl.experiment import compare
+from frontier_rl.experiment import compare, launchers
 
 # dataset -> (create_dataset kwargs, bucket metadata field, warm-start buckets)
 PRESETS = {
@@ -150,6 +150,9 @@ def get_config(arg: str | None = None):
     c.compare.rollout_reference = "ds"
     c.compare.shared_start = False  # False: one warm start per seed; True: one for all seeds
     c.compare.workers = 1  # runs at once, each in its own process (experiment/workers.py)
+    # where the runs execute (experiment/launchers.py): "local", or "slurm" (docs/cluster.md)
+    c.compare.launcher = "local"
+    c.compare.slurm = launchers.slurm_settings(gpus_per_node=0, cpus_per_task=2, time_min=60)
     c.compare.ablations = ml_collections.ConfigDict()  # name -> (method, ablation, question)
     c.compare.settings_notes = ml_collections.ConfigDict()  # method -> why non-default settings
 

@@ -58,7 +58,7 @@ On the Open-R1 30k subset (openr1_math_30k): Qwen2.5-Math-1.5B DS 46.7 / 3.8M, G
 import ml_collections
 
 from frontier_rl import config_lib
-from frontier_rl.experiment import paper
+from frontier_rl.experiment import launchers, paper
 
 MODELS = ("qwen2.5-math-1.5b", "qwen2.5-math-7b", "deepseek-r1-distill-qwen-1.5b",
           "qwen3-4b-base", "llama3.2-3b-instruct")
@@ -89,6 +89,10 @@ def get_config(arg: str | None = None):
     })
     c.compare.run = RUN
     c.compare.seeds = "0"
+    # where the runs execute (experiment/launchers.py): "slurm" submits each run as one SLURM
+    # job of one 8-GPU node (docs/cluster.md); two days covers a run of about one
+    c.compare.launcher = "local"
+    c.compare.slurm = launchers.slurm_settings(time_min=2880)
     c.compare.budget = "steps"
     c.compare.steps = c.rl.num_steps  # HIVE App. B.1: 1,000
     c.compare.token_budget = 0  # per run when budget = "tokens"

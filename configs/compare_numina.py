@@ -57,7 +57,7 @@ go one after another.
 import ml_collections
 
 from frontier_rl import config_lib, selection
-from frontier_rl.experiment import paper
+from frontier_rl.experiment import launchers, paper
 
 MODELS = ("qwen2.5-math-1.5b", "llama3.2-1b-instruct")
 PROTOCOL = "numina"
@@ -88,6 +88,10 @@ def get_config(arg: str | None = None):
     c.compare.methods = _methods()
     c.compare.run = ",".join(m for m in TABLE1 + ARMS if m in c.compare.methods)
     c.compare.seeds = "0"
+    # where the runs execute (experiment/launchers.py): "slurm" submits each run as one SLURM
+    # job of one 8-GPU node (docs/cluster.md); two days covers a run of about one
+    c.compare.launcher = "local"
+    c.compare.slurm = launchers.slurm_settings(time_min=2880)
     c.compare.budget = "rollouts"
     c.compare.steps = 0  # steps per run when budget = "steps"
     c.compare.token_budget = 0  # per run when budget = "tokens"

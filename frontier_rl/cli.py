@@ -71,6 +71,12 @@ flags.DEFINE_bool("break_lock", False,
 flags.DEFINE_bool("report_only", False,
                   "compare: write results.json and report.md from the finished runs, running "
                   "nothing (a report made again by newer code).")
+flags.DEFINE_bool("detach", False,
+                  "compare: return once the launcher has started every run elsewhere "
+                  "(compare.launcher='slurm': the jobs are submitted); rerun to follow them.")
+flags.DEFINE_bool("dry_run", False,
+                  "compare: print what the launcher would execute (for SLURM, each run's "
+                  "batch script) and run nothing.")
 flags.DEFINE_bool("json", False, "bench: print the figures as one JSON object on the last line.")
 flags.DEFINE_integer("repeats", 10, "bench: timed repetitions after warm-up.")
 flags.DEFINE_string("bench_config", "default", "bench: the named work to time.")
@@ -136,7 +142,8 @@ def _main(argv: list[str]) -> int:
             if FLAGS.config is None:
                 raise train.RunError(
                     "--config is required (e.g. --config=configs/compare_arith.py)")
-            compare.run(FLAGS.config, FLAGS.workdir, report_only=FLAGS.report_only)
+            compare.run(FLAGS.config, FLAGS.workdir, report_only=FLAGS.report_only,
+                        detach=FLAGS.detach, dry_run=FLAGS.dry_run)
         elif command == "start":
             from frontier_rl.experiment import starts
 

@@ -36,10 +36,11 @@ ablation) pairs whose paired difference the report gives as the effect of a mech
 `results.json["mechanisms"][method][counter]` holds the counter's total over seeds and its
 value per seed; `required_mechanisms` says which must be non-zero, and every (method, seed,
 counter) left at zero is listed in `mechanisms_missing`, flagged in the report and on the
-console. With `compare.workers` = 1 (the default) runs execute one after another in this
-process, sharing a persistent XLA compilation cache, so later runs skip most compiles; with
-more, that many run at once, each in its own process, with the same results
-(frontier_rl/experiment/workers.py).
+console. Where the runs execute is `compare.launcher` (launchers.py), with the same plan and
+results: `local` runs them one after another in this process with `compare.workers` = 1 (the
+default), sharing a persistent XLA compilation cache, so later runs skip most compiles, or that
+many at once, each in its own process (workers.py); `slurm` submits each as one SLURM job
+(slurm.py).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ import numpy as np
 
 from frontier_rl import budget as budget_rule
 from frontier_rl import config_lib, lock, provenance, selection, statefile
-from frontier_rl.experiment import controls_report, report, stats, tune, two_run, workers
+from frontier_rl.experiment import controls_report, launchers, report, stats, tune, two_run
 from frontier_rl.experiment.stats import to_target
 from frontier_rl.rl import noise
 from frontier_rl.selection.mechanisms import required_mechanisms
@@ -82,7 +83,7 @@ DEFAULTS = {"budget": "rollouts", "steps": 0, "token_budget": 0, "pflops_budget"
             "equivalence_margin_source": "below the smallest gain the papers report for a "
             "method (HeaPA Tables 1-2: +1.8 points), so \"equivalent\" rules out an effect of "
             "the size they claim", "effect_sizes": report.DEFAULT_EFFECT_SIZES,
-            "confirmatory": "all", "starts": {}, "tune": {}}
+            "confirmatory": "all", "starts": {}, "tune": {}, "launcher": "local", "slurm": {}}
 
 
 @dataclasses.dataclass
@@ -193,6 +194,7 @@ def validate(config: ml_collections.ConfigDict) -> None:
         raise config_lib.ConfigError(
             f"compare.workers={workers!r} is not allowed: an integer >= 1 (the runs executed at "
             "once, each in its own process; 1 runs them one after another in this one)")
+    launchers.check(c)  # the launcher's name and settings, before any run
     _validate_starts(c, seeds)
     if tune.enabled(c):
         tune.validate(c)
@@ -477,11 +479,15 @@ def _enable_compile_cache(workdir: str) -> None:
                       int(os.environ.get("JAX_COMPILATION_CACHE_MAX_SIZE", 4 << 30)))
 
 
-def run(config: ml_collections.ConfigDict, workdir: str, *, report_only: bool = False) -> dict:
-    """Runs (or resumes, or skips) every planned run, then writes the results and report.
+def run(config: ml_collections.ConfigDict, workdir: str, *, report_only: bool = False,
+        detach: bool = False, dry_run: bool = False) -> dict:
+    """Runs (or resumes, or skips) every planned run through the comparison's launcher
+    (launchers.py), then writes the results and report.
     `report_only`: runs nothing and writes the results and report from the runs' records, as
     they are (every planned run must have ended at its budget): a report made again by newer
-    code over runs that an older version made."""
+    code over runs that an older version made. `detach`: returns once the launcher has started
+    every run elsewhere (a cluster's jobs), writing no report. `dry_run`: prints what the
+    launcher would execute (for SLURM, each job's batch script) and runs nothing."""
     from frontier_rl import train  # jax and the models load only when something runs
 
     if not workdir:
@@ -489,8 +495,11 @@ def run(config: ml_collections.ConfigDict, workdir: str, *, report_only: bool = 
     workdir = os.path.abspath(workdir)
     if tune.enabled(config.compare):
         validate(config)
-        return _run_tuned(config, workdir, report_only)
+        return _run_tuned(config, workdir, report_only, detach, dry_run)
     specs = plan(config, workdir)
+    if dry_run:
+        print(launchers.get(config.compare).dry_run(_plan(config, workdir, specs)))
+        return {}
     try:
         os.makedirs(workdir, exist_ok=True)
     except OSError as e:
@@ -498,10 +507,11 @@ def run(config: ml_collections.ConfigDict, workdir: str, *, report_only: bool = 
     if not os.access(workdir, os.W_OK):
         raise train.RunError(f"--workdir={workdir} is not writable")
     with lock.hold(workdir, "compare"):
-        return _run_all(config, workdir, specs, report_only)
+        return _run_all(config, workdir, specs, report_only, detach=detach)
 
 
-def _run_tuned(config: ml_collections.ConfigDict, workdir: str, report_only: bool) -> dict:
+def _run_tuned(config: ml_collections.ConfigDict, workdir: str, report_only: bool,
+               detach: bool = False, dry_run: bool = False) -> dict:
     """compare.tune (tune.py): the tuning stage in DIR/tune, each arm's setting chosen by the
     declared rule, then the confirmation stage's runs in DIR/runs on fresh seeds (a run that
     an untuned comparison in DIR already made at the same config is reused), its results and
@@ -510,7 +520,11 @@ def _run_tuned(config: ml_collections.ConfigDict, workdir: str, report_only: boo
           f"{len(_csv(config.compare.tune.arms))} arms on tuning seeds "
           f"{config.compare.tune.seeds} -> {os.path.join(workdir, 'tune')}", flush=True)
     tuning = run(tune.tuning_config(config), os.path.join(workdir, "tune"),
-                 report_only=report_only)
+                 report_only=report_only, detach=detach, dry_run=dry_run)
+    if dry_run or tuning.get("detached"):  # the confirmation is chosen from the tuning's end
+        print("the confirmation stage's runs follow from the tuning stage's results: the same "
+              "command plans them once it has ended", flush=True)
+        return tuning
     record = tune.choose(tuning, config)
     for arm, a in record["arms"].items():
         need = record["power"].get(arm, {}).get("seeds_needed", {})
@@ -522,7 +536,8 @@ def _run_tuned(config: ml_collections.ConfigDict, workdir: str, report_only: boo
     specs = plan(confirm, workdir)
     with lock.hold(workdir, "compare"):
         return _run_all(confirm, workdir, specs, report_only,
-                        extra={"tuning": record, "shared_setting": _shared_rows(tuning)})
+                        extra={"tuning": record, "shared_setting": _shared_rows(tuning)},
+                        detach=detach)
 
 
 def _shared_rows(tuning: dict) -> dict:
@@ -547,7 +562,8 @@ def _shared_rows(tuning: dict) -> dict:
 
 
 def _run_all(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpec],
-             report_only: bool = False, extra: dict | None = None) -> dict:
+             report_only: bool = False, extra: dict | None = None, detach: bool = False
+             ) -> dict:
     from frontier_rl import train
 
     if report_only:
@@ -561,14 +577,12 @@ def _run_all(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpe
         _enable_compile_cache(workdir)
         _numerics()  # once, before the workers start: they inherit it
     t_all = time.perf_counter()
-    if not report_only and _get(config.compare, "workers") > 1:
-        cut = workers.run_all(specs, workdir, _get(config.compare, "workers"),
-                              begin=functools.partial(_begin, specs=specs, c=config.compare),
-                              target=run_one)
-        if cut:  # SIGTERM: the runs checkpointed, and the comparison stops with them
-            raise train.RunError(cut_message(cut))
-    elif not report_only:
-        _run_in_turn(specs, workdir, config.compare)
+    if not report_only:
+        done = launchers.get(config.compare).run(_plan(config, workdir, specs), detach=detach)
+        if done.cut:  # SIGTERM: the runs checkpointed, and the comparison stops with them
+            raise train.RunError(cut_message(done.cut))
+        if done.detached:
+            return {"detached": True}
     results = collect(config, specs)
     results.update(extra or {})
     results["wall_s_this_invocation"] = time.perf_counter() - t_all
@@ -588,16 +602,16 @@ def _run_all(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpe
     return results
 
 
-def _run_in_turn(specs: list[RunSpec], workdir: str, c: ml_collections.ConfigDict) -> None:
-    """Every run, one after another in this process (compare.workers = 1)."""
-    from frontier_rl import train
-
-    for i, spec in enumerate(specs, 1):
-        if _begin(i, spec, lambda text: print(text, flush=True), specs, c) and not run_one(
-                spec, workdir):
-            # train checkpointed on SIGTERM and returned before its budget: the run is cut,
-            # not finished, and the comparison stops with it (a cluster's preemption)
-            raise train.RunError(cut_message([spec.name]))
+def _plan(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpec]
+          ) -> launchers.Plan:
+    """The runs and this module's functions on them, for the launcher."""
+    c = config.compare
+    return launchers.Plan(
+        specs=specs, workdir=workdir, c=c, target=run_one,
+        begin=functools.partial(_begin, specs=specs, c=c), finished=_finished,
+        fingerprint=lambda spec: fingerprint(spec.config, workdir),
+        prepare=lambda spec: (functools.partial(resolve, spec, specs, c) if spec.match
+                              else None))
 
 
 def _begin(i: int, spec: RunSpec, say, specs: list[RunSpec],
