@@ -198,6 +198,12 @@ def _noise(results: dict) -> str:
     return report.noise_table(results)
 
 
+def _groups(b: float) -> str:
+    """A noise scale in groups, or why there is none (the mean |G|^2 estimate was not
+    positive: noise too large for the steps measured to resolve the true gradient)."""
+    return f"{b:.0f}" if math.isfinite(b) else "not resolved"
+
+
 def _noise_pilot(results: dict) -> str:
     """The pilots' noise scale by regime (experiment/regimes.py), the testbed's cell named and
     the rule of NOISE_PILOT (configs/compare_arith.py) applied."""
@@ -216,8 +222,8 @@ def _noise_pilot(results: dict) -> str:
         here = (pool, g.get("batch_size"), g.get("group_size")) == testbed
         rows.append([f"{c['method']}{' (the testbed)' if here else ''}", pool,
                      g.get("group_size"), g.get("batch_size"), f"{g.get('learning_rate'):g}",
-                     f"{c['b_noise']:.0f}",
-                     ", ".join(f"{c['b_noise_by_start'].get(s, math.nan):.0f}" for s in starts),
+                     _groups(c["b_noise"]),
+                     ", ".join(_groups(c["b_noise_by_start"].get(s, math.nan)) for s in starts),
                      f"{c['informative']:.1f} ± {c['informative_sd']:.1f}",
                      f"{c['ratio']:.1f}", "yes" if c["qualifies"] else "no"])
         if here:
