@@ -9,7 +9,10 @@ flock is local to a host: on a shared filesystem a lock taken on another host is
 here, and only the holder line says it is there. A holder line naming another host is refused
 (that run may still be writing) unless `break_lock` (the command line's --break_lock, which
 sets BREAK_ENV so a comparison's worker processes break the locks of its runs too); a clean
-release empties the line, so only a run that died without releasing leaves one.
+release empties the line, so only a run that died without releasing leaves one. Inside a SLURM
+job the holder line also names the job (SLURM_JOB_ID): a requeued job, which may start on
+another node once the earlier start of the same job was killed, takes over a line naming its
+own job id (SLURM runs one start of a job at a time).
 """
 
 from __future__ import annotations
@@ -80,7 +83,11 @@ def hold(workdir: str, what: str, say=print, break_lock: bool | None = None) -> 
             "use another --workdir") from None
     previous = _read(fd)
     here = socket.gethostname()
-    if previous.get("pid") and previous.get("host", here) != here:
+    job = os.environ.get("SLURM_JOB_ID", "")
+    if previous.get("pid") and job and previous.get("slurm_job") == job:
+        say(f"{what}: took over the lock of {path}, left by an earlier start of this SLURM job "
+            f"{job} (pid {previous['pid']} on {previous.get('host', '?')}): it was requeued")
+    elif previous.get("pid") and previous.get("host", here) != here:
         held = (f"{path} is held by a {previous.get('what', 'run')} of pid {previous['pid']} on "
                 f"host {previous['host']}, started {previous.get('started', '?')}")
         if not break_lock:
@@ -98,7 +105,8 @@ def hold(workdir: str, what: str, say=print, break_lock: bool | None = None) -> 
     os.lseek(fd, 0, os.SEEK_SET)
     os.write(fd, json.dumps({
         "what": what, "pid": os.getpid(), "host": socket.gethostname(),
-        "started": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(sys.argv)}).encode())
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(sys.argv),
+        **({"slurm_job": job} if job else {})}).encode())
     os.fsync(fd)
     return Held(fd, path)
 

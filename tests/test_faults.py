@@ -46,6 +46,27 @@ def test_a_dead_processs_lock_is_taken_over_and_said_so(tmp_path):
     held.release()
 
 
+def test_a_requeued_slurm_job_takes_over_its_own_lock_from_another_node(tmp_path,
+                                                                          monkeypatch):
+    """A lock line left on another host by this same SLURM job (killed, then requeued onto
+    another node) is taken over; one left by another job on another host is refused."""
+    def left_by(job):
+        (tmp_path / lock.NAME).write_text(json.dumps(
+            {"what": "train", "pid": 12345, "host": "node-17", "started": "then",
+             "slurm_job": job}))
+
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    left_by("4242")
+    said = []
+    held = lock.hold(str(tmp_path), "train", said.append)
+    assert len(said) == 1 and "earlier start of this SLURM job 4242" in said[0]
+    assert json.loads((tmp_path / lock.NAME).read_text())["slurm_job"] == "4242"
+    held.release()
+    left_by("999")
+    with pytest.raises(RunError, match=r"held by a train of pid 12345 on host node-17"):
+        lock.hold(str(tmp_path), "train", said.append)
+
+
 @pytest.mark.slow
 def test_two_trains_on_one_workdir(tmp_path):
     """The second `train` on a running one's workdir exits 1 at once with one line; the first
