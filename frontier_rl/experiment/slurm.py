@@ -198,7 +198,6 @@ class Slurm:
 
         from frontier_rl.experiment import workers
 
-        submitit = _submitit()
         specs, workdir, finished = plan.specs, plan.workdir, plan.finished
         s = settings(plan.c)
         folder = _folder(workdir)
@@ -207,9 +206,37 @@ class Slurm:
         book = (statefile.read_json(book_path, "the comparison's SLURM job record",
                                     f"delete {book_path} to submit every unfinished run again")
                 if os.path.exists(book_path) else {})
-        executor = submitit.SlurmExecutor(folder=os.path.join(folder, "%j"))
-        jobs: dict[str, submitit.Job] = {}
+        jobs: dict = {}  # run name -> submitit.Job, filled as they are submitted
         say = functools.partial(print, flush=True)
+        try:
+            self._submit(plan, s, book_path, book, jobs, say)
+            if detach:
+                say(f"detached: {len(jobs)} SLURM job(s) of this comparison in {folder}; rerun "
+                    "the same command to follow them, or add --report_only once they have "
+                    "ended")
+                return Outcome(detached=True)
+            self._follow(jobs, {s_.name: s_ for s_ in specs}, finished, s["poll_s"], say)
+        except KeyboardInterrupt:  # while submitting or following: cancel what is live
+            live = [(n, j) for n, j in jobs.items()
+                    if j.watcher.get_state(j.job_id, mode="cache").split()[0] in UNFINISHED]
+            for _, j in live:
+                j.cancel(check=False)
+            raise workers.Interrupted(
+                "interrupted; " + (f"cancelled SLURM jobs {', '.join(j.job_id for _, j in live)}"
+                                   f" (runs {', '.join(n for n, _ in live)})" if live
+                                   else "no SLURM job of this comparison was running")
+                + "; each resumes from its newest checkpoint when the same command submits "
+                "it again") from None
+        return Outcome()
+
+    @staticmethod
+    def _submit(plan: Plan, s: dict, book_path: str, book: dict, jobs: dict, say) -> None:
+        """Reattaches to each run's recorded job that has not ended, submits the others that
+        have not finished (after the jobs they need), recording every id as it goes."""
+        submitit = _submitit()
+        folder = os.path.join(os.path.dirname(book_path), "%j")
+        executor = submitit.SlurmExecutor(folder=folder)
+        specs, finished = plan.specs, plan.finished
         for i, spec in enumerate(specs, 1):
             needs = _needs(spec, specs)
             head = f"[{i}/{len(specs)}] {spec.name}"
@@ -222,42 +249,22 @@ class Slurm:
             fp = plan.fingerprint(spec)
             old = book.get(spec.name) or {}
             if old.get("fingerprint") == fp and old.get("job_id"):
-                job = submitit.SlurmJob(folder=os.path.join(folder, "%j"),
-                                        job_id=str(old["job_id"]))
+                job = submitit.SlurmJob(folder=folder, job_id=str(old["job_id"]))
                 state = job.watcher.get_state(job.job_id, mode="force")
                 if state.split()[0] in UNFINISHED:
                     jobs[spec.name] = job
                     say(f"{head}: reattached to SLURM job {job.job_id} ({state})")
                     continue
-            after = [jobs[x.name].job_id for x in needs if x.name in jobs
-                     and not finished(x)]
+            after = [jobs[x.name].job_id for x in needs if x.name in jobs and not finished(x)]
             executor.update_parameters(**_params(
                 s, "afterok:" + ":".join(after) if after else ""))
-            job = executor.submit(Job(plan.target, spec, workdir, plan.prepare(spec)))
+            job = executor.submit(Job(plan.target, spec, plan.workdir, plan.prepare(spec)))
             jobs[spec.name] = job
             book[spec.name] = {"job_id": job.job_id, "fingerprint": fp}
             statefile.write_json(book_path, book, indent=1)
             say(f"{head}: submitted as SLURM job {job.job_id}"
                 + (f" (after job {', '.join(after)})" if after else "")
                 + f"; log {job.paths.stdout}")
-        if detach:
-            say(f"detached: {len(jobs)} SLURM job(s) of this comparison in {folder}; rerun the "
-                "same command to follow them, or add --report_only once they have ended")
-            return Outcome(detached=True)
-        try:
-            self._follow(jobs, {s_.name: s_ for s_ in specs}, finished, s["poll_s"], say)
-        except KeyboardInterrupt:
-            live = [(n, j) for n, j in jobs.items()
-                    if j.watcher.get_state(j.job_id, mode="cache").split()[0] in UNFINISHED]
-            for _, j in live:
-                j.cancel(check=False)
-            raise workers.Interrupted(
-                "interrupted; " + (f"cancelled SLURM jobs {', '.join(j.job_id for _, j in live)}"
-                                   f" (runs {', '.join(n for n, _ in live)})" if live
-                                   else "no SLURM job of this comparison was running")
-                + "; each resumes from its newest checkpoint when the same command submits "
-                "it again") from None
-        return Outcome()
 
     @staticmethod
     def _follow(jobs: dict, by_name: dict, finished, poll_s: float, say) -> None:
