@@ -6,13 +6,15 @@ $FAKE_SLURM_DIR: <id>.state (PENDING, RUNNING, REQUEUED, COMPLETED, FAILED, CANC
 script as submitted, and calls.log (every command and its arguments).
 
   sbatch SCRIPT            a job id; afterok dependencies are honoured (a failed dependency
-                           cancels the job, as DependencyNeverSatisfied with kill_invalid_depend)
+                           cancels the job, as --kill-on-invalid-dep=yes does)
   sacct -o JobID,State,NodeList --parsable2 -j ID ...
   squeue [-j ID,...]       the jobs that have not ended
   scancel ID ...           SIGTERM to the job's processes, SIGKILL after $FAKE_SLURM_KILL_WAIT s
   scontrol requeue ID      the job runs again once its processes end (same id)
   srun [opts] CMD ...      runs CMD with --output / --error (%j, %t expanded)
   fake_slurm.py preempt ID a preemption: requeue, then SIGTERM to the job's processes
+
+With FAKE_SLURM_HOLD=1 no job starts (a full cluster): submission alone can be tested.
 
 A job runs as the process group of `bash SCRIPT` with SLURM_JOB_ID, SLURM_PROCID=0 and
 SLURM_NTASKS=1 set; the runner is a child subreaper, so it waits for every process of the job
@@ -72,6 +74,9 @@ def sbatch(args: list[str]) -> int:
     deps = re.findall(r"^#SBATCH --dependency=afterok:([\d:]+)", text, re.M)
     _put(job, "deps", " ".join(deps[0].split(":")) if deps else "")
     _put(job, "state", "PENDING")
+    if os.environ.get("FAKE_SLURM_HOLD") == "1":  # a full cluster: every job stays pending
+        print(f"Submitted batch job {job}")
+        return 0
     subprocess.Popen([sys.executable, os.path.realpath(__file__), "_run", job],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL, start_new_session=True)
@@ -87,6 +92,9 @@ def _run(job: str) -> int:
         ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans come back here
     for dep in _get(job, "deps").split():
         while _get(dep, "state") not in ENDED:
+            if os.path.exists(_p(job, "cancel")):
+                _put(job, "state", "CANCELLED")
+                return 0
             time.sleep(0.2)
         if _get(dep, "state") != "COMPLETED":
             _put(job, "state", "CANCELLED")
@@ -110,6 +118,8 @@ def _run(job: str) -> int:
                 os.waitpid(-1, 0)
             except ChildProcessError:
                 break
+        if os.path.exists(_p(job, "requeue")) and rc == 0:  # it ended before the signal
+            os.remove(_p(job, "requeue"))
         if os.path.exists(_p(job, "requeue")):
             os.remove(_p(job, "requeue"))
             _put(job, "state", "REQUEUED")
@@ -166,6 +176,8 @@ def scancel(args: list[str]) -> int:
             _signal(job, sig)
             continue
         _put(job, "cancel", "")
+        if _get(job, "state") == "PENDING":
+            _put(job, "state", "CANCELLED")
         _signal(job, signal.SIGTERM)
         wait = os.environ.get("FAKE_SLURM_KILL_WAIT", "10")
         subprocess.Popen([sys.executable, os.path.realpath(__file__), "_kill", job, wait],
@@ -194,6 +206,9 @@ def scontrol(args: list[str]) -> int:
 
 def preempt(args: list[str]) -> int:
     job = args[0]
+    if _get(job, "state") != "RUNNING":
+        print(f"preempt: job {job} is not running", file=sys.stderr)
+        return 1
     _put(job, "requeue", "")
     _signal(job, signal.SIGTERM)
     return 0

@@ -114,6 +114,50 @@ def test_a_failed_job_is_named_with_its_id_state_and_log(tmp_path, cluster):
     assert f"{job}_0_log.err" in msg and "larger than the training pool" in msg
 
 
+def test_submission_waits_reattaches_and_replaces_what_waits_for_a_replaced_job(
+        tmp_path, cluster, monkeypatch):
+    """On a full cluster (no job starts): a run waits for the run that trains its warm start,
+    and a job submitted after one with a dependency has none of its own; the same command
+    reattaches to every pending job; once a job is cancelled, it is submitted again and the
+    job waiting for it is replaced by one waiting for the new job."""
+    monkeypatch.setenv("FAKE_SLURM_HOLD", "1")
+    cfg = _slurm(_config())
+    cfg.compare.seeds = "0,1"
+    work = str(tmp_path / "w")
+    specs = compare.plan(cfg, work)
+    order = ["uniform-s0", "hive-s0", "uniform-s1", "hive-s1"]
+    specs = sorted(specs, key=lambda s: order.index(s.name))
+    book_path = os.path.join(work, "slurm", slurm.JOBS)
+    os.makedirs(os.path.dirname(book_path))
+
+    def submit():
+        book = json.load(open(book_path)) if os.path.exists(book_path) else {}
+        slurm.Slurm._submit(compare._plan(cfg, work, specs), slurm.settings(cfg.compare),
+                            book_path, book, {}, lambda text: None)
+        return json.load(open(book_path))
+
+    def script(job):
+        return (cluster / f"{job}.sh").read_text()
+
+    first = submit()
+    ids = {n: first[n]["job_id"] for n in order}
+    assert f"--dependency=afterok:{ids['uniform-s0']}" in script(ids["hive-s0"])
+    assert "--dependency" not in script(ids["uniform-s1"])  # none left over from hive-s0's
+    assert f"--dependency=afterok:{ids['uniform-s1']}" in script(ids["hive-s1"])
+    assert submit() == first and len(_calls(cluster, "sbatch")) == 4  # all reattached
+
+    subprocess.run(["scancel", ids["uniform-s0"]], check=True)
+    again = submit()
+    assert again["uniform-s0"]["job_id"] != ids["uniform-s0"]
+    assert again["hive-s0"]["job_id"] != ids["hive-s0"]  # it waited for the cancelled job
+    assert f"--dependency=afterok:{again['uniform-s0']['job_id']}" in script(
+        again["hive-s0"]["job_id"])
+    assert (cluster / f"{ids['hive-s0']}.state").read_text() == "CANCELLED"
+    assert {n: again[n]["job_id"] for n in ("uniform-s1", "hive-s1")} == {
+        n: ids[n] for n in ("uniform-s1", "hive-s1")}
+    subprocess.run(["scancel", *(again[n]["job_id"] for n in order)], check=True)
+
+
 @pytest.mark.slow
 def test_the_smoke_comparison_as_slurm_jobs_preempted_reattached_and_reported(tmp_path,
                                                                               cluster):

@@ -606,9 +606,19 @@ def _plan(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpec]
           ) -> launchers.Plan:
     """The runs and this module's functions on them, for the launcher."""
     c = config.compare
+
+    def finished(spec: RunSpec) -> bool:
+        # a matched run is only itself once its budget is read from its finished reference
+        if spec.match and not spec.target:
+            ref = next(s for s in specs if s.method == spec.match and s.seed == spec.seed)
+            if not _finished(ref):
+                return False
+            resolve(spec, specs, c)
+        return _finished(spec)
+
     return launchers.Plan(
         specs=specs, workdir=workdir, c=c, target=run_one,
-        begin=functools.partial(_begin, specs=specs, c=c), finished=_finished,
+        begin=functools.partial(_begin, specs=specs, c=c), finished=finished,
         fingerprint=lambda spec: fingerprint(spec.config, workdir),
         prepare=lambda spec: (functools.partial(resolve, spec, specs, c) if spec.match
                               else None))

@@ -22,7 +22,7 @@ running inside it.
   says so in one line; a job that ends without its run's DONE record stops the comparison with
   its name, job id, state and log.
 
-Logs are DIR/slurm/<job id>_0_log.out and .err (submitit's layout)."""
+Logs are DIR/slurm/<job id>/<job id>_0_log.out and .err (submitit's layout)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,9 @@ UNFINISHED = {"PENDING", "RUNNING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "
               "CONFIGURING", "RESIZING", "SUSPENDED", "PREEMPTED", "UNKNOWN", "READY"}
 REQUEUE_EXIT = 3  # a job that checkpointed and asked SLURM to run it again
 JOBS = "jobs.json"
+NUMERICS_ENV = "FRONTIER_RL_NUMERICS_DIGEST"  # compare._numerics: inherited through sbatch
+UNKNOWN_POLLS = 40  # polls a job may stay without an accounting record before it is named
+DONE_WAIT_S = 60.0  # a shared filesystem may show a finished run's records late
 
 
 def settings(c: ml_collections.ConfigDict) -> dict:
@@ -82,9 +85,12 @@ def _params(s: dict, dependency: str = "") -> dict:
          "qos": s["qos"] or None, "constraint": s["constraint"] or None,
          "setup": list(s["setup"]) or None, "signal_delay_s": s["signal_delay_s"],
          "dependency": dependency or None,
-         # SIGTERM, which train checkpoints on, in place of submitit's USR2; requeue allowed
+         # srun no longer inherits --cpus-per-task (SLURM 22.05 to 23.02): give it to the step
+         "srun_args": [f"--cpus-per-task={s['cpus_per_task']}"] if s["cpus_per_task"] else None,
+         # SIGTERM, which train checkpoints on, in place of submitit's USR2; requeue allowed; a
+         # job whose dependency failed is cancelled, not left pending for ever
          "additional_parameters": {"signal": f"TERM@{s['signal_delay_s']}", "requeue": True,
-                                   **dict(s["additional"])}}
+                                   "kill_on_invalid_dep": "yes", **dict(s["additional"])}}
     return {k: v for k, v in p.items() if v is not None}
 
 
@@ -92,16 +98,30 @@ class Job:
     """What a run's job executes: the comparison's per-run entry, then a requeue if SIGTERM
     cut it (its checkpoint is on disk: the requeued job resumes from it)."""
 
-    def __init__(self, target, spec, workdir: str, prepare=None):
+    def __init__(self, target, spec, workdir: str, prepare=None, break_lock: bool = False):
         self.target, self.spec, self.workdir, self.prepare = target, spec, workdir, prepare
+        self.break_lock = break_lock  # the run's earlier job ended: a lock it left is stale
 
     def __call__(self) -> bool:
-        from frontier_rl import distributed
+        import signal
+
+        import jax
+
+        from frontier_rl import distributed, lock
         from frontier_rl.experiment import workers
 
-        for key, value in workers.child_env(self.workdir).items():
-            if key.startswith("JAX_"):  # the comparison's shared compile cache
-                os.environ.setdefault(key, value)
+        # submitit ignores SIGTERM in its jobs; until train's loop takes it over, a SIGTERM
+        # ends the job (SLURM's requeue, or the comparison's rerun, resumes the run)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        env = workers.child_env(self.workdir)  # the comparison's shared compile cache
+        os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", env["JAX_COMPILATION_CACHE_DIR"])
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_compilation_cache_max_size",
+                          int(env["JAX_COMPILATION_CACHE_MAX_SIZE"]))
+        # the numerics this node computes in, not those of the node that submitted the job
+        os.environ.pop(NUMERICS_ENV, None)
+        if self.break_lock:
+            os.environ[lock.BREAK_ENV] = "1"
         if int(os.environ.get("SLURM_NTASKS", "1")) > 1:
             distributed.initialize()
         if self.prepare is not None:  # a matched run's budget, from its finished reference
@@ -210,7 +230,7 @@ class Slurm:
         say = functools.partial(print, flush=True)
         try:
             self._submit(plan, s, book_path, book, jobs, say)
-            if detach:
+            if detach and jobs:
                 say(f"detached: {len(jobs)} SLURM job(s) of this comparison in {folder}; rerun "
                     "the same command to follow them, or add --report_only once they have "
                     "ended")
@@ -231,13 +251,16 @@ class Slurm:
 
     @staticmethod
     def _submit(plan: Plan, s: dict, book_path: str, book: dict, jobs: dict, say) -> None:
-        """Reattaches to each run's recorded job that has not ended, submits the others that
-        have not finished (after the jobs they need), recording every id as it goes."""
+        """Reattaches to each run's recorded job that has not ended (and still waits for the
+        jobs its run needs now), submits the others that have not finished, after the jobs
+        they need, recording every id as it goes."""
         submitit = _submitit()
         folder = os.path.join(os.path.dirname(book_path), "%j")
-        executor = submitit.SlurmExecutor(folder=folder)
         specs, finished = plan.specs, plan.finished
         for i, spec in enumerate(specs, 1):
+            # before begin: a matched run's budget is resolved there, once its reference has
+            # finished, and the record must name the run as it was first submitted
+            fp = plan.fingerprint(spec)
             needs = _needs(spec, specs)
             head = f"[{i}/{len(specs)}] {spec.name}"
             if all(finished(x) for x in needs):
@@ -246,21 +269,28 @@ class Slurm:
             elif finished(spec):
                 say(f"{head}: finished earlier, skipped")
                 continue
-            fp = plan.fingerprint(spec)
+            after = [jobs[x.name].job_id for x in needs if x.name in jobs and not finished(x)]
             old = book.get(spec.name) or {}
+            ended = False
             if old.get("fingerprint") == fp and old.get("job_id"):
                 job = submitit.SlurmJob(folder=folder, job_id=str(old["job_id"]))
                 state = job.watcher.get_state(job.job_id, mode="force")
-                if state.split()[0] in UNFINISHED:
+                ended = state.split()[0] not in UNFINISHED
+                if not ended and set(after) <= set(old.get("after") or []):
                     jobs[spec.name] = job
                     say(f"{head}: reattached to SLURM job {job.job_id} ({state})")
                     continue
-            after = [jobs[x.name].job_id for x in needs if x.name in jobs and not finished(x)]
+                if not ended:  # it waits for a job that was replaced: replace it too
+                    job.cancel(check=False)
+                    say(f"{head}: cancelled SLURM job {job.job_id}, which waited for a job "
+                        "submitted again")
+            executor = submitit.SlurmExecutor(folder=folder)  # no parameter of another job
             executor.update_parameters(**_params(
                 s, "afterok:" + ":".join(after) if after else ""))
-            job = executor.submit(Job(plan.target, spec, plan.workdir, plan.prepare(spec)))
+            job = executor.submit(Job(plan.target, spec, plan.workdir, plan.prepare(spec),
+                                      break_lock=bool(old.get("job_id"))))
             jobs[spec.name] = job
-            book[spec.name] = {"job_id": job.job_id, "fingerprint": fp}
+            book[spec.name] = {"job_id": job.job_id, "fingerprint": fp, "after": after}
             statefile.write_json(book_path, book, indent=1)
             say(f"{head}: submitted as SLURM job {job.job_id}"
                 + (f" (after job {', '.join(after)})" if after else "")
@@ -271,17 +301,32 @@ class Slurm:
         """Waits for every job, saying each change of state; a job that ended without its
         run's DONE record stops the comparison, naming it (the others keep running)."""
         seen: dict[str, str] = {}
+        unknown: dict[str, int] = {}
         live = dict(jobs)
         while live:
-            next(iter(live.values())).watcher.update()  # one sacct call for every job
+            watcher = next(iter(live.values())).watcher
+            # submitit stops asking about a job it takes for ended (SUSPENDED, REQUEUE_HOLD);
+            # these may run again, so every live job is asked about at each poll
+            watcher._finished.difference_update(j.job_id for j in live.values())
+            watcher.update()  # one sacct call for every job
             for name, job in list(live.items()):
-                state = job.watcher.get_state(job.job_id, mode="cache")
+                state = watcher.get_state(job.job_id, mode="cache")
                 if state != seen.get(name):
                     seen[name] = state
                     say(f"[slurm] {name}: job {job.job_id} {state}")
+                unknown[name] = unknown.get(name, 0) + 1 if state == "UNKNOWN" else 0
+                if unknown[name] > UNKNOWN_POLLS:
+                    raise RunError(
+                        f"{name}: sacct has had no record of SLURM job {job.job_id} for "
+                        f"{UNKNOWN_POLLS} polls (is accounting on? `squeue -j {job.job_id}` "
+                        "says whether it runs); rerun the same command to follow it again")
                 if state.split()[0] in UNFINISHED:
                     continue
                 del live[name]
+                t0 = time.monotonic()
+                while not finished(by_name[name]) and time.monotonic() - t0 < DONE_WAIT_S \
+                        and state.split()[0] == "COMPLETED":
+                    time.sleep(min(poll_s, 5.0))  # a shared filesystem may lag
                 if not finished(by_name[name]):
                     others = ", ".join(f"{n} ({j.job_id})" for n, j in live.items())
                     raise RunError(
