@@ -271,11 +271,16 @@ class Slurm:
                 continue
             after = [jobs[x.name].job_id for x in needs if x.name in jobs and not finished(x)]
             old = book.get(spec.name) or {}
-            ended = False
-            if old.get("fingerprint") == fp and old.get("job_id"):
+            ended = True  # no earlier job of this run, or one that has ended
+            if old.get("job_id"):
                 job = submitit.SlurmJob(folder=folder, job_id=str(old["job_id"]))
                 state = job.watcher.get_state(job.job_id, mode="force")
                 ended = state.split()[0] not in UNFINISHED
+                if not ended and old.get("fingerprint") != fp:
+                    raise RunError(
+                        f"{spec.name}: its SLURM job {job.job_id} runs another config of this "
+                        f"run and is {state}; cancel it (scancel {job.job_id}) or let it end, "
+                        "then rerun")
                 if not ended and set(after) <= set(old.get("after") or []):
                     jobs[spec.name] = job
                     say(f"{head}: reattached to SLURM job {job.job_id} ({state})")
@@ -288,7 +293,7 @@ class Slurm:
             executor.update_parameters(**_params(
                 s, "afterok:" + ":".join(after) if after else ""))
             job = executor.submit(Job(plan.target, spec, plan.workdir, plan.prepare(spec),
-                                      break_lock=bool(old.get("job_id"))))
+                                      break_lock=bool(old.get("job_id")) and ended))
             jobs[spec.name] = job
             book[spec.name] = {"job_id": job.job_id, "fingerprint": fp, "after": after}
             statefile.write_json(book_path, book, indent=1)
