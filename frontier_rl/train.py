@@ -226,6 +226,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
     timing = _StepTiming(run_state.clock, accountant)
     # SIGTERM (preemption, maintenance) -> checkpoint at the end of the step, exit cleanly.
     preemption = distributed.Preemption().install()
+    ctrl_c = distributed.CtrlC().install()  # a Ctrl-C that Python drops still stops the run
     # A collapsed policy stops the run (health.py); its checkpoints are held, or set aside at
     # the stop, so a resume restores the last good one.
     collapse = health.CollapseWatch(config.rl.collapse_steps, workdir, num_steps)
@@ -233,6 +234,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
     try:
         _sync(engine, params, start_step, workdir)  # a server may start from any checkpoint
         while not run_state.done and step < num_steps:
+            ctrl_c.check()
             step += 1
             profile.begin(step)
             timing.begin()
@@ -307,6 +309,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
         raise run_state.stopped(e, step, bar, writer) from None
     finally:
         preemption.uninstall()
+        ctrl_c.uninstall()
     profile.close()
     bar.close()
     if step > start_step:

@@ -381,3 +381,27 @@ def test_ctrl_c_on_a_training_run_exits_130_in_one_line_and_the_rerun_matches(re
 @pytest.mark.slow  # 20 interrupted starts of a run: minutes
 def test_ctrl_c_twenty_times_never_crashes(reference, tmp_path):
     _ctrl_c_then_resume(reference, tmp_path, times=20)
+
+
+def test_a_ctrl_c_that_python_drops_still_stops_the_run(capfd):
+    """A KeyboardInterrupt raised where Python cannot raise it (a finaliser or a garbage
+    collection callback: it is printed as "Exception ignored" and dropped) is remembered, and
+    the next step boundary raises it; its printout is left out."""
+    from frontier_rl import distributed
+
+    class Finaliser:
+        def __del__(self):
+            signal.raise_signal(signal.SIGINT)  # the handler runs here, inside __del__
+
+    ctrl_c = distributed.CtrlC().install()
+    try:
+        Finaliser()  # collected at once: the KeyboardInterrupt is unraisable
+        assert ctrl_c.pressed
+        with pytest.raises(KeyboardInterrupt):
+            ctrl_c.check()
+    finally:
+        ctrl_c.uninstall()
+    assert "Exception ignored" not in capfd.readouterr().err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    fresh = distributed.CtrlC()
+    fresh.check()  # nothing pressed: no interrupt

@@ -648,6 +648,10 @@ ENGINEERING = (
 )
 
 
+# where a comparison's runs execute (experiment/launchers.py), not what they compute
+WHERE = ("compare.launcher", "compare.slurm.", "compare.workers")
+
+
 def unsourced(c) -> list[str]:
     """Protocol settings of `c` that differ from the defaults and carry no source (a source
     on a parent covers its children: eval.sets, compare.methods)."""
@@ -660,7 +664,7 @@ def unsourced(c) -> list[str]:
     for path, value in sorted(_paths(c).items()):
         section = path.split(".")[0]
         parts = path.split(".")
-        if section not in SECTIONS or path in ENGINEERING:
+        if section not in SECTIONS or path in ENGINEERING or path.startswith(WHERE):
             continue
         if section == "selector" and len(parts) > 2 and parts[1] not in active:
             continue
