@@ -1,6 +1,7 @@
 """The matched-budget runner and its report: planning, budgets, skip-on-rerun, artefacts."""
 
 import copy
+import dataclasses
 import json
 import os
 import signal
@@ -795,22 +796,27 @@ def test_workers_wait_for_a_warm_start_cache_not_for_its_run(tmp_path):
 
     cfg = _load_config()
     cfg.compare.seeds = "0,1"
-    specs = {s.name: s for s in compare.plan(cfg, str(tmp_path))}
-    all_specs = list(specs.values())
+    cfg.compare.run = "uniform,hive,ds"
+    all_specs = compare.plan(cfg, str(tmp_path))
+    specs = {s.name: s for s in all_specs}
+    plan = compare._plan(cfg, str(tmp_path), all_specs)
 
-    def ready(name, ended=(), running=()):
-        return workers._ready(specs[name], all_specs, set(ended), dict.fromkeys(running))
+    def ready(name, ended=()):  # a run that ended here has finished (its DONE record)
+        at = dataclasses.replace(plan, finished=lambda spec: spec.name in ended)
+        return workers._ready(specs[name], at, set(ended))
 
-    assert ready("uniform-s0") and ready("uniform-s1", running=["uniform-s0"])
-    assert not ready("hive-s0") and not ready("hive-s0", running=["uniform-s0"])
+    assert ready("uniform-s0") and ready("uniform-s1")
+    assert not ready("hive-s0") and not ready("ds-s0", ended=["hive-s0"])
     assert ready("hive-s0", ended=["uniform-s0"])  # it ended without caching: hive-s0 trains
+    assert not ready("ds-s0", ended=["uniform-s0"])  # ... and ds-s0 waits for hive-s0
     cache = specs["hive-s0"].config.warmstart.cache_dir
     os.makedirs(cache)
     open(os.path.join(cache, "model.safetensors"), "w").close()
-    assert ready("hive-s0", running=["uniform-s0"]) and not ready("hive-s1")
+    assert ready("hive-s0") and not ready("hive-s1")
     matched = compare.RunSpec("late", 0, specs["hive-s0"].config, "", match="uniform")
-    assert not workers._ready(matched, all_specs, set(), {})
-    assert workers._ready(matched, all_specs, {"uniform-s0"}, {})
+    plan.specs.append(matched)
+    specs[matched.name] = matched
+    assert not ready("late-s0") and ready("late-s0", ended=["uniform-s0"])
 
 
 @pytest.mark.slow

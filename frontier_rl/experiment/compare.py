@@ -99,6 +99,16 @@ class RunSpec:
     def name(self) -> str:
         return f"{self.method}-s{self.seed}"
 
+    def reference(self, specs: list[RunSpec]) -> RunSpec:
+        """A matched run's reference: its `match` method's run at the same seed."""
+        return next(s for s in specs if s.method == self.match and s.seed == self.seed)
+
+    def needs_warm_start(self) -> bool:
+        """Whether this run's warm start is still to be trained (enabled, not cached)."""
+        ws = self.config.warmstart
+        return ws.enabled and ws.steps > 0 and not os.path.exists(
+            os.path.join(ws.cache_dir, "model.safetensors"))
+
 
 # ----------------------------------------------------------------------------- planning
 
@@ -392,7 +402,7 @@ def resolve(spec: RunSpec, specs: list[RunSpec], c: ml_collections.ConfigDict) -
     run's final_metrics.json, written when it finished). The run goes to the step boundary
     nearest them (rl.rollout_budget; its steps follow, rl.num_steps only bounds them) and is
     evaluated each time its rollouts cross a multiple of target / compare.evals."""
-    ref = next(s for s in specs if s.method == spec.match and s.seed == spec.seed)
+    ref = spec.reference(specs)
     path = os.path.join(ref.dir, FINAL)
     target = 0
     if os.path.exists(path):
@@ -610,8 +620,7 @@ def _plan(config: ml_collections.ConfigDict, workdir: str, specs: list[RunSpec]
     def finished(spec: RunSpec) -> bool:
         # a matched run is only itself once its budget is read from its finished reference
         if spec.match and not spec.target:
-            ref = next(s for s in specs if s.method == spec.match and s.seed == spec.seed)
-            if not _finished(ref):
+            if not _finished(spec.reference(specs)):
                 return False
             resolve(spec, specs, c)
         return _finished(spec)

@@ -5,9 +5,9 @@ each as `target(spec, workdir)` (compare.run_one: train.run, then the DONE recor
 each through `begin` (which skips a run that finished earlier and reads a matched run's budget).
 The plan, its dependencies and the results do not depend on the launcher:
 
-  local   this machine: one run after another in this process (compare.workers = 1), or
-          `compare.workers` child processes at once (workers.py), output prefixed, Ctrl-C and
-          SIGTERM checkpointing every run;
+  local   this machine (workers.py): one run after another in this process
+          (compare.workers = 1), or `compare.workers` child processes at once, output
+          prefixed, Ctrl-C and SIGTERM checkpointing every run;
   slurm   one SLURM job per run, submitted through submitit (experiment/slurm.py): job ids kept
           in DIR/slurm/jobs.json so the same command reattaches, `--detach` returns once
           submitted, a run cut by its time limit or a preemption checkpoints and requeues.
@@ -15,7 +15,8 @@ The plan, its dependencies and the results do not depend on the launcher:
 A launcher gets a Plan (the runs and the comparison's own functions on them) and `run`
 returns an Outcome: the runs SIGTERM cut (the comparison stops naming them) and whether the
 launcher returned before the runs ended (`--detach`). `dry_run` says what would execute,
-submitting and training nothing. Launchers are registered by import path (LAUNCHERS), so this
+submitting and training nothing. Both launchers start a run once the runs it `needs` have
+ended. Launchers are registered by import path (LAUNCHERS), so this
 door imports none of them."""
 
 from __future__ import annotations
@@ -53,40 +54,24 @@ class Outcome:
     detached: bool = False
 
 
-class Local:
-    """Runs on this machine: in this process or in `compare.workers` children (workers.py)."""
-
-    name = "local"
-
-    def run(self, plan: Plan, detach: bool = False) -> Outcome:
-        from frontier_rl.experiment import workers
-
-        specs, workdir, c, begin, target = (plan.specs, plan.workdir, plan.c, plan.begin,
-                                            plan.target)
-        if detach:
-            raise config_lib.ConfigError(
-                "--detach returns while the runs go on elsewhere: it needs a launcher that "
-                "runs them without this process (compare.launcher='slurm'), not 'local'")
-        n = c.get("workers", 1)
-        if n > 1:
-            return Outcome(workers.run_all(specs, workdir, n, begin=begin, target=target))
-        for i, spec in enumerate(specs, 1):
-            if begin(i, spec, lambda text: print(text, flush=True)) and not target(
-                    spec, workdir):
-                # train checkpointed on SIGTERM and returned before its budget: the run is
-                # cut, not finished, and the comparison stops with it
-                return Outcome([spec.name])
-        return Outcome()
-
-    def dry_run(self, plan: Plan) -> str:
-        n = plan.c.get("workers", 1)
-        how = "one after another in this process" if n == 1 else f"{n} child processes at once"
-        return "\n".join([f"local launcher: {len(plan.specs)} runs, {how}"]
-                         + [f"  {s.name} -> {s.dir}" for s in plan.specs])
+def needs(spec, specs: list, finished: Callable) -> list:
+    """The runs that must end before `spec` (a compare.RunSpec) starts: a matched run's
+    reference at its seed, and, while its warm start is not cached, the first unfinished run of
+    that warm start (which trains the cache the others load). The local launcher asks again at
+    every poll, so the others start once the cache is on disk; the slurm launcher asks once,
+    at submission (a job's dependency)."""
+    out = [spec.reference(specs)] if spec.match else []
+    if spec.needs_warm_start():
+        cache = spec.config.warmstart.cache_dir
+        first = next((s for s in specs if s.config.warmstart.cache_dir == cache
+                      and not finished(s)), spec)
+        if first is not spec and first not in out:
+            out.append(first)
+    return out
 
 
 # name -> "module:class"
-LAUNCHERS = {"local": "frontier_rl.experiment.launchers:Local",
+LAUNCHERS = {"local": "frontier_rl.experiment.workers:Local",
              "slurm": "frontier_rl.experiment.slurm:Slurm"}
 
 

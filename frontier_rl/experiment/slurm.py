@@ -9,7 +9,8 @@ running inside it.
 - **Dependencies:** a run that needs another's outcome is submitted with
   `--dependency=afterok:<job>`: a matched run (compare.match_rollouts) after its reference (its
   budget is read inside the job, once the reference has finished), and a run whose warm start
-  is not cached yet after the first run of that warm start, which trains and caches it.
+  is not cached yet after the first unfinished run of that warm start, which trains and
+  caches it (launchers.needs, the rule the local launcher follows too).
 - **Time limits and preemption:** SLURM sends SIGTERM `signal_delay_s` before the time limit
   (`--signal=TERM@...`); train checkpoints at the end of its step and returns, and the job
   requeues itself (`scontrol requeue`, exit REQUEUE_EXIT, no result written). A preemption
@@ -35,6 +36,7 @@ import ml_collections
 
 from frontier_rl import config_lib, statefile
 from frontier_rl.errors import RunError
+from frontier_rl.experiment import launchers
 from frontier_rl.experiment.launchers import Outcome, Plan
 
 # compare.slurm's fields and defaults: a paper run is one node of 8 GPUs, one process per node
@@ -160,21 +162,6 @@ def _folder(workdir: str) -> str:
     return os.path.join(os.path.abspath(workdir), "slurm")
 
 
-def _needs(spec, specs: list) -> list:
-    """The runs whose jobs must end first: a matched run's reference, and the first run of a
-    warm start that is not cached yet (it trains the cache the others load)."""
-    out = []
-    if spec.match:
-        out.append(next(s for s in specs if s.method == spec.match and s.seed == spec.seed))
-    ws = spec.config.warmstart
-    if ws.enabled and ws.steps > 0 and not os.path.exists(
-            os.path.join(ws.cache_dir, "model.safetensors")):
-        first = next(s for s in specs if s.config.warmstart.cache_dir == ws.cache_dir)
-        if first is not spec and first not in out:
-            out.append(first)
-    return out
-
-
 def script(spec, specs: list, workdir: str, s: dict, dependency: str = "") -> str:
     """The batch script submitit writes for this run's job (%j: the job id, known once
     submitted)."""
@@ -206,7 +193,7 @@ class Slurm:
         specs, workdir, s = plan.specs, plan.workdir, settings(plan.c)
         parts = [f"slurm launcher: {len(specs)} runs, one job each (nothing submitted)"]
         for spec in specs:
-            after = ", ".join(x.name for x in _needs(spec, specs))
+            after = ", ".join(x.name for x in launchers.needs(spec, specs, plan.finished))
             dep = "afterok:JOBID_OF_" + after.replace(", ", ":JOBID_OF_") if after else ""
             parts += ["", f"===== {spec.name} -> {spec.dir}"
                       + (f" (after {after})" if after else ""), script(spec, specs, workdir, s,
@@ -261,7 +248,7 @@ class Slurm:
             # before begin: a matched run's budget is resolved there, once its reference has
             # finished, and the record must name the run as it was first submitted
             fp = plan.fingerprint(spec)
-            needs = _needs(spec, specs)
+            needs = launchers.needs(spec, specs, finished)
             head = f"[{i}/{len(specs)}] {spec.name}"
             if all(finished(x) for x in needs):
                 if not plan.begin(i, spec, say):  # finished earlier

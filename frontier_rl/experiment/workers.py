@@ -1,15 +1,13 @@
-"""A comparison's runs in `compare.workers` child processes at once (compare.py).
+"""The `local` launcher (launchers.py): a comparison's runs on this machine, one after another
+in this process, or in `compare.workers` child processes at once.
 
 The runs of a comparison are independent once their warm start exists. At the embedded task's
 size a run is small programs dispatched from Python, and two at once on 2 cores finish sooner
-than one after another (README gives the measured figures).
-
-Scheduling, in plan order (compare.plan), whenever a worker is free:
-- a run whose warm start (DIR/warmstart[/s<seed>]) is not cached yet waits until no run of
-  that warm start is running and every earlier one has ended. So the first unfinished run of
-  each warm start trains and caches it and continues from it in memory, as in the sequential
-  loop, and the others start once the cache is on disk, not once that run has ended;
-- a matched run (compare.match_rollouts) waits for its reference at the same seed to finish.
+than one after another (README gives the measured figures). A child starts, in plan order,
+whenever one is free and the runs its run needs (launchers.needs) have ended: a matched run
+waits for its reference; the first unfinished run of a warm start not cached yet trains and
+caches it and continues from it in memory, and the others of that warm start start once the
+cache is on disk, not once that run has ended.
 
 Each child calls the function compare passes, compare.run_one (the sequential loop's body:
 train.run, holding the run's own DIR/runs/<name>/.lock while this process keeps DIR/.lock,
@@ -50,6 +48,7 @@ from collections.abc import Callable
 
 from frontier_rl import config_lib
 from frontier_rl.errors import RunError
+from frontier_rl.experiment import launchers
 
 # What a child's error is raised as here (the errors cli.py reports as one line).
 ERRORS = {"ConfigError": config_lib.ConfigError, "RunError": RunError,
@@ -85,20 +84,9 @@ class _Child:
             return {}
 
 
-def _ready(spec, specs: list, ended: set[str], running: dict[str, _Child]) -> bool:
-    """Whether `spec` (a compare.RunSpec) may start now (the rules in the docstring)."""
-    if spec.match:
-        ref = next(s for s in specs if s.method == spec.match and s.seed == spec.seed)
-        if ref.name not in ended:
-            return False
-    ws = spec.config.warmstart
-    if not (ws.enabled and ws.steps > 0) or os.path.exists(
-            os.path.join(ws.cache_dir, "model.safetensors")):
-        return True
-    group = [s for s in specs if s.config.warmstart.cache_dir == ws.cache_dir]
-    earlier = group[:group.index(spec)]
-    return (all(s.name in ended for s in earlier)
-            and not any(s.name in running for s in group))
+def _ready(spec, plan, ended: set[str]) -> bool:
+    """Whether `spec` may start now: every run it needs (launchers.needs) has ended here."""
+    return all(x.name in ended for x in launchers.needs(spec, plan.specs, plan.finished))
 
 
 def child_env(workdir: str) -> dict[str, str]:
@@ -162,125 +150,137 @@ def _start(target: Callable, spec, workdir: str, lock: threading.Lock) -> _Child
     return _Child(spec, proc, read_fd, relays)
 
 
-def run_all(specs: list, workdir: str, workers: int, *,
-            begin: Callable[[int, object, Callable[[str], None]], bool],
-            target: Callable[[object, str], bool]) -> list[str]:
-    """Runs every planned run (compare.RunSpec), `workers` at once, each as `target(spec,
-    workdir)` in a child process (True: it reached its budget; False: SIGTERM cut it).
-    `begin(i, spec, say)`, called here when a run may start, announces it through `say` and
+class Local:
+    """The `local` launcher (launchers.py): the runs in this process, one after another
+    (compare.workers = 1), or in `compare.workers` children at once (run_all)."""
+
+    name = "local"
+
+    def run(self, plan: launchers.Plan, detach: bool = False) -> launchers.Outcome:
+        if detach:
+            raise config_lib.ConfigError(
+                "--detach returns while the runs go on elsewhere: it needs a launcher that "
+                "runs them without this process (compare.launcher='slurm'), not 'local'")
+        n = plan.c.get("workers", 1)
+        if n > 1:
+            return launchers.Outcome(run_all(plan, n))
+        for i, spec in enumerate(plan.specs, 1):
+            if plan.begin(i, spec, lambda text: print(text, flush=True)) and not plan.target(
+                    spec, plan.workdir):
+                # train checkpointed on SIGTERM and returned before its budget: the run is
+                # cut, not finished, and the comparison stops with it
+                return launchers.Outcome([spec.name])
+        return launchers.Outcome()
+
+    def dry_run(self, plan: launchers.Plan) -> str:
+        n = plan.c.get("workers", 1)
+        how = "one after another in this process" if n == 1 else f"{n} child processes at once"
+        return "\n".join([f"local launcher: {len(plan.specs)} runs, {how}"]
+                         + [f"  {s.name} -> {s.dir}" for s in plan.specs])
+
+
+def run_all(plan: launchers.Plan, workers: int) -> list[str]:
+    """Runs every planned run, `workers` at once, each as `plan.target(spec, workdir)` in a
+    child process (True: it reached its budget; False: SIGTERM cut it), once the runs it needs
+    have ended. `plan.begin(i, spec, say)`, called when a run may start, announces it and
     returns False for one finished earlier (skipped). Returns the names of the runs SIGTERM
     cut (none when all finished); raises the first failed run's error."""
-    waiting = list(enumerate(specs, 1))
+    waiting = list(enumerate(plan.specs, 1))
     running: dict[str, _Child] = {}
     ended: set[str] = set()
-    cut: list[str] = []
-    stopped: list[str] = []  # under Ctrl-C: ended without a checkpoint of their last step
+    # cut: checkpointed at the end of a step; stopped: ended under Ctrl-C without that
+    out_of: dict[str, list[str]] = {"cut": [], "stopped": []}
     failure: list[tuple[str, dict, int]] = []
-    sigterms, sigints = [0], [0]
+    signals = {signal.SIGTERM: 0, signal.SIGINT: 0}
     lock = threading.Lock()  # one writer at a time on this process's stdout and stderr
 
-    def say(text: str) -> None:
+    def say(text: str, out=None) -> None:
         with lock:
-            sys.stdout.write(text + "\n")
-            sys.stdout.flush()
+            (out or sys.stdout).write(text + "\n")
+            (out or sys.stdout).flush()
 
-    def stop_children() -> None:
+    def signal_children(sig: int = signal.SIGTERM) -> None:
         for child in running.values():
             if child.proc.poll() is None:
-                child.proc.send_signal(signal.SIGTERM)
+                child.proc.send_signal(sig)
 
-    def on_sigterm(signum, frame) -> None:
-        sigterms[0] += 1
-        stop_children()
-        if sigterms[0] > 1:  # a second SIGTERM: stop now, as train.py's loop does
+    def on_signal(signum, frame) -> None:
+        # A flag, not an exception, so it never lands in the middle of starting or reaping a
+        # child. The first SIGTERM or Ctrl-C asks each child to checkpoint at the end of its
+        # step. A second SIGTERM ends the children and this process at once, as train.py's loop
+        # does; a second Ctrl-C kills the children (one inside a long compile runs no handler
+        # until it returns; their checkpoints stay whole: orbax renames a step into place).
+        signals[signum] += 1
+        signal_children(signal.SIGKILL if signals[signum] > 1 and signum == signal.SIGINT
+                        else signal.SIGTERM)
+        if signals[signum] > 1 and signum == signal.SIGTERM:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
 
-    def on_sigint(signum, frame) -> None:
-        # Ctrl-C: a flag, not KeyboardInterrupt, so it never lands in the middle of starting
-        # or reaping a child. A second one kills them: a child inside a long compile runs no
-        # signal handler until it returns. Their checkpoints stay whole (orbax renames a
-        # step's directory into place once it is written).
-        sigints[0] += 1
-        if sigints[0] == 1:
-            stop_children()
-        else:
-            for child in running.values():
-                if child.proc.poll() is None:
-                    child.proc.kill()
-
     main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, on_sigterm) if main else None
-    previous_int = signal.signal(signal.SIGINT, on_sigint) if main else None
+    previous = {sig: signal.signal(sig, on_signal) for sig in signals} if main else {}
     told = False
     try:
         while waiting or running:
             progressed = False
-            if sigints[0] and not told:
+            if signals[signal.SIGINT] and not told:
                 told = True
-                with lock:
-                    sys.stderr.write("interrupted: each running run checkpoints at the end of "
-                                     "its step (Ctrl-C again kills them)\n")
-                    sys.stderr.flush()
+                say("interrupted: each running run checkpoints at the end of its step (Ctrl-C "
+                    "again kills them)", sys.stderr)
             for name, child in list(running.items()):
-                if child.proc.poll() is None:
-                    continue
-                progressed = True
-                del running[name]
-                out = child.outcome()
-                if out.get("status") == "done":
-                    ended.add(name)
-                elif out.get("status") == "cut":
-                    cut.append(name)  # checkpointed at the end of its step
-                elif (sigterms[0] or sigints[0]) and not out:
-                    # ended by a signal before its first step, or by a second one
-                    (stopped if sigints[0] else cut).append(name)
-                else:
-                    failure.append((name, out, child.proc.returncode))
-                    stop_children()
-            if sigterms[0] or sigints[0] or failure:
+                if child.proc.poll() is not None:
+                    progressed = True
+                    del running[name]
+                    out = child.outcome()
+                    status = out.get("status")
+                    if not out and any(signals.values()):  # before its first step, or a 2nd
+                        status = "stopped" if signals[signal.SIGINT] else "cut"
+                    if status == "done":
+                        ended.add(name)
+                    elif status in out_of:
+                        out_of[status].append(name)
+                    else:
+                        failure.append((name, out, child.proc.returncode))
+                        signal_children()
+            if any(signals.values()) or failure:
                 waiting.clear()
             for item in list(waiting):
                 i, spec = item
                 if len(running) >= workers:
                     break
-                if not _ready(spec, specs, ended, running):
-                    continue
-                waiting.remove(item)
-                progressed = True
-                if not begin(i, spec, say):
-                    ended.add(spec.name)
-                    continue
-                running[spec.name] = _start(target, spec, workdir, lock)
-                if sigterms[0] or sigints[0]:  # it came while this one was starting
-                    stop_children()
+                if _ready(spec, plan, ended):
+                    waiting.remove(item)
+                    progressed = True
+                    if not plan.begin(i, spec, say):
+                        ended.add(spec.name)
+                    else:
+                        running[spec.name] = _start(plan.target, spec, plan.workdir, lock)
+                        if any(signals.values()):  # it came while this one was starting
+                            signal_children()
             if waiting and not running and not progressed:
                 raise RuntimeError(f"no run can start: {[s.name for _, s in waiting]}")
             if not progressed:
                 time.sleep(POLL_S)
     finally:
         if running:  # an exception here: the children checkpoint and stop
-            stop_children()
+            signal_children()
             for child in running.values():
                 child.proc.wait()
                 child.outcome()
-        if main:
-            signal.signal(signal.SIGTERM, previous)
-            signal.signal(signal.SIGINT, previous_int)
-    # in the plan's order, whichever child ended first
-    plan = {spec.name: i for i, spec in enumerate(specs)}
-    cut.sort(key=plan.__getitem__)
-    stopped.sort(key=plan.__getitem__)
-    if failure and not sigints[0]:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    order = {spec.name: i for i, spec in enumerate(plan.specs)}  # whichever ended first
+    cut, stopped = (sorted(out_of[k], key=order.__getitem__) for k in ("cut", "stopped"))
+    if failure and not signals[signal.SIGINT]:
         name, out, rc = failure[0]
         if out.get("kind") in ERRORS:
             raise ERRORS[out["kind"]](f"{name}: {out.get('error', '')}")
         raise RunError(f"{name} failed ({out.get('kind') or f'exit code {rc}'}: "
                        f"{out.get('error', 'no message')}; its output is above, prefixed "
                        f"[{name}]); the other runs were stopped and checkpointed")
-    if sigints[0]:
+    if signals[signal.SIGINT]:
         raise Interrupted(interrupted_message(cut, stopped, [n for n, _, _ in failure],
-                                              workdir))
+                                              plan.workdir))
     return cut
 
 
@@ -292,15 +292,12 @@ def interrupted_message(cut: list[str], stopped: list[str], failed: list[str],
     def runs(names: list[str]) -> str:
         return ("run " if len(names) == 1 else "runs ") + ", ".join(names)
 
-    parts = [f"{runs(cut)} checkpointed in {workdir}"] if cut else []
-    if stopped:
-        parts.append(f"{runs(stopped)} stopped before checkpointing (they resume from their "
-                     "newest checkpoint, if any)")
-    if failed:
-        parts.append(f"{runs(failed)} failed (output above, prefixed with the name)")
-    if not parts:
-        parts.append(f"no run was running in {workdir}")
-    return "interrupted; " + "; ".join(parts) + "; the same command resumes the comparison"
+    parts = ([f"{runs(cut)} checkpointed in {workdir}"] if cut else []) + (
+        [f"{runs(stopped)} stopped before checkpointing (they resume from their newest "
+         "checkpoint, if any)"] if stopped else []) + (
+        [f"{runs(failed)} failed (output above, prefixed with the name)"] if failed else [])
+    return ("interrupted; " + "; ".join(parts or [f"no run was running in {workdir}"])
+            + "; the same command resumes the comparison")
 
 
 # ----------------------------------------------------------------------------- the child
