@@ -50,6 +50,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -284,6 +285,7 @@ class Accountant:
         self._points: dict[tuple, tuple] = {}  # (kind, *shape without rows) -> costs at COST_ROWS
         self.cost_compiles = 0  # cost programs compiled
         self.totals = {k: _zeros() for k in KINDS}
+        self._lock = threading.Lock()
         # Costs kept on disk (`store`, a directory) for other runs of the same programs: the
         # runs of a comparison differ in selector and seed, not in what their device functions
         # compute, and each lowering costs a second or so of host time. `store_key` must name
@@ -337,14 +339,16 @@ class Accountant:
 
     def _add(self, kind: str, *, tokens: int, padded_tokens: int, xla: float, formula: float,
              padded_formula: float, heapa: float) -> None:
-        t = self.totals[kind]
-        t["calls"] += 1
-        t["tokens"] += int(tokens)
-        t["padded_tokens"] += int(padded_tokens)
-        t["xla_flops"] += float(xla)
-        t["formula_flops"] += float(formula)
-        t["padded_formula_flops"] += float(padded_formula)
-        t["heapa_flops"] += float(heapa)
+        # rl.staleness charges an update from its thread while rollouts are charged here
+        with self._lock:
+            t = self.totals[kind]
+            t["calls"] += 1
+            t["tokens"] += int(tokens)
+            t["padded_tokens"] += int(padded_tokens)
+            t["xla_flops"] += float(xla)
+            t["formula_flops"] += float(formula)
+            t["padded_formula_flops"] += float(padded_formula)
+            t["heapa_flops"] += float(heapa)
 
     # -- charges ----------------------------------------------------------------------------
 

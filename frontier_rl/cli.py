@@ -17,6 +17,7 @@ Commands:
   bench    engine --config=configs/arith_grpo.py --workdir=DIR [--repeats=N] [--json]
            (step time embedded vs through `frontier-rl serve`; identical metrics checked)
   bench    sync --bench_config=qwen2.5-0.5b [--repeats=N] [--json] [--workdir=DIR]
+  bench    staleness --config=configs/compare_arith.py --workdir=DIR [--repeats=N] [--json]
            (seconds per weight sync to `frontier-rl serve`, by phase, old path vs new)
   fit      --config=configs/scale.py:<preset> [--mesh=data=D,fsdp=F,model=M]
            [--device=h100|h200|a100|b200|v4|v5e|v5p|v6e] [--json]
@@ -186,6 +187,14 @@ def _main(argv: list[str]) -> int:
                                          "configs/arith_grpo.py) and --workdir")
                 bench_engine.main(FLAGS.config, FLAGS.workdir, repeats=FLAGS.repeats,
                                   as_json=FLAGS.json)
+            elif argv[2] == "staleness":
+                from frontier_rl.bench import staleness as bench_staleness
+
+                if FLAGS.config is None or not FLAGS.workdir:
+                    raise train.RunError("bench staleness needs --config (e.g. "
+                                         "configs/compare_arith.py) and --workdir")
+                bench_staleness.main(FLAGS.config, FLAGS.workdir, repeats=FLAGS.repeats,
+                                     as_json=FLAGS.json)
             elif argv[2] == "sync":
                 from frontier_rl.bench import sync as bench_sync
 

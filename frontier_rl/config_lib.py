@@ -233,6 +233,10 @@ def default_config() -> ml_collections.ConfigDict:
     # bit; "never" trusts the engine's (no engine_logprob_abs_diff, no TIS; not with top_p < 1
     # or a top_k).
     c.rl.recompute_old_logp = "auto"
+    # Rollouts that overlap the update (rollout/pipeline.py): the groups of step t+k are built
+    # under the parameters of step t-1 while step t's update runs, so a trained group lags the
+    # trainer by at most k updates; 0 = build, then update (the synchronous loop).
+    c.rl.staleness = 0
     c.rl.overlong_buffer = 0  # DAPO's L_cache (tokens), with either loss; 0 disables shaping
     c.rl.overlong_penalty = 1.0
     # GRPO's advantage A_i = (r_i - mean r) / std r within a group; False drops the division
@@ -697,6 +701,8 @@ def validate(cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
                "a number >= 1 (an on-policy response, ratio 1, is always kept)")
     _check(cfg, "rl.entropy_coef", _nonneg, "a number >= 0 (0 = no entropy bonus)")
     _check(cfg, "rl.kl_coef", _nonneg, "a number >= 0")
+    _check(cfg, "rl.staleness", lambda x: isinstance(x, int) and not isinstance(x, bool)
+           and 0 <= x <= 8, "an integer from 0 (synchronous) to 8")
     _check(cfg, "rl.recompute_old_logp", _in("auto", "always", "never"),
            "'auto', 'always' or 'never'")
     if cfg.rl.recompute_old_logp == "never":

@@ -26,16 +26,20 @@ from frontier_rl.errors import RunError
 def write_json(path: str, obj: Any, *, text: str | None = None, **dump: Any) -> None:
     """Writes `obj` as JSON (json.dump's keyword arguments `dump`), or `text` as it is, to
     `path` atomically: a temporary file in the same directory, fsynced, renamed over `path`."""
+    if text is None:
+        text = json.dumps(obj, **dump)
+    write_bytes(path, text.encode("utf-8"))
+
+
+def write_bytes(path: str, data: bytes) -> None:
+    """`data` to `path` atomically, as write_json."""
     path = os.fspath(path)
     # beside `path` (a rename stays on one filesystem), named by process and a random part so
     # two writers never share one; the umask's permissions, as open() gives
     tmp = f"{path}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
-        with open(tmp, "x", encoding="utf-8") as f:
-            if text is not None:
-                f.write(text)
-            else:
-                json.dump(obj, f, **dump)
+        with open(tmp, "xb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

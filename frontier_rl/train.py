@@ -45,6 +45,7 @@ from frontier_rl.rl import sharding, update
 from frontier_rl.rollout import engines
 from frontier_rl.rollout.context import PolicyContext, encode_prompt
 from frontier_rl.rollout.engine import EngineError, recompute_old_logp
+from frontier_rl.rollout.pipeline import Pipeline
 from frontier_rl.rollout.sampler import Sampler
 from frontier_rl.shapes import PROMPT_BUCKETS
 from frontier_rl.tasks import composition
@@ -198,12 +199,13 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
         config, trainer, params, accountant=accountant, encode=ctx.encode,
         pad_id=tokenizer.pad_token_id, seed=seed,
         recompute_old=recompute_old_logp(config.rl.recompute_old_logp, config.rollout.top_p,
-                                         engine, config.rollout.top_k))
+                                         engine, config.rollout.top_k, config.rl.staleness))
+    pipe = _pipeline(config, selector, ctx, engine, updater, workdir)
 
     # ======================================================================= restore
     distributed.barrier("restore")  # the processes meet before the checkpointer's first sync
     run_state = _RunState(workdir, config, selector, ctx, engine, accountant,
-                          allow_config_change)
+                          allow_config_change, pipe)
     params, opt_state, start_step = run_state.restore(params, opt_state, trainer, writer, say)
     if primary:  # the config this run now continues under (checked against the checkpoint)
         _write_json(os.path.join(workdir, "config.json"), config)
@@ -238,18 +240,13 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
             step += 1
             profile.begin(step)
             timing.begin()
-            ctx.begin_step(step, params)
-            engine.begin_step(step)
             rollouts_before = ctx.counters["rollouts"]
             spent_before = _spent(meter, ctx, accountant)
 
-            # --- select + roll out
-            groups = _build_batch(selector, config.selector.name, ctx, step, workdir)
-            timing.built()
-
-            # --- update, then the engine serves the new policy (on its sync schedule)
-            params, opt_state, train_metrics, engine_diff = updater.update(
-                params, opt_state, groups, step)
+            # --- select + roll out, and update (one after the other, or overlapped with
+            # rl.staleness); then the engine serves the new policy (on its sync schedule)
+            groups, (params, opt_state, train_metrics, engine_diff) = pipe.run(
+                step, params, opt_state, built=timing.built)
             timing.updated()
             ctx.params = params
             if engine.sync_due(step):
@@ -272,6 +269,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
                                   selector, step)
             # compile churn since this run started: seconds, and programs per kind
             record.update(compiles.metrics(since=compiles_before))
+            record.update(pipe.metrics())  # lag and overlapped phases (rl.staleness)
             if (evaluator.due(step, rollouts_before, ctx.counters["rollouts"], last)
                     or meter.eval_due(spent_before, spent)):
                 t0 = time.perf_counter()
@@ -310,6 +308,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
     finally:
         preemption.uninstall()
         ctrl_c.uninstall()
+        pipe.close()
     profile.close()
     bar.close()
     if step > start_step:
@@ -437,6 +436,18 @@ def _sync(engine, params, step: int, workdir: str) -> None:
                        "resume from it once the engine is fixed") from None
 
 
+def _pipeline(config, selector, ctx, engine, updater, workdir: str) -> Pipeline:
+    """Each step's build (the selector's groups, under the parameters it is given) and update,
+    in order or overlapped (rl.staleness, rollout/pipeline.py)."""
+    def build(step: int, params) -> list:
+        ctx.begin_step(step, params)
+        engine.begin_step(step)
+        return _build_batch(selector, config.selector.name, ctx, step, workdir)
+
+    return Pipeline(config.rl.staleness, build, updater.update,
+                    serve=None if engine.external else engine.ensure)
+
+
 def _build_batch(selector, name: str, ctx, step: int, workdir: str) -> list:
     """The step's trained groups from the selector; its failures become one-line errors."""
     try:
@@ -557,8 +568,9 @@ class _RunState:
     evaluation and whether the budget was reached. Saves are asynchronous."""
 
     def __init__(self, workdir: str, config, selector, ctx, engine, accountant,
-                 allow_config_change: bool = False):
+                 allow_config_change: bool = False, pipe: Pipeline | None = None):
         self.workdir = workdir
+        self.pipe = pipe
         self.fields = config_lib.run_fields(config)
         self.allow_config_change = allow_config_change
         self.ckpt = checkpoint.Checkpointer(os.path.join(workdir, "checkpoints"),
@@ -589,6 +601,7 @@ class _RunState:
         self.clock.update(meta.get("clock", {}))
         self.last_eval = meta.get("last_eval", {})
         self.done = bool(meta.get("done", False))
+        self._load_pipeline(step)
         self._damaged(writer.truncate_after(step), writer)
         if step > 0 and not writer.has_step(step) and distributed.is_primary():
             # the checkpoint's own step lost its record (cut mid-write): what the checkpoint
@@ -628,7 +641,36 @@ class _RunState:
         return RunError(f"run {self.workdir}: stopped at step {step}: {cause}; {kept}; rerun "
                         "the same command to resume once that is fixed")
 
+    def _pipeline_file(self, step: int) -> str:
+        return os.path.join(self.workdir, "pipeline", f"{step}.pkl")
+
+    def _load_pipeline(self, step: int) -> None:
+        """The groups in flight at the checkpoint (rl.staleness), as its save left them."""
+        if self.pipe is None or not self.pipe.k or step == 0:
+            return
+        path = self._pipeline_file(step)
+        if not os.path.exists(path) and self.allow_config_change:
+            log.warning("no groups in flight recorded at step %d (%s): the pipeline fills again "
+                        "under the checkpoint's parameters", step, path)
+            return
+        if not os.path.exists(path):
+            raise RunError(f"{self.workdir}: the checkpoint at step {step} has no record of "
+                           f"the groups in flight under rl.staleness={self.pipe.k} ({path}); "
+                           "resume under the staleness it was made with")
+        with open(path, "rb") as f:
+            self.pipe.load_state(f.read())
+
     def save(self, step: int, params, opt_state) -> None:
+        state = self.pipe.state() if self.pipe is not None else None
+        if state is not None and distributed.is_primary():
+            # written whole before the checkpoint that needs it; older ones are left with theirs
+            folder = os.path.dirname(self._pipeline_file(step))
+            os.makedirs(folder, exist_ok=True)
+            statefile.write_bytes(self._pipeline_file(step), state)
+            kept = set(self.ckpt.steps_on_disk()) | {step}
+            for name in os.listdir(folder):
+                if name.endswith(".pkl") and int(name[:-4]) not in kept:
+                    os.remove(os.path.join(folder, name))
         self.ckpt.save(step, {"params": policy.flat(params), "opt_state": policy.flat(opt_state)},
                        {"step": step, "selector": self.selector.state_dict(),
                         "counters": self.ctx.counters, "engine": self.engine.state_dict(),

@@ -340,6 +340,22 @@ def _rate_model(stage: dict, default: dict, tuned: dict) -> str:
     return "\n\n".join(parts)
 
 
+def _staleness(bench: dict) -> str:
+    rows = []
+    for k, level in bench["levels"].items():
+        ph = level["phases"]
+        parts = [f"{ph['build']:.3f}", f"{ph['update']:.3f}",
+                 f"{ph['wait']:.3f}" if "wait" in ph else "-"]
+        rows.append([k, f"{level['rollouts_per_s']:.1f}", f"{level['s_per_1k']:.1f}", *parts,
+                     f"**{level['ratio']:.2f}x**"])
+    return (table(["rl.staleness", "rollouts/s", "s per 1,000 rollouts", "build (s, median)",
+                   "update (s, median)", "wait for the update (s, median)", "vs synchronous"],
+                  rows)
+            + f"\n\nA perfect overlap of the synchronous phases would give "
+              f"{bench['model_ratio']:.2f}x; {bench['steps_timed']} steps timed after "
+              f"{bench['warm_steps']}.")
+
+
 RENDERERS = {
     "default-arms": (["testbed/default.results.json.gz"], _arms),
     "default-controls": (["testbed/default.results.json.gz"], _controls),
@@ -366,6 +382,7 @@ RENDERERS = {
     "default-calibration": (["superseded/default.calibration.json"], _calibration),
     "fit-measured": (["fit/index.json"], _fit_measured),
     "vs-tunix": (["bench/vs_tunix.json"], _vs_tunix),
+    "staleness": (["bench/staleness.json"], _staleness),
 }
 
 

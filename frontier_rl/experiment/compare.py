@@ -436,6 +436,8 @@ def fingerprint(cfg: ml_collections.ConfigDict, workdir: str = "") -> str:
     # the early points existed keep their fingerprint
     if not d.get("eval", {}).get("early"):
         d.get("eval", {}).pop("early", None)
+    if not d["rl"].get("staleness"):  # the synchronous loop, as before the field existed
+        d["rl"].pop("staleness", None)
     # a selector reads its own section alone (selection.make): the other selectors' sections,
     # and a selector registered since, change no run
     chosen = d["selector"]["name"]

@@ -96,8 +96,11 @@ class Updater:
         self.ref_params = jax.tree.map(jnp.copy, params) if config.rl.kl_coef > 0 else None
         self.bad_steps = 0
 
-    def update(self, params, opt_state, groups, step: int):
-        """(params, opt_state, train metrics, engine log-prob gap or None) after one step."""
+    def update(self, params, opt_state, groups, step: int, lag: int = 0):
+        """(params, opt_state, train metrics, engine log-prob gap or None) after one step.
+        `lag`: updates between the parameters that generated `groups` and `params`
+        (rl.staleness); the gap then measures the policy's drift over them, not an engine
+        serving the wrong weights, and is recorded, not checked."""
         trainer, accountant = self.trainer, self.accountant
         batch = batch_lib.pack(with_advantages(self.config, groups),
                                [self.encode(g.index) for g in groups],
@@ -112,7 +115,7 @@ class Updater:
             # the train-inference mismatch, over response tokens
             mask = batch["loss_mask"] > 0
             engine_diff = float(np.abs(batch["old_logp"] - engine_logp)[mask].mean())
-            if not np.isfinite(engine_diff) or engine_diff > self.gap_tol:
+            if not lag and (not np.isfinite(engine_diff) or engine_diff > self.gap_tol):
                 # checked every step, not only at a sync's probe: a server that another
                 # trainer reloaded between syncs serves other weights from then on
                 raise RunError(

@@ -49,6 +49,9 @@ class Group:
     # adv_scale instead of the within-group GRPO normalisation. None = within-group.
     adv_baseline: float | None = None
     adv_scale: float | None = None
+    # The parameters' version (updates made) that generated it: step - 1 in the synchronous
+    # loop, older with rl.staleness (rollout/pipeline.py). -1: not generated in a run's loop.
+    version: int = -1
 
     @property
     def size(self) -> int:

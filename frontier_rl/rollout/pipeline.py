@@ -1,0 +1,138 @@
+"""When a step's rollouts are made: before its update (`rl.staleness = 0`), or up to k steps
+ahead, under older weights, while the trainer updates (`rl.staleness = k`).
+
+Step t's update takes the parameters after step t-1 (version t-1) and its groups. With
+staleness 0 the groups are built under those same parameters, then the update runs: the loop
+as it always was. With staleness k >= 1 the groups of step t were built k steps earlier, under
+version t-1-k, and while the trainer runs step t's update (in a thread: XLA releases the
+Python lock while a compiled program runs) the selector builds the groups of step t+k under
+version t-1. The lag of a trained group, the trainer's version less the one that generated it,
+is k once the pipeline is full and never more; the first k steps' groups are built at the
+start under the first parameters (lag below k). Every group carries its `version`.
+
+Admission is paced, never filtered: the groups of step s are built once version s-1-k exists,
+and every group built is trained, in order; no group is dropped or requeued for being stale,
+which would bias training toward the prompts whose groups finish first (tinker-cookbook
+PR 822; AReaL paces admission the same way). The stale groups' behaviour log-probs are the
+sampler's, which they carry; the trainer recomputes the old policy's under its current
+parameters (rl.recompute_old_logp "auto" does with k >= 1), so the rollout corrections
+(rl.tis_cap, rl.rollout_rs, as verl's) weight the lag the way they weight an external
+engine's mismatch.
+
+Order, which fixes every result given the seed: on this thread, the selector builds step t+k's
+groups while step t's update runs; then the update is joined, and only then does the selector
+see step t's outcomes (`after_update`), so its state never depends on timing. The groups in
+flight at a step's end (steps t+1 .. t+k) are the pipeline's state: a checkpoint stores them
+(`state`), and a resumed run continues with them exactly as the uninterrupted run would. A run
+that stops at its budget leaves the groups in flight untrained; their rollouts were made and are
+counted (k steps' rollouts beyond the last update).
+
+The engine builds from a copy of the parameters (`snapshot`): the update donates the buffers of
+the parameters it is given, and the sampler reads version t-1 while the update replaces it.
+On one host that copy is the sync; on an accelerator, a separate rollout mesh would take it by
+`jax.device_put` onto its own devices (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import dataclasses
+import pickle
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+
+
+@dataclasses.dataclass
+class Built:
+    """One step's groups, the step they are for and the parameters' version that built them."""
+
+    step: int
+    version: int
+    groups: list
+
+
+class Pipeline:
+    """`build(step, params)` returns a step's groups under `params` (selector, engine);
+    `update(params, opt_state, groups, step, lag)` returns (params, opt_state, metrics,
+    engine_diff); `serve(params, step)`, for an engine in this process, has it generate from
+    `params` (an external engine keeps the weights it was last synced to)."""
+
+    def __init__(self, k: int, build: Callable, update: Callable,
+                 serve: Callable | None = None, snapshot: Callable | None = None):
+        if k < 0:
+            raise ValueError(f"staleness {k} is not >= 0")
+        self.k, self._build, self._update, self._serve = k, build, update, serve
+        self._snapshot = snapshot or (lambda p: jax.tree.map(jnp.copy, p))
+        self.pending: collections.deque[Built] = collections.deque()
+        self._pool = (concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="update")
+                      if k else None)
+        self.times: dict[str, float] = {}  # the last step's phases (k >= 1)
+
+    def _make(self, step: int, params, version: int) -> Built:
+        groups = self._build(step, params)
+        for g in groups:
+            g.version = version
+        return Built(step, version, groups)
+
+    def run(self, step: int, params, opt_state, built: Callable = lambda: None):
+        """Step `step`: its groups and the update's result; `built()` is called once this
+        step's building is done. The groups of the k steps after it are built whether or not
+        the run gets there, so where a run stops does not change what it computes (a resume
+        with a larger rl.num_steps continues as one run)."""
+        if not self.k:
+            groups = self._make(step, params, step - 1).groups
+            built()
+            return groups, self._update(params, opt_state, groups, step, 0)
+        t0 = time.perf_counter()
+        behaviour = self._snapshot(params)  # what the engine reads while the update runs
+        if self._serve is not None:
+            self._serve(behaviour, step - 1)
+        while len(self.pending) < self.k:  # the first steps
+            self.pending.append(self._make(self._next(step), behaviour, step - 1))
+        item = self.pending.popleft()
+        if item.step != step:
+            raise RuntimeError(f"the pipeline holds the groups of step {item.step}, not of "
+                               f"step {step}")
+        lag = step - 1 - item.version
+        if not 0 <= lag <= self.k:
+            raise RuntimeError(f"step {step}: groups of version {item.version} lag {lag} "
+                               f"updates behind, more than rl.staleness={self.k}")
+        t1 = time.perf_counter()
+        future = self._pool.submit(self._timed, params, opt_state, item.groups, step, lag)
+        try:
+            self.pending.append(self._make(step + self.k, behaviour, step - 1))
+            built()
+            t2 = time.perf_counter()
+        finally:
+            out, update_s = future.result()  # an update's error is raised here
+        t3 = time.perf_counter()
+        self.times = {"perf/pipeline_lag": float(lag), "perf/pipeline_fill_time": t1 - t0,
+                      "perf/pipeline_build_time": t2 - t1, "perf/pipeline_update_time": update_s,
+                      "perf/pipeline_wait_time": t3 - t2}
+        return item.groups, out
+
+    def _timed(self, *args):
+        t0 = time.perf_counter()
+        out = self._update(*args)
+        return out, time.perf_counter() - t0
+
+    def _next(self, step: int) -> int:
+        return self.pending[-1].step + 1 if self.pending else step
+
+    def metrics(self) -> dict[str, float]:
+        """The last step's lag and phase times (k >= 1; the synchronous loop records none)."""
+        return dict(self.times)
+
+    def state(self) -> bytes | None:
+        """The groups in flight, for a checkpoint (None with k = 0: there are none)."""
+        return pickle.dumps(list(self.pending)) if self.k else None
+
+    def load_state(self, data: bytes) -> None:
+        self.pending = collections.deque(pickle.loads(data))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)

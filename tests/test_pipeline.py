@@ -1,0 +1,204 @@
+"""rl.staleness (rollout/pipeline.py): the order of builds and updates, the lag bound, the
+groups' versions, and a resume from the groups in flight.
+
+The pipeline is driven here by a stand-in trainer whose parameters are a version number (an
+update adds one) and a build that records under which version it ran; their sleeps are random,
+so a result that depended on which thread came first would differ between runs."""
+
+import random
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from frontier_rl.rollout.pipeline import Pipeline
+from frontier_rl.selection.base import Group
+
+
+class Stand:
+    """A build that returns one group per step, recording (step, version it was built under),
+    and an update that returns version + 1, recording (step, lag)."""
+
+    def __init__(self, seed: int, slow_build: float = 0.0, slow_update: float = 0.0):
+        self.rng = random.Random(seed)
+        self.slow_build, self.slow_update = slow_build, slow_update
+        self.builds: list[tuple[int, int]] = []
+        self.updates: list[tuple[int, int, int]] = []
+        self.lock = threading.Lock()
+        self.updating = False
+        self.overlapped = 0
+
+    def build(self, step: int, params: int) -> list:
+        if self.updating:
+            self.overlapped += 1
+        time.sleep(self.rng.random() * self.slow_build)
+        self.builds.append((step, params))
+        return [Group(index=step, prompt_id=str(step), outcomes=np.ones(2, np.int8),
+                      rewards=np.ones(2, np.float32), lengths=np.ones(2, np.int32),
+                      mean_entropy=np.zeros(2, np.float32))]
+
+    def update(self, params: int, opt_state, groups, step: int, lag: int):
+        self.updating = True
+        time.sleep(self.rng.random() * self.slow_update)
+        self.updating = False
+        self.updates.append((step, params, lag))
+        return params + 1, opt_state, {}, None
+
+
+def _run(k: int, steps: int, stand: Stand, pipe: Pipeline | None = None, start: int = 0):
+    pipe = pipe or Pipeline(k, stand.build, stand.update, snapshot=lambda p: p)
+    params, trained = start, []
+    for step in range(start + 1, steps + 1):
+        groups, (params, _, _, _) = pipe.run(step, params, None)
+        trained.append([(g.index, g.version) for g in groups])
+    pipe.close()
+    return trained, params
+
+
+def test_staleness_zero_builds_then_updates_under_the_same_parameters():
+    stand = Stand(0)
+    trained, params = _run(0, 5, stand)
+    assert params == 5
+    assert stand.builds == [(s, s - 1) for s in range(1, 6)]  # under version s - 1
+    assert [u[2] for u in stand.updates] == [0] * 5
+    assert trained == [[(s, s - 1)] for s in range(1, 6)]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_the_lag_is_k_once_full_never_more_and_every_group_carries_its_version(k):
+    """Slow builds and updates in random order: step s's groups were built under version
+    max(0, s - 1 - k), every update is told its lag, and the builds overlap the updates."""
+    stand = Stand(k, slow_build=0.02, slow_update=0.02)
+    trained, params = _run(k, 10, stand)
+    assert params == 10
+    want = {s: max(0, s - 1 - k) for s in range(1, 10 + k + 1)}
+    assert trained == [[(s, want[s])] for s in range(1, 11)]
+    assert [(step, lag) for step, _, lag in stand.updates] == [
+        (s, s - 1 - want[s]) for s in range(1, 11)]
+    assert max(lag for *_, lag in stand.updates) == k
+    assert [s for s, _ in stand.builds] == list(range(1, 10 + k + 1))  # k beyond the last
+    assert stand.overlapped > 0
+
+
+def test_the_order_does_not_depend_on_timing():
+    """The builds' versions and the updates' inputs are the same with any sleeps."""
+    runs = []
+    for seed in range(3):
+        stand = Stand(seed, slow_build=0.01 * seed, slow_update=0.03 * (2 - seed))
+        runs.append((_run(2, 8, stand)[0], stand.builds, stand.updates))
+    assert runs[0] == runs[1] == runs[2]
+
+
+def test_a_resume_from_the_groups_in_flight_equals_the_uninterrupted_run():
+    """State after step 4 (the groups of steps 5 and 6 in flight) loaded into a new pipeline:
+    steps 5-9 train what the uninterrupted run trains."""
+    whole, _ = _run(2, 9, Stand(1))
+    stand = Stand(1)
+    first = Pipeline(2, stand.build, stand.update, snapshot=lambda p: p)
+    head, params = _run(2, 4, stand, first)
+    assert [b.step for b in first.pending] == [5, 6]
+    second_stand = Stand(1)
+    second = Pipeline(2, second_stand.build, second_stand.update, snapshot=lambda p: p)
+    second.load_state(first.state())
+    tail, _ = _run(2, 9, second_stand, second, start=params)
+    assert head + tail == whole
+    assert [s for s, _ in second_stand.builds] == [7, 8, 9, 10, 11]  # none built again
+
+
+def test_an_update_error_is_raised_after_the_build_and_nothing_is_left_running():
+    stand = Stand(0)
+
+    def failing(params, opt_state, groups, step, lag):
+        raise FloatingPointError(f"step {step} diverged")
+
+    pipe = Pipeline(1, stand.build, failing, snapshot=lambda p: p)
+    with pytest.raises(FloatingPointError, match="step 1 diverged"):
+        pipe.run(1, 0, None)
+    assert [s for s, _ in stand.builds] == [1, 2]
+    pipe.close()
+
+
+def test_the_engine_in_this_process_is_served_the_copy_the_build_reads():
+    served, stand = [], Stand(0)
+    pipe = Pipeline(1, stand.build, stand.update, serve=lambda p, v: served.append((p, v)),
+                    snapshot=lambda p: ("copy", p))
+    pipe.run(1, 0, None)
+    pipe.run(2, 1, None)
+    pipe.close()
+    assert served == [(("copy", 0), 0), (("copy", 1), 1)]
+    assert stand.builds == [(1, ("copy", 0)), (2, ("copy", 0)), (3, ("copy", 1))]
+
+
+# ----------------------------------------------------------------------------- in a run
+
+
+def _smoke(**overrides):
+    from frontier_rl import config_lib
+
+    c = config_lib.shrink_for_smoke(config_lib.default_config())
+    c.log.progress = False
+    c.log.tensorboard = False
+    c.eval.every = 0
+    return config_lib.validate(config_lib.set_fields(c, {"rl.staleness": 1, **overrides}))
+
+
+def test_a_stale_run_trains_every_group_with_its_version_and_behaviour_log_probs(
+        tmp_path, monkeypatch):
+    """rl.staleness=1 in train.run: each update gets groups generated one version earlier
+    (after the first), with the sampler's log-probs, and the trainer recomputes the old
+    policy's (the engine's are then the behaviour policy's)."""
+    from frontier_rl import metrics, train
+    from frontier_rl.rl import update
+
+    seen = []
+    original = update.Updater.update
+
+    def spy(self, params, opt_state, groups, step, lag=0):
+        seen.append((step, lag, self.recompute_old, {g.version for g in groups},
+                     all(g.logps is not None and np.isfinite(g.logps).all() for g in groups)))
+        return original(self, params, opt_state, groups, step, lag)
+
+    monkeypatch.setattr(update.Updater, "update", spy)
+    train.run(_smoke(), str(tmp_path))
+    assert [s[:4] for s in seen] == [(1, 0, True, {0}), (2, 1, True, {0}), (3, 1, True, {1}),
+                                     (4, 1, True, {2})]
+    assert all(s[4] for s in seen)
+    records = metrics.read(str(tmp_path / "metrics.jsonl"))
+    assert [r.get("perf/pipeline_lag") for r in records[1:]] == [0.0, 1.0, 1.0, 1.0]
+    # the groups of step 5 were made (and counted) though the run ended at step 4
+    assert records[-1]["rollout/total"] == 5 * 8 * 8
+
+
+@pytest.mark.slow
+def test_sigterm_mid_pipeline_then_resume_equals_the_uninterrupted_run(tmp_path, monkeypatch):
+    """SIGTERM during step 1 (its group of step 2 in flight): the run checkpoints step 1 with
+    that group; the rerun resumes and every record equals an uninterrupted run's."""
+    import os
+    import signal
+
+    from frontier_rl import metrics, train
+
+    whole = str(tmp_path / "whole")
+    train.run(_smoke(), whole)
+    cut = str(tmp_path / "cut")
+    write = metrics.MetricWriter.write
+
+    def write_then_sigterm(self, step, record):
+        write(self, step, record)
+        if step == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(metrics.MetricWriter, "write", write_then_sigterm)
+    train.run(_smoke(), cut)
+    monkeypatch.setattr(metrics.MetricWriter, "write", write)
+    assert os.path.exists(os.path.join(cut, "pipeline", "1.pkl"))
+    assert [r["step"] for r in metrics.read(os.path.join(cut, "metrics.jsonl"))] == [0, 1]
+    train.run(_smoke(), cut)
+
+    def computed(path):
+        return [{k: v for k, v in r.items() if not k.startswith("perf/")
+                 and not k.endswith(("_ms", "_s"))} for r in metrics.read(path)]
+
+    assert computed(os.path.join(cut, "metrics.jsonl")) == computed(
+        os.path.join(whole, "metrics.jsonl"))
