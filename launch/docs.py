@@ -353,7 +353,11 @@ def _staleness(bench: dict) -> str:
                   rows)
             + f"\n\nA perfect overlap of the synchronous phases would give "
               f"{bench['model_ratio']:.2f}x; {bench['steps_timed']} steps timed after "
-              f"{bench['warm_steps']}.")
+              f"{bench['warm_steps']}.\n\n"
+            + table(["paper scale (Qwen2.5-Math-7B, HIVE's Table 1b)", "rollout share of the "
+                     "training time", "perfect-overlap bound"],
+                    [[m, f"{v['rollout_share']:.0%}", f"{v['ratio']:.2f}x"]
+                     for m, v in bench["paper_model"].items()]))
 
 
 RENDERERS = {
