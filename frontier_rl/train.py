@@ -243,15 +243,10 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
             rollouts_before = ctx.counters["rollouts"]
             spent_before = _spent(meter, ctx, accountant)
 
-            # --- select + roll out, and update (one after the other, or overlapped with
-            # rl.staleness); then the engine serves the new policy (on its sync schedule)
+            # --- select + roll out, update, the engine serves the new policy (on its sync
+            # schedule), the selector's feedback; in this order, or overlapped (rl.staleness)
             groups, (params, opt_state, train_metrics, engine_diff) = pipe.run(
-                step, params, opt_state, built=timing.built)
-            timing.updated()
-            ctx.params = params
-            if engine.sync_due(step):
-                _sync(engine, params, step, workdir)
-            selector.after_update(ctx, groups)
+                step, params, opt_state, built=timing.built, updated=timing.updated)
             timing.after()
 
             # --- budget: stop at the step boundary nearest the budget (the next step is expected
@@ -444,7 +439,13 @@ def _pipeline(config, selector, ctx, engine, updater, workdir: str) -> Pipeline:
         engine.begin_step(step)
         return _build_batch(selector, config.selector.name, ctx, step, workdir)
 
-    return Pipeline(config.rl.staleness, build, updater.update,
+    def publish(params, step: int) -> None:  # the updated policy, to the engine on its schedule
+        ctx.params = params
+        if engine.sync_due(step):
+            _sync(engine, params, step, workdir)
+
+    return Pipeline(config.rl.staleness, build, updater.update, publish=publish,
+                    after=lambda groups: selector.after_update(ctx, groups),
                     serve=None if engine.external else engine.ensure)
 
 

@@ -24,6 +24,7 @@ class Stand:
         self.rng = random.Random(seed)
         self.slow_build, self.slow_update = slow_build, slow_update
         self.builds: list[tuple[int, int]] = []
+        self.calls: list[tuple[str, int]] = []  # the selector's calls, in order
         self.updates: list[tuple[int, int, int]] = []
         self.lock = threading.Lock()
         self.updating = False
@@ -34,9 +35,13 @@ class Stand:
             self.overlapped += 1
         time.sleep(self.rng.random() * self.slow_build)
         self.builds.append((step, params))
+        self.calls.append(("build", step))
         return [Group(index=step, prompt_id=str(step), outcomes=np.ones(2, np.int8),
                       rewards=np.ones(2, np.float32), lengths=np.ones(2, np.int32),
                       mean_entropy=np.zeros(2, np.float32))]
+
+    def after(self, groups) -> None:
+        self.calls.append(("after", groups[0].index))
 
     def update(self, params: int, opt_state, groups, step: int, lag: int):
         self.updating = True
@@ -47,7 +52,8 @@ class Stand:
 
 
 def _run(k: int, steps: int, stand: Stand, pipe: Pipeline | None = None, start: int = 0):
-    pipe = pipe or Pipeline(k, stand.build, stand.update, snapshot=lambda p: p)
+    pipe = pipe or Pipeline(k, stand.build, stand.update, after=stand.after,
+                            snapshot=lambda p: p)
     params, trained = start, []
     for step in range(start + 1, steps + 1):
         groups, (params, _, _, _) = pipe.run(step, params, None)
@@ -63,6 +69,19 @@ def test_staleness_zero_builds_then_updates_under_the_same_parameters():
     assert stand.builds == [(s, s - 1) for s in range(1, 6)]  # under version s - 1
     assert [u[2] for u in stand.updates] == [0] * 5
     assert trained == [[(s, s - 1)] for s in range(1, 6)]
+    assert stand.calls == [c for s in range(1, 6) for c in (("build", s), ("after", s))]
+
+
+def test_staleness_zero_keeps_the_loops_order_of_calls():
+    """build, built(), update, updated(), publish, feedback: the synchronous loop's order."""
+    order = []
+    pipe = Pipeline(0, lambda s, p: order.append("build") or [],
+                    lambda p, o, g, s, lag: order.append("update") or (p + 1, o, {}, None),
+                    after=lambda g: order.append("after"),
+                    publish=lambda p, s: order.append(f"publish {p}"))
+    pipe.run(1, 0, None, built=lambda: order.append("built"),
+             updated=lambda: order.append("updated"))
+    assert order == ["build", "built", "update", "updated", "publish 1", "after"]
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
@@ -79,6 +98,8 @@ def test_the_lag_is_k_once_full_never_more_and_every_group_carries_its_version(k
     assert max(lag for *_, lag in stand.updates) == k
     assert [s for s, _ in stand.builds] == list(range(1, 10 + k + 1))  # k beyond the last
     assert stand.overlapped > 0
+    # the selector's calls in the synchronous loop's order: each build, then its feedback
+    assert stand.calls == [c for s in range(1, 10 + k + 1) for c in (("build", s), ("after", s))]
 
 
 def test_the_order_does_not_depend_on_timing():
@@ -95,11 +116,12 @@ def test_a_resume_from_the_groups_in_flight_equals_the_uninterrupted_run():
     steps 5-9 train what the uninterrupted run trains."""
     whole, _ = _run(2, 9, Stand(1))
     stand = Stand(1)
-    first = Pipeline(2, stand.build, stand.update, snapshot=lambda p: p)
+    first = Pipeline(2, stand.build, stand.update, after=stand.after, snapshot=lambda p: p)
     head, params = _run(2, 4, stand, first)
     assert [b.step for b in first.pending] == [5, 6]
     second_stand = Stand(1)
-    second = Pipeline(2, second_stand.build, second_stand.update, snapshot=lambda p: p)
+    second = Pipeline(2, second_stand.build, second_stand.update, after=second_stand.after,
+                      snapshot=lambda p: p)
     second.load_state(first.state())
     tail, _ = _run(2, 9, second_stand, second, start=params)
     assert head + tail == whole

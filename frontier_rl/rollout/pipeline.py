@@ -19,13 +19,18 @@ parameters (rl.recompute_old_logp "auto" does with k >= 1), so the rollout corre
 (rl.tis_cap, rl.rollout_rs, as verl's) weight the lag the way they weight an external
 engine's mismatch.
 
-Order, which fixes every result given the seed: on this thread, the selector builds step t+k's
-groups while step t's update runs; then the update is joined, and only then does the selector
-see step t's outcomes (`after_update`), so its state never depends on timing. The groups in
-flight at a step's end (steps t+1 .. t+k) are the pipeline's state: a checkpoint stores them
-(`state`), and a resumed run continues with them exactly as the uninterrupted run would. A run
-that stops at its budget leaves the groups in flight untrained; their rollouts were made and are
-counted (k steps' rollouts beyond the last update).
+Order, which fixes every result given the seed: everything but the update runs on this
+thread. The selector's calls come in the synchronous loop's order, build then feedback
+(`after_update`) on that same batch, then the next build; with k >= 1 both run while the update
+runs, so a selector's state after each call is what the same calls give synchronously on those
+outcomes, and it never depends on timing. The feedback is on the parameters that built the
+batch (the generating policy): HeaPA's proposals in `after_update` are that policy's, as are
+HIVE's prompt-entropy pass and DS's and SPEED's screening in the build, the newest parameters
+there are when they run. The groups in flight at a step's end (steps t+1 .. t+k) are the
+pipeline's state: a checkpoint stores them (`state`), and a resumed run continues with them
+exactly as the uninterrupted run would. A run that stops at its budget leaves the groups in
+flight untrained; their rollouts were made and are counted (k steps' rollouts beyond the last
+update).
 
 The engine builds from a copy of the parameters (`snapshot`): the update donates the buffers of
 the parameters it is given, and the sampler reads version t-1 while the update replaces it.
@@ -56,15 +61,20 @@ class Built:
 
 class Pipeline:
     """`build(step, params)` returns a step's groups under `params` (selector, engine);
-    `update(params, opt_state, groups, step, lag)` returns (params, opt_state, metrics,
-    engine_diff); `serve(params, step)`, for an engine in this process, has it generate from
-    `params` (an external engine keeps the weights it was last synced to)."""
+    `after(groups)` gives the selector their outcomes (its `after_update`); `update(params,
+    opt_state, groups, step, lag)` returns (params, opt_state, metrics, engine_diff);
+    `publish(params, step)` hands the updated parameters to the context and the engine (on its
+    sync schedule); `serve(params, version)`, for an engine in this process, has it generate
+    from `params` (an external engine keeps the weights it was last synced to)."""
 
-    def __init__(self, k: int, build: Callable, update: Callable,
+    def __init__(self, k: int, build: Callable, update: Callable, *,
+                 after: Callable = lambda groups: None,
+                 publish: Callable = lambda params, step: None,
                  serve: Callable | None = None, snapshot: Callable | None = None):
         if k < 0:
             raise ValueError(f"staleness {k} is not >= 0")
         self.k, self._build, self._update, self._serve = k, build, update, serve
+        self._after, self._publish = after, publish
         self._snapshot = snapshot or (lambda p: jax.tree.map(jnp.copy, p))
         self.pending: collections.deque[Built] = collections.deque()
         self._pool = (concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="update")
@@ -77,21 +87,27 @@ class Pipeline:
             g.version = version
         return Built(step, version, groups)
 
-    def run(self, step: int, params, opt_state, built: Callable = lambda: None):
-        """Step `step`: its groups and the update's result; `built()` is called once this
-        step's building is done. The groups of the k steps after it are built whether or not
-        the run gets there, so where a run stops does not change what it computes (a resume
-        with a larger rl.num_steps continues as one run)."""
-        if not self.k:
+    def run(self, step: int, params, opt_state, built: Callable = lambda: None,
+            updated: Callable = lambda: None):
+        """Step `step`: its groups and the update's result. `built()` is called once this
+        step's building is done, `updated()` once its update is. With k >= 1 the groups of the
+        k steps after it are built whether or not the run gets there, so where a run stops does
+        not change what it computes (a resume with a larger rl.num_steps continues as one
+        run)."""
+        if not self.k:  # build, update, publish, feedback: the synchronous loop
             groups = self._make(step, params, step - 1).groups
             built()
-            return groups, self._update(params, opt_state, groups, step, 0)
+            out = self._update(params, opt_state, groups, step, 0)
+            updated()
+            self._publish(out[0], step)
+            self._after(groups)
+            return groups, out
         t0 = time.perf_counter()
         behaviour = self._snapshot(params)  # what the engine reads while the update runs
         if self._serve is not None:
             self._serve(behaviour, step - 1)
         while len(self.pending) < self.k:  # the first steps
-            self.pending.append(self._make(self._next(step), behaviour, step - 1))
+            self.pending.append(self._made(self._next(step), behaviour, step - 1))
         item = self.pending.popleft()
         if item.step != step:
             raise RuntimeError(f"the pipeline holds the groups of step {item.step}, not of "
@@ -103,16 +119,25 @@ class Pipeline:
         t1 = time.perf_counter()
         future = self._pool.submit(self._timed, params, opt_state, item.groups, step, lag)
         try:
-            self.pending.append(self._make(step + self.k, behaviour, step - 1))
+            self.pending.append(self._made(step + self.k, behaviour, step - 1))
             built()
             t2 = time.perf_counter()
         finally:
             out, update_s = future.result()  # an update's error is raised here
         t3 = time.perf_counter()
+        updated()
+        self._publish(out[0], step)
         self.times = {"perf/pipeline_lag": float(lag), "perf/pipeline_fill_time": t1 - t0,
                       "perf/pipeline_build_time": t2 - t1, "perf/pipeline_update_time": update_s,
                       "perf/pipeline_wait_time": t3 - t2}
         return item.groups, out
+
+    def _made(self, step: int, params, version: int) -> Built:
+        """A build followed at once by the selector's feedback on it: the selector's calls come
+        in the synchronous loop's order (build, feedback, build...), each on its own batch."""
+        item = self._make(step, params, version)
+        self._after(item.groups)
+        return item
 
     def _timed(self, *args):
         t0 = time.perf_counter()
