@@ -360,6 +360,29 @@ def _staleness(bench: dict) -> str:
                      for m, v in bench["paper_model"].items()]))
 
 
+def _staleness_arms(sync: dict, stale: dict) -> str:
+    """Each arm at rl.staleness = 1 beside the same arm synchronous (same starts, same seeds):
+    its change from k = 0 to k = 1 on the primary metric (paired by seed), and its verdict
+    against the reference at each."""
+    from frontier_rl.experiment import controls_report, report
+    from frontier_rl.experiment.evalcells import by_method, paired, primary
+
+    ref, metric = sync["target_method"], primary(sync)
+    rows = []
+    by0, by1 = by_method(sync), by_method(stale)
+    fam0 = {x["name"]: x for x in report.family(sync) if x["kind"] == "method"}
+    fam1 = {x["name"]: x for x in report.family(stale) if x["kind"] == "method"}
+    for m, rs in by1.items():
+        if not rs or not by0.get(m):
+            continue
+        verdicts = ["reference" if m == ref else controls_report.holm_verdict(
+            paired(b[m], b[ref], metric), fam.get(m), m in sync.get("controls", {}))
+            for b, fam in ((by0, fam0), (by1, fam1))]
+        rows.append([m, paired(rs, by0[m], metric).fmt(signed=True), *verdicts])
+    return table(["arm", f"k = 1 − k = 0 on {metric} [95% CI]", f"vs {ref} at k = 0",
+                  f"vs {ref} at k = 1"], rows)
+
+
 RENDERERS = {
     "default-arms": (["testbed/default.results.json.gz"], _arms),
     "default-controls": (["testbed/default.results.json.gz"], _controls),
@@ -387,6 +410,9 @@ RENDERERS = {
     "fit-measured": (["fit/index.json"], _fit_measured),
     "vs-tunix": (["bench/vs_tunix.json"], _vs_tunix),
     "staleness": (["bench/staleness.json"], _staleness),
+    "staleness-arms": (["testbed/default.results.json.gz", "testbed/staleness1.results.json.gz"],
+                       _staleness_arms),
+    "staleness-findings": (["testbed/staleness1.results.json.gz"], _findings),
 }
 
 
