@@ -25,9 +25,9 @@ from frontier_rl.experiment import compare
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 RECORDED = {  # recorded through pytest (conftest's devices) on a 2-core x86-64 CPU
-    "configs/arith_grpo.py:smoke": "1e614f61b6aeb0b4",
-    "configs/compare_arith.py:smoke": "d7ab661c30eba1ec,8d0963f6f6897804",
-    "configs/math_hive.py:smoke": "993318473413b801",
+    "configs/arith_grpo.py:smoke": "f8eade39c782f38c",
+    "configs/compare_arith.py:smoke": "fd947e8bc7d2cef0,fd90fa189c106391",
+    "configs/math_hive.py:smoke": "3a9f9aedd3e0b323",
 }
 
 
