@@ -45,7 +45,7 @@ from frontier_rl.rl import sharding, update
 from frontier_rl.rollout import engines
 from frontier_rl.rollout.context import PolicyContext, encode_prompt
 from frontier_rl.rollout.engine import EngineError, recompute_old_logp
-from frontier_rl.rollout.pipeline import Pipeline
+from frontier_rl.rollout.pipeline import Pipeline, serving
 from frontier_rl.rollout.sampler import Sampler
 from frontier_rl.shapes import PROMPT_BUCKETS
 from frontier_rl.tasks import composition
@@ -446,7 +446,7 @@ def _pipeline(config, selector, ctx, engine, updater, workdir: str) -> Pipeline:
 
     return Pipeline(config.rl.staleness, build, updater.update, publish=publish,
                     after=lambda groups: selector.after_update(ctx, groups),
-                    serve=None if engine.external else engine.ensure)
+                    serve=serving(engine))
 
 
 def _build_batch(selector, name: str, ctx, step: int, workdir: str) -> list:
@@ -642,36 +642,22 @@ class _RunState:
         return RunError(f"run {self.workdir}: stopped at step {step}: {cause}; {kept}; rerun "
                         "the same command to resume once that is fixed")
 
-    def _pipeline_file(self, step: int) -> str:
-        return os.path.join(self.workdir, "pipeline", f"{step}.pkl")
-
     def _load_pipeline(self, step: int) -> None:
         """The groups in flight at the checkpoint (rl.staleness), as its save left them."""
-        if self.pipe is None or not self.pipe.k or step == 0:
+        folder = os.path.join(self.workdir, "pipeline")
+        if self.pipe is None or step == 0 or self.pipe.load(folder, step):
             return
-        path = self._pipeline_file(step)
-        if not os.path.exists(path) and self.allow_config_change:
-            log.warning("no groups in flight recorded at step %d (%s): the pipeline fills again "
-                        "under the checkpoint's parameters", step, path)
-            return
-        if not os.path.exists(path):
+        if not self.allow_config_change:
             raise RunError(f"{self.workdir}: the checkpoint at step {step} has no record of "
-                           f"the groups in flight under rl.staleness={self.pipe.k} ({path}); "
-                           "resume under the staleness it was made with")
-        with open(path, "rb") as f:
-            self.pipe.load_state(f.read())
+                           f"the groups in flight under rl.staleness={self.pipe.k} "
+                           f"({folder}/{step}.pkl); resume under the staleness it was made with")
+        log.warning("no groups in flight recorded at step %d in %s: the pipeline fills again "
+                    "under the checkpoint's parameters", step, folder)
 
     def save(self, step: int, params, opt_state) -> None:
-        state = self.pipe.state() if self.pipe is not None else None
-        if state is not None and distributed.is_primary():
-            # written whole before the checkpoint that needs it; older ones are left with theirs
-            folder = os.path.dirname(self._pipeline_file(step))
-            os.makedirs(folder, exist_ok=True)
-            statefile.write_bytes(self._pipeline_file(step), state)
-            kept = set(self.ckpt.steps_on_disk()) | {step}
-            for name in os.listdir(folder):
-                if name.endswith(".pkl") and int(name[:-4]) not in kept:
-                    os.remove(os.path.join(folder, name))
+        if self.pipe is not None and self.pipe.k and distributed.is_primary():
+            self.pipe.save(os.path.join(self.workdir, "pipeline"), step,
+                           set(self.ckpt.steps_on_disk()))
         self.ckpt.save(step, {"params": policy.flat(params), "opt_state": policy.flat(opt_state)},
                        {"step": step, "selector": self.selector.state_dict(),
                         "counters": self.ctx.counters, "engine": self.engine.state_dict(),

@@ -42,12 +42,15 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import dataclasses
+import os
 import pickle
 import time
 from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+
+from frontier_rl import statefile
 
 
 @dataclasses.dataclass
@@ -57,6 +60,12 @@ class Built:
     step: int
     version: int
     groups: list
+
+
+def serving(engine) -> Callable | None:
+    """How the pipeline has `engine` generate from the copy it builds under: an engine in this
+    process is pointed at it (`ensure`); an external one keeps the weights it was synced to."""
+    return None if engine.external else engine.ensure
 
 
 class Pipeline:
@@ -157,6 +166,28 @@ class Pipeline:
 
     def load_state(self, data: bytes) -> None:
         self.pending = collections.deque(pickle.loads(data))
+
+    def save(self, folder: str, step: int, kept: set[int]) -> None:
+        """The groups in flight at `step` to FOLDER/<step>.pkl, written whole before the
+        checkpoint that needs them; the files of checkpoints not `kept` are removed."""
+        state = self.state()
+        if state is None:
+            return
+        os.makedirs(folder, exist_ok=True)
+        statefile.write_bytes(os.path.join(folder, f"{step}.pkl"), state)
+        for name in os.listdir(folder):
+            if name.endswith(".pkl") and name[:-4].isdigit() and int(name[:-4]) not in kept | {
+                    step}:
+                os.remove(os.path.join(folder, name))
+
+    def load(self, folder: str, step: int) -> bool:
+        """The groups in flight saved at `step`; False when none were (nothing loaded)."""
+        path = os.path.join(folder, f"{step}.pkl")
+        if not self.k or not os.path.exists(path):
+            return not self.k
+        with open(path, "rb") as f:
+            self.load_state(f.read())
+        return True
 
     def close(self) -> None:
         if self._pool is not None:
