@@ -224,3 +224,116 @@ def test_sigterm_mid_pipeline_then_resume_equals_the_uninterrupted_run(tmp_path,
 
     assert computed(os.path.join(cut, "metrics.jsonl")) == computed(
         os.path.join(whole, "metrics.jsonl"))
+
+
+# ------------------------------------------------- paced admission against discard and requeue
+
+
+class Slow:
+    """An engine whose latency grows with a prompt's difficulty, behind a selector that draws
+    BATCH prompts a step uniformly (seeded by the step, as a run's selector is): prompt i has
+    difficulty i / N, and its group takes int(3 * difficulty) updates to generate, so with
+    k = 1 the hardest third outlasts the pipeline's depth. The build sleeps in proportion to
+    its slowest group: paced admission waits for it."""
+
+    N, BATCH = 60, 6
+
+    def __init__(self):
+        self.fed: list[int] = []  # the prompts whose outcomes reached the selector
+
+    @classmethod
+    def difficulty(cls, index: int) -> float:
+        return index / cls.N
+
+    def _group(self, index: int) -> Group:
+        return Group(index=index, prompt_id=str(index), outcomes=np.array([1, 0], np.int8),
+                     rewards=np.zeros(2, np.float32), lengths=np.ones(2, np.int32),
+                     mean_entropy=np.zeros(2, np.float32))
+
+    def build(self, step: int, params: int) -> list:
+        picks = np.random.default_rng(step).choice(self.N, self.BATCH, replace=False)
+        time.sleep(0.002 * max(self.updates_to_make(int(i)) for i in picks))
+        return [self._group(int(i)) for i in picks]
+
+    def regenerate(self, groups, params) -> list:
+        return [self._group(g.index) for g in groups]
+
+    @classmethod
+    def updates_to_make(cls, index: int) -> int:
+        return int(3 * cls.difficulty(index))
+
+    def after(self, groups) -> None:
+        self.fed.extend(g.index for g in groups)
+
+    @staticmethod
+    def update(params, opt_state, groups, step, lag):
+        return params + 1, opt_state, {}, None
+
+
+def _trained(k: int, admission: str, steps: int = 60):
+    slow = Slow()
+    late = (lambda g: Slow.updates_to_make(g.index) > k) if admission == "discard" else None
+    pipe = Pipeline(k, slow.build, slow.update, after=slow.after, snapshot=lambda p: p,
+                    admission=admission, late=late,
+                    regenerate=slow.regenerate if admission == "discard" else None)
+    params, trained, lags = 0, [], []
+    for step in range(1, steps + 1):
+        groups, (params, *_) = pipe.run(step, params, None)
+        trained.extend(g.index for g in groups)
+        lags.extend(step - 1 - g.version for g in groups)
+    pipe.close()
+    return trained, lags, slow.fed, pipe.discarded
+
+
+def test_paced_admission_trains_the_synchronous_loops_prompts_and_discarding_does_not():
+    """With an engine whose latency grows with difficulty, k = 1: paced admission trains
+    exactly the prompts the synchronous loop trains (the same difficulty distribution); discard
+    and requeue drops every group of the hardest third, again each time it is requeued, so the
+    trained distribution loses its top third and its mean falls."""
+    sync, _, _, _ = _trained(0, "paced")
+    paced, paced_lags, _, _ = _trained(1, "paced")
+    dropped, dropped_lags, fed, discarded = _trained(1, "discard")
+
+    def shares(indices):  # difficulty thirds
+        counts = np.bincount([Slow.updates_to_make(i) for i in indices], minlength=3)
+        return counts / counts.sum()
+
+    assert paced == sync  # same prompts, same order: the distribution is sync's
+    assert max(paced_lags) == 1 and max(dropped_lags) <= 1
+    assert shares(sync)[2] > 0.25  # the hardest third is a third of what sync trains
+    assert shares(dropped)[2] == 0.0  # and never trained under discard
+    assert discarded > len(sync) / 4
+    assert np.mean([Slow.difficulty(i) for i in dropped]) < np.mean(
+        [Slow.difficulty(i) for i in sync]) - 0.1
+    assert all(Slow.updates_to_make(i) <= 1 for i in fed)  # the dropped never reach it
+
+
+def test_a_discarding_pipeline_needs_a_late_rule_and_staleness():
+    with pytest.raises(ValueError, match="discard"):
+        Pipeline(0, Slow().build, Slow.update, admission="discard", late=lambda g: False,
+                 regenerate=lambda g, p: g)
+    with pytest.raises(ValueError, match="admission 'drop'"):
+        Pipeline(1, Slow().build, Slow.update, admission="drop")
+
+
+def test_a_discarding_pipeline_resumes_with_its_requeued_prompts():
+    def run(pipe, start, stop, params):
+        out = []
+        for step in range(start, stop + 1):
+            groups, (params, *_) = pipe.run(step, params, None)
+            out.extend(g.index for g in groups)
+        return out, params
+
+    def make(slow):
+        return Pipeline(1, slow.build, slow.update, snapshot=lambda p: p, admission="discard",
+                        late=lambda g: Slow.updates_to_make(g.index) > 1,
+                        regenerate=slow.regenerate)
+
+    whole, _ = run(make(Slow()), 1, 12, 0)
+    first = make(Slow())
+    head, params = run(first, 1, 5, 0)
+    assert first.requeued  # late groups waiting to be generated again
+    second = make(Slow())
+    second.load_state(first.state())
+    tail, _ = run(second, 6, 12, params)
+    assert head + tail == whole and second.discarded > first.discarded

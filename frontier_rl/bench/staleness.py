@@ -11,7 +11,8 @@ WARM steps (compiles, the pipeline's fill) are left out. Per staleness:
   s_per_1k          seconds per 1,000 rollouts
   phases            medians per step: synchronous, `build` (selection, generation,
                     verification, the entropy pass) and `update`; overlapped, `build` on this
-                    thread, `update` on the trainer's thread, `wait` (this thread waiting for it)
+                    thread, `update` on the trainer's thread, `wait` (this thread waiting for it),
+                    `publish` (the new weights to the engine: a server's sync, after the wait)
   ratio             rollouts_per_s / the synchronous one's
   model             the ratio were the two halves to overlap perfectly: (build + update) /
                     max(build, update), from the synchronous phases; at paper scale the same
@@ -20,6 +21,12 @@ WARM steps (compiles, the pipeline's fill) are left out. Per staleness:
 Two halves that each use every core overlap only where one of them waits on the host (Python,
 verification, dispatch): on a CPU the measured ratio sits below the model's, on an accelerator
 with a rollout mesh of its own each half has its own devices.
+
+With `--config.rollout.engine=sglang` the rollouts come from an SGLang-protocol server in a
+process of its own: `rollout.sglang.url`, or, left empty, `frontier-rl serve` started here on
+the run's start (stopped at the end). The trainer pushes its weights to the server after every
+update (rollout.sync_every = 1), so each step's time includes that sync, and the server
+generates the next step's groups while the trainer updates.
 """
 
 from __future__ import annotations
@@ -58,11 +65,33 @@ def _run_config(config: ml_collections.ConfigDict, workdir: str) -> ml_collectio
 
 
 def measure(config: ml_collections.ConfigDict, workdir: str, repeats: int) -> dict:
+    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(workdir, ".jax_cache"))
+    if config.rollout.engine != "sglang" or config.rollout.sglang.url:
+        return _measure(_run_config(config, workdir), workdir, repeats)
+    config = ml_collections.ConfigDict(config.to_dict())
+    config.rollout.sglang.url = "http://127.0.0.1:1"  # the served one's, once it is up
+    base = _run_config(config, workdir)
+    from frontier_rl import warmstart
+    from frontier_rl.rollout import serve
+
+    start = warmstart.cached(base, workdir)
+    if start is None:
+        raise FileNotFoundError("bench staleness serves the run's start to the server, and this "
+                                "config names none (warmstart.start) nor a cached warm start")
+    proc, url = serve.spawn(start)
+    try:
+        base.rollout.sglang.url = url
+        return {**_measure(base, workdir, repeats), "server": f"frontier-rl serve --model={start}"}
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _measure(base: ml_collections.ConfigDict, workdir: str, repeats: int) -> dict:
     from frontier_rl import train
 
-    base = _run_config(config, workdir)
-    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(workdir, ".jax_cache"))
-    out: dict = {"steps_timed": repeats, "warm_steps": WARM, "levels": {}}
+    out: dict = {"steps_timed": repeats, "warm_steps": WARM, "engine": base.rollout.engine,
+                 "levels": {}}
     for k in LEVELS:
         cfg = ml_collections.ConfigDict(base.to_dict())
         cfg.rl.staleness = k
@@ -90,7 +119,9 @@ def measure(config: ml_collections.ConfigDict, workdir: str, repeats: int) -> di
         else:
             phases = {"build": med("perf/pipeline_build_time"),
                       "update": med("perf/pipeline_update_time"),
-                      "wait": med("perf/pipeline_wait_time"), "lag": med("perf/pipeline_lag")}
+                      "wait": med("perf/pipeline_wait_time"),
+                      "publish": med("perf/pipeline_publish_time"),
+                      "lag": med("perf/pipeline_lag")}
         out["levels"][str(k)] = {"rollouts_per_s": rollouts / seconds,
                                  "s_per_1k": 1000.0 * seconds / rollouts,
                                  "step_s": med("perf/step_time"), "phases": phases}

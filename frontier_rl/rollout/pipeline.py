@@ -35,7 +35,15 @@ update).
 The engine builds from a copy of the parameters (`snapshot`): the update donates the buffers of
 the parameters it is given, and the sampler reads version t-1 while the update replaces it.
 On one host that copy is the sync; on an accelerator, a separate rollout mesh would take it by
-`jax.device_put` onto its own devices (docs/architecture.md)."""
+`jax.device_put` onto its own devices (docs/architecture.md).
+
+`admission="discard"` is the ablation the paced pipeline is measured against, never a run's
+mode: the engine does not wait for a group that outlasts the k updates the pipeline gives it
+(`late(group)`, from its latency), the group is dropped as too stale, its outcomes never reach
+the selector, and its prompt is generated again in the next build, under the newer version
+(discard and requeue, as an asynchronous trainer with a staleness filter does). A prompt whose
+groups are slow, usually a hard one with long answers, is then trained less often or never:
+the bias tests/test_pipeline.py measures against the synchronous loop's distribution."""
 
 from __future__ import annotations
 
@@ -79,10 +87,20 @@ class Pipeline:
     def __init__(self, k: int, build: Callable, update: Callable, *,
                  after: Callable = lambda groups: None,
                  publish: Callable = lambda params, step: None,
-                 serve: Callable | None = None, snapshot: Callable | None = None):
+                 serve: Callable | None = None, snapshot: Callable | None = None,
+                 admission: str = "paced", late: Callable | None = None,
+                 regenerate: Callable | None = None):
         if k < 0:
             raise ValueError(f"staleness {k} is not >= 0")
+        if admission not in ("paced", "discard"):
+            raise ValueError(f"admission {admission!r} is not 'paced' or 'discard'")
+        if admission == "discard" and not (k and late and regenerate):
+            raise ValueError("admission 'discard' needs staleness >= 1, late(group) and "
+                             "regenerate(groups, params)")
         self.k, self._build, self._update, self._serve = k, build, update, serve
+        self.admission, self._late, self._regenerate = admission, late, regenerate
+        self.requeued: list = []  # discard: the late groups whose prompts are generated again
+        self.discarded = 0
         self._after, self._publish = after, publish
         self._snapshot = snapshot or (lambda p: jax.tree.map(jnp.copy, p))
         self.pending: collections.deque[Built] = collections.deque()
@@ -92,6 +110,13 @@ class Pipeline:
 
     def _make(self, step: int, params, version: int) -> Built:
         groups = self._build(step, params)
+        if self.admission == "discard":  # the requeued prompts again, then drop the late
+            again, self.requeued = self.requeued, []
+            if again:
+                groups = list(groups) + list(self._regenerate(again, params))
+            late = [g for g in groups if self._late(g)]
+            self.requeued, self.discarded = late, self.discarded + len(late)
+            groups = [g for g in groups if not self._late(g)]
         for g in groups:
             g.version = version
         return Built(step, version, groups)
@@ -138,7 +163,10 @@ class Pipeline:
         self._publish(out[0], step)
         self.times = {"perf/pipeline_lag": float(lag), "perf/pipeline_fill_time": t1 - t0,
                       "perf/pipeline_build_time": t2 - t1, "perf/pipeline_update_time": update_s,
-                      "perf/pipeline_wait_time": t3 - t2}
+                      "perf/pipeline_wait_time": t3 - t2,
+                      "perf/pipeline_publish_time": time.perf_counter() - t3}
+        if self.admission == "discard":
+            self.times["perf/pipeline_discarded"] = float(self.discarded)
         return item.groups, out
 
     def _made(self, step: int, params, version: int) -> Built:
@@ -162,10 +190,14 @@ class Pipeline:
 
     def state(self) -> bytes | None:
         """The groups in flight, for a checkpoint (None with k = 0: there are none)."""
-        return pickle.dumps(list(self.pending)) if self.k else None
+        return pickle.dumps((list(self.pending), self.requeued, self.discarded)
+                            ) if self.k else None
 
     def load_state(self, data: bytes) -> None:
-        self.pending = collections.deque(pickle.loads(data))
+        state = pickle.loads(data)  # a list: the groups in flight alone (paced, older runs)
+        pending, self.requeued, self.discarded = (state if isinstance(state, tuple)
+                                                  else (state, [], 0))
+        self.pending = collections.deque(pending)
 
     def save(self, folder: str, step: int, kept: set[int]) -> None:
         """The groups in flight at `step` to FOLDER/<step>.pkl, written whole before the
