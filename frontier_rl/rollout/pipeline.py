@@ -76,6 +76,21 @@ def serving(engine) -> Callable | None:
     return None if engine.external else engine.ensure
 
 
+class _Inline:
+    """An executor that runs what it is given at once, on the caller's thread."""
+
+    def submit(self, fn: Callable, *args) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        try:
+            future.set_result(fn(*args))
+        except BaseException as e:  # raised by `result()`, as a thread's would be
+            future.set_exception(e)
+        return future
+
+    def shutdown(self, wait: bool = True) -> None:
+        pass
+
+
 class Pipeline:
     """`build(step, params)` returns a step's groups under `params` (selector, engine);
     `after(groups)` gives the selector their outcomes (its `after_update`); `update(params,
@@ -89,7 +104,7 @@ class Pipeline:
                  publish: Callable = lambda params, step: None,
                  serve: Callable | None = None, snapshot: Callable | None = None,
                  admission: str = "paced", late: Callable | None = None,
-                 regenerate: Callable | None = None):
+                 regenerate: Callable | None = None, overlap: bool = True):
         if k < 0:
             raise ValueError(f"staleness {k} is not >= 0")
         if admission not in ("paced", "discard"):
@@ -104,8 +119,11 @@ class Pipeline:
         self._after, self._publish = after, publish
         self._snapshot = snapshot or (lambda p: jax.tree.map(jnp.copy, p))
         self.pending: collections.deque[Built] = collections.deque()
-        self._pool = (concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="update")
-                      if k else None)
+        # overlap=False runs each update on this thread before the build beside it: the same
+        # calls on the same inputs (a build reads only its copy), for a host-side model of the
+        # policy (sim/run.py) whose update and builds share one object
+        self._pool = ((concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="update")
+                       if overlap else _Inline()) if k else None)
         self.times: dict[str, float] = {}  # the last step's phases (k >= 1)
 
     def _make(self, step: int, params, version: int) -> Built:

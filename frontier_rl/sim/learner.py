@@ -378,6 +378,7 @@ class SimContext:
         self.extra: list = []
         self._index_by_id: dict[str, int] = {}
         self.skill = float(c.skill0)
+        self._behaviour: tuple[float, np.ndarray] | None = None  # `behave`
 
         erng = np.random.default_rng(eval_ss)
         self.eval_d = [erng.normal(self._mu[k], self._sd[k], c.eval_per_band)
@@ -481,10 +482,30 @@ class SimContext:
     def memorisation(self) -> np.ndarray:
         return self._m.view
 
+    def snapshot(self) -> tuple[float, np.ndarray]:
+        """The policy now (skill, memorisation): what a stale build generates from
+        (rl.staleness, sim/run.py), as the trainer's engine generates from a copy of the
+        parameters."""
+        return self.skill, self._m.view.copy()
+
+    def behave(self, policy: tuple[float, np.ndarray] | None) -> None:
+        """Rollouts, pass rates, prompt entropy and generation read `policy` (a `snapshot`)
+        until the next call; None = the current policy. Updates and evaluation always read
+        the current one. A prompt added after the snapshot has no memorisation in it."""
+        self._behaviour = policy
+
     def success(self, idx) -> np.ndarray:
-        """p_i for the given indices under the current skill and memorisation."""
+        """p_i for the given indices under the behaviour policy (`behave`; by default the
+        current skill and memorisation)."""
+        if self._behaviour is None:
+            return self._success(idx, self.skill, self._m.buf)
+        return self._success(idx, *self._behaviour)
+
+    def _success(self, idx, skill: float, m: np.ndarray) -> np.ndarray:
         idx = np.asarray(idx, np.int64)
-        z = self.c.slope * (self.skill - self._d.buf[idx]) + self._m.buf[idx]
+        mem = m[idx] if m.size >= self.size else np.where(
+            idx < m.size, m[np.minimum(idx, m.size - 1)], 0.0)
+        z = self.c.slope * (skill - self._d.buf[idx]) + mem
         p = 1.0 / (1.0 + np.exp(-z))
         dead = self._dead.buf[idx]
         if dead.any():
@@ -513,7 +534,7 @@ class SimContext:
             return {"signal": 0.0, "informative": 0.0}
         self._record("update", len(groups), max(g.size for g in groups))
         idx = np.fromiter((g.index for g in groups), np.int64, len(groups))
-        p = self.success(idx)
+        p = self._success(idx, self.skill, self._m.buf)  # the current policy's gradient
         sizes = {g.size for g in groups}
         if len(sizes) == 1:
             r = np.stack([g.rewards for g in groups]).astype(np.float64)

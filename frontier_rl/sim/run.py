@@ -19,6 +19,10 @@ trainer's loop with the parameter update replaced by the learner's:
     ctx.begin_step(t); groups = selector.build_batch(ctx); ctx.update(groups);
     selector.after_update(ctx, groups)
 
+`rl.staleness = k` runs the trainer's pipeline (rollout/pipeline.py) instead: step t's groups
+are built (and the selector's feedback given on them) under a snapshot of the learner from k
+updates before (`SimContext.snapshot` / `behave`), the update applies to the current learner.
+
 until `sim.steps` steps or `sim.rollout_budget` rollouts. Every `sim.eval_every` steps (and at
 the end) a curve point records the cumulative rollouts, the exact held-out accuracy per band and
 their mean, the zero-variance easy / hard ratios of every group rolled out since the previous
@@ -59,6 +63,7 @@ import numpy as np
 
 from frontier_rl import budget as budget_rule
 from frontier_rl import config_lib, selection
+from frontier_rl.rollout.pipeline import Pipeline
 from frontier_rl.sim.learner import MODEL_DEFAULTS, SimContext, validate_model
 
 RUN_DEFAULTS = dict(
@@ -217,35 +222,47 @@ def run_sim(config, *, say: Callable[[str], None] | None = None,
 
     total = {"groups": 0, "easy": 0, "hard": 0, "effective": 0, "trained": 0, "select_s": 0.0}
     win = fresh()
+
+    def selecting(fn):  # the selector's host time: its call's, less the context's inside it
+        in_ctx, t0 = ctx.time_in_s, time.perf_counter()
+        out = fn()
+        sel_s = time.perf_counter() - t0 - (ctx.time_in_s - in_ctx)
+        win["select_s"] += sel_s
+        total["select_s"] += sel_s
+        return out
+
+    def build(s: int, policy) -> list:  # policy: the version (k = 0) or a stale snapshot
+        ctx.begin_step(s)
+        ctx.behave(policy if config.rl.staleness else None)
+        return selecting(lambda: selector.build_batch(ctx))
+
+    def after(groups) -> None:  # then this batch's groups and zero-variance counts
+        selecting(lambda: selector.after_update(ctx, groups))
+        for k in ("groups", "easy", "hard"):
+            win[k] += ctx.step_stats[k]
+            total[k] += ctx.step_stats[k]
+
+    def update(version, opt_state, groups, s: int, lag: int):
+        ctx.update(groups)
+        return version + 1, opt_state, {}, None
+
+    # rl.staleness = k: step t's groups come from the policy of k updates before (the
+    # trainer's pipeline, rollout/pipeline.py); 0 = build, update, feedback in turn
+    pipe = Pipeline(config.rl.staleness, build, update, after=after,
+                    snapshot=lambda version: ctx.snapshot(), overlap=False)
     record(0, win)
     stopped = ""
     step = 0
     try:
         for step in range(1, sim.steps + 1):
-            ctx.begin_step(step)
             before = ctx.counters["rollouts"]
-            in_ctx = ctx.time_in_s
-            t0 = time.perf_counter()
             try:
-                groups = selector.build_batch(ctx)
+                groups, _ = pipe.run(step, step - 1, None)
             except RuntimeError as e:  # e.g. DS's cap on generation rounds: the selector's words
                 step -= 1
                 stopped = f"step {step + 1}: {e}"
                 break
-            t1 = time.perf_counter()
-            ctx.update(groups)
-            t2 = time.perf_counter()
-            selector.after_update(ctx, groups)
-            t3 = time.perf_counter()
-            upd_ctx = t2 - t1
-            sel_s = (t3 - t0) - upd_ctx - (ctx.time_in_s - in_ctx - upd_ctx)
-            st = ctx.step_stats
-            for k in ("groups", "easy", "hard"):
-                win[k] += st[k]
-                total[k] += st[k]
-            win["select_s"] += sel_s
             win["steps"] += 1
-            total["select_s"] += sel_s
             total["trained"] += len(groups)
             total["effective"] += sum(g.size for g in groups if not g.zero_variance)
             if step % sim.eval_every == 0 or step == sim.steps:
@@ -260,6 +277,7 @@ def run_sim(config, *, say: Callable[[str], None] | None = None,
                 stopped = f"rollout budget {sim.rollout_budget:,} reached"
                 break
     finally:
+        pipe.close()
         close = getattr(selector, "close", None)
         if close is not None:
             close()
