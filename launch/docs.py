@@ -340,20 +340,25 @@ def _rate_model(stage: dict, default: dict, tuned: dict) -> str:
     return "\n\n".join(parts)
 
 
-def _staleness(bench: dict) -> str:
+def _staleness_levels(bench: dict) -> str:
+    """Rollouts/s at each rl.staleness with the phases that explain it (bench staleness)."""
     rows = []
     for k, level in bench["levels"].items():
         ph = level["phases"]
-        parts = [f"{ph['build']:.3f}", f"{ph['update']:.3f}",
-                 f"{ph['wait']:.3f}" if "wait" in ph else "-"]
+        parts = [f"{ph[p]:.3f}" if p in ph else "-" for p in ("build", "update", "wait",
+                                                                "publish")]
         rows.append([k, f"{level['rollouts_per_s']:.1f}", f"{level['s_per_1k']:.1f}", *parts,
                      f"**{level['ratio']:.2f}x**"])
     return (table(["rl.staleness", "rollouts/s", "s per 1,000 rollouts", "build (s, median)",
-                   "update (s, median)", "wait for the update (s, median)", "vs synchronous"],
-                  rows)
+                   "update (s, median)", "wait for the update (s, median)",
+                   "publish to the engine (s, median)", "vs synchronous"], rows)
             + f"\n\nA perfect overlap of the synchronous phases would give "
               f"{bench['model_ratio']:.2f}x; {bench['steps_timed']} steps timed after "
-              f"{bench['warm_steps']}.\n\n"
+              f"{bench['warm_steps']}.")
+
+
+def _staleness(bench: dict) -> str:
+    return (_staleness_levels(bench) + "\n\n"
             + table(["paper scale (Qwen2.5-Math-7B, HIVE's Table 1b)", "rollout share of the "
                      "training time", "perfect-overlap bound"],
                     [[m, f"{v['rollout_share']:.0%}", f"{v['ratio']:.2f}x"]
@@ -410,6 +415,7 @@ RENDERERS = {
     "fit-measured": (["fit/index.json"], _fit_measured),
     "vs-tunix": (["bench/vs_tunix.json"], _vs_tunix),
     "staleness": (["bench/staleness.json"], _staleness),
+    "staleness-server": (["bench/staleness_server.json"], _staleness_levels),
     "staleness-arms": (["testbed/default.results.json.gz", "testbed/staleness1.results.json.gz"],
                        _staleness_arms),
     "staleness-findings": (["testbed/staleness1.results.json.gz"], _findings),
