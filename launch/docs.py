@@ -30,6 +30,8 @@ import os
 import re
 import sys
 
+import numpy as np
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "docs", "results")
 BLOCK = re.compile(r"(<!-- docs:begin (\S+) -->\n)(.*?)(<!-- docs:end \2 -->)", re.S)
@@ -365,6 +367,86 @@ def _staleness(bench: dict) -> str:
                      for m, v in bench["paper_model"].items()]))
 
 
+def _summary(path: str) -> str:
+    """The first sentence of a module's or package's docstring, on one line."""
+    import ast
+
+    doc = ast.get_docstring(ast.parse(open(path).read())) or ""
+    text = " ".join(doc.split())
+    end = re.search(r"(?<=[a-z)\]`'\"])\.(\s|$)", text)
+    return (text[: end.start() + 1] if end else text).replace("|", "\\|")
+
+
+def _layout() -> str:
+    """The package's map, drawn from the code: every module of the top level and every
+    package with the first sentence of its docstring, then each package's modules."""
+    pkg = os.path.join(ROOT, "frontier_rl")
+    rows, inner = [], []
+    for name in sorted(os.listdir(pkg)):
+        path = os.path.join(pkg, name)
+        if name.endswith(".py") and name not in ("__init__.py", "__main__.py"):
+            rows.append([f"`{name}`", _summary(path)])
+        elif os.path.isfile(os.path.join(path, "__init__.py")):
+            rows.append([f"`{name}/`", _summary(os.path.join(path, "__init__.py"))])
+            mods = sorted(m[:-3] for m in os.listdir(path)
+                          if m.endswith(".py") and m != "__init__.py")
+            subs = sorted(d + "/" for d in os.listdir(path)
+                          if os.path.isfile(os.path.join(path, d, "__init__.py")))
+            inner.append([f"`{name}/`", ", ".join(mods + subs)])
+    return (table(["frontier_rl/", "what it is"], rows) + "\n\n"
+            + table(["package", "its modules"], inner))
+
+
+def _sim_staleness(*studies: dict) -> str:
+    """Each arm of the synthetic learner's controls study at every rl.staleness (one study per
+    k, the same seeds): its accuracy at k = 0, its change at each k (paired by seed), and its
+    difference to the reference at each k with the verdict after Holm over the declared
+    family (every arm but the reference and the controls)."""
+    from frontier_rl.experiment import stats
+
+    by_k = {s["staleness"]: s for s in studies}
+    base = by_k[0]
+    roles = base["roles"]
+    ref, pos, neg = roles["reference"], roles["positive"], roles["negative"]
+
+    def seeds(study, arm):
+        per = study["arms"][arm]["per_seed"]
+        return np.array([per[s]["accuracy"] for s in sorted(per, key=int)])
+
+    def vs_ref(study) -> dict[str, str]:
+        family = [a for a in study["arms"] if a not in (ref, pos, neg)]
+        ivs = {a: stats.seed_interval(seeds(study, a) - seeds(study, ref)) for a in family}
+        adjusted = dict(zip(family, stats.holm([stats.p_value(ivs[a]) for a in family]),
+                            strict=True))
+        out = {}
+        for a in study["arms"]:
+            if a == ref:
+                out[a] = "reference"
+                continue
+            iv = stats.seed_interval(seeds(study, a) - seeds(study, ref))
+            if a in adjusted:
+                word = (stats.verdict(iv) if adjusted[a] is not None and adjusted[a] < 0.05
+                        else "n.d. after Holm")
+            else:
+                word = stats.verdict(iv) + " (control)"
+            out[a] = f"{iv.fmt(signed=True)}, {word}"
+        return out
+
+    verdicts = {k: vs_ref(study) for k, study in by_k.items()}
+    ks = sorted(k for k in by_k if k)
+    rows = []
+    for arm in base["arms"]:
+        rollouts = np.mean([v["rollouts"] for v in base["arms"][arm]["per_seed"].values()])
+        row = [arm, f"{rollouts / 1e6:.2f}M", f"{np.mean(seeds(base, arm)):.1f}"]
+        row += [stats.seed_interval(seeds(by_k[k], arm) - seeds(base, arm)).fmt(
+            digits=2, signed=True) for k in ks]
+        row += [verdicts[k][arm] for k in sorted(by_k)]
+        rows.append(row)
+    return table(["arm", "rollouts at k = 0", "accuracy at k = 0"]
+                 + [f"k = {k} − k = 0" for k in ks]
+                 + [f"vs {ref} at k = {k}" for k in sorted(by_k)], rows)
+
+
 def _staleness_arms(sync: dict, stale: dict) -> str:
     """Each arm at rl.staleness = 1 beside the same arm synchronous (same starts, same seeds):
     its change from k = 0 to k = 1 on the primary metric (paired by seed), and its verdict
@@ -416,6 +498,9 @@ RENDERERS = {
     "vs-tunix": (["bench/vs_tunix.json"], _vs_tunix),
     "staleness": (["bench/staleness.json"], _staleness),
     "staleness-server": (["bench/staleness_server.json"], _staleness_levels),
+    "layout": ([], _layout),
+    "sim-staleness": (["sim/staleness_k0.json", "sim/staleness_k1.json", "sim/staleness_k2.json"],
+                      _sim_staleness),
     "staleness-arms": (["testbed/default.results.json.gz", "testbed/staleness1.results.json.gz"],
                        _staleness_arms),
     "staleness-findings": (["testbed/staleness1.results.json.gz"], _findings),
@@ -454,7 +539,7 @@ def render(name: str, page_dir: str) -> str:
     else:
         raise SystemExit(f"docs: unknown block {name!r} in a page under {page_dir}; "
                          f"one of table:PATH or {sorted(RENDERERS)}")
-    return body + "\n\n" + provenance(files, page_dir) + "\n"
+    return body + "\n\n" + (provenance(files, page_dir) + "\n" if files else "")
 
 
 def field_page() -> str:

@@ -33,6 +33,9 @@ over layers, chunked log-probs):
   micro-batches of 8 (what the MFU target is stated for), the sampler 256 rows x (1,024 + 512).
 The train step reports `mfu`: model FLOPs by the formula (6N per token plus causal attention,
 accounting.py) / median step time / the devices' bf16 peak (perf.py); NaN on a CPU.
+
+Layer "experiment": benches run whole runs and studies, so they may import every layer
+but the CLI.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ Each row is stored in the corpus reader's normalized schema (tasks/corpus.py `no
 `messages` (the chat messages as JSON text), `answer`, `data_source`, `extra_info` (JSON text)
 and `row` (the position in the source file). Rows without a prompt or an answer are dropped
 and counted. The source may be verl rows or plain {prompt, answer} rows (.parquet or .jsonl).
+
+Layer "tasks": may import only the base layer (frontier_rl.run, the planner's base
+modules); fixtures.py, which builds tiny policies for tests, is in layer "policy".
 """
 
 from __future__ import annotations

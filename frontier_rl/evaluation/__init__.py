@@ -14,6 +14,9 @@ Greedy accuracy is one argmax decode per prompt. Evaluation samples are not char
 rollout budget. Seeds are fixed per call site, so the same parameters give the same figures.
 Responses are checked by `verify_many` when given (a task's process pool, whose timeouts are
 counted under `eval/verify_timeouts`), else one by one by `verify`.
+
+Layer "rollout": may import base, models, tasks, selection, rl and rollout; suite.py, the
+`frontier-rl eval` command, is a run (layer "runs").
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Policy models: a Qwen3 / Qwen2 / Llama decoder-only LM in Flax NNX, with HF checkpoint I/O."""
+"""Policy models: a Qwen3 / Qwen2 / Llama decoder-only LM in Flax NNX, with HF checkpoint I/O.
+
+Layer "models": may import only the base layer (frontier_rl.run, the planner's base
+modules); never a task, a selector or the RL update.
+"""
 
 from frontier_rl.models.config import FAMILIES, ModelConfig, family_preset
 from frontier_rl.models.hf import (

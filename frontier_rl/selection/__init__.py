@@ -1,4 +1,8 @@
-"""Prompt selectors (host-side Python; no jax). Importing this package registers them all."""
+"""Prompt selectors (host-side Python; no jax). Importing this package registers them all.
+
+Layer "selection": host-side Python and numpy only (no jax); may import base, models' config
+(never the model code), tasks and data.
+"""
 
 from frontier_rl.selection import (
     dynamic_sampling,  # noqa: F401  (registers "ds")

@@ -71,7 +71,7 @@ from collections.abc import Callable
 import ml_collections
 import numpy as np
 
-from frontier_rl import config_lib
+from frontier_rl import config_lib, provenance
 from frontier_rl.experiment import stats
 from frontier_rl.sim import run
 
@@ -313,6 +313,7 @@ def summarise(config, results: list[dict]) -> dict:
            "batch_size": config.rl.batch_size, "group_size": config.rl.group_size,
            "seeds": seeds, "equivalence_margin": float(c.equivalence_margin),
            "roles": {role: c[role] for role in ROLES}, "arms": arms,
+           "staleness": int(config.rl.staleness),
            "composition": _composition(config, results, seeds)}
 
     for name, role in ((HEADROOM, "positive"), (HARM, "negative")):
@@ -776,6 +777,7 @@ def main(config, workdir: str | None = None) -> dict:
               f"{os.path.join(workdir, 'sim_composition.md')}")
         return sweep
     study = run_controls(config)
+    study["meta"] = provenance.stamp()
     with open(os.path.join(workdir, "sim_controls.json"), "w") as f:
         json.dump(study, f)
     with open(os.path.join(workdir, "sim_controls.md"), "w") as f:

@@ -8,6 +8,8 @@
 
 Importing this package registers "arith", "gym" and "corpus". Heavy dependencies
 (reasoning_gym, math_verify, tensorflow_datasets, transformers) load only when used.
+
+Layer "tasks": may import only the base layer and data; never jax.
 """
 
 from frontier_rl.tasks import corpus, gym  # noqa: F401  (registers "corpus" and "gym")

@@ -12,6 +12,8 @@ Sampling baseline, behind the Selector interface. Importing this package registe
     config.py    the selectors' config fields (paper symbols) and their validation
     selector.py  the selectors and the list of deviations from the paper and the released code
     bench.py     host-time and memory profile of the pool at large sizes
+
+Layer "selection", as the package around it: no jax.
 """
 
 from frontier_rl.selection.heapa import selector  # noqa: F401  (registers "heapa" and "ps")
