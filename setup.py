@@ -12,7 +12,7 @@ setup(
     packages=find_packages(include=["frontier_rl", "frontier_rl.*"]),
     install_requires=[
         # The tested release's series: `fit --target` relies on JAX internals and compiler
-        # flags of 0.10.2 (frontier_rl/targets.py TESTED_VERSIONS; launch/target_env.sh takes
+        # flags of 0.10.2 (frontier_rl/fit/targets.py TESTED_VERSIONS; launch/target_env.sh takes
         # this lower bound when no trainer Python answers).
         "jax>=0.10.2,<0.11",
         "flax>=0.11",

@@ -40,7 +40,7 @@ Commands:
            source: paper, code (a released file), follows (GRESO for HIVE) or ours (a reason))
 
 Any config leaf can be overridden on the command line, e.g. `--config.rl.learning_rate=3e-4`.
-`train` and `compare` hold DIR/.lock while they run (lock.py); --break_lock takes over one that
+`train` and `compare` hold DIR/.lock while they run (run/lock.py); --break_lock takes over one that
 another host left. Errors are one line, without a traceback: exit 2 for an unknown command or
 a config file that does not load, 130 for Ctrl-C, 1 for the rest (fit adds 3 and 4, above).
 """
@@ -87,10 +87,10 @@ flags.DEFINE_list("sizes", ["10000", "100000", "1000000"], "bench selection: poo
 flags.DEFINE_string("mesh", "", "fit: the mesh, e.g. data=1,fsdp=8 (default: the config's).")
 flags.DEFINE_string("device", "h100", "fit: the device whose memory to compare with.")
 flags.DEFINE_string("target", "", "fit: compile with this target's own compiler, e.g. h100x8, "
-                    "h200x8, v5e-8, v5p-8 (frontier_rl/targets.py); default: CPU estimate.")
+                    "h200x8, v5e-8, v5p-8 (frontier_rl/fit/targets.py); default: CPU estimate.")
 flags.DEFINE_integer("hosts", 1, "fit --target: GPU hosts (e.g. 2 x h100x8).")
 flags.DEFINE_bool("propose", True, "fit: when a program does not fit, search the run's knobs "
-                  "for the smallest change that fits and print it (frontier_rl/fit_propose.py).")
+                  "for the smallest change that fits and print it (frontier_rl/fit/propose.py).")
 flags.DEFINE_string("apply", "", "fit: write the proposal, when one fits, as a config copy at "
                     "this path (it loads --config and sets the command line's overrides and "
                     "the proposal's).")
@@ -115,8 +115,9 @@ flags.DEFINE_string("host", "127.0.0.1", "serve: the address to listen on.")
 
 
 def _main(argv: list[str]) -> int:
-    from frontier_rl import config_lib, lock, train
+    from frontier_rl import config_lib, train
     from frontier_rl.experiment.workers import Interrupted
+    from frontier_rl.run import lock
 
     if len(argv) < 2 or argv[1] not in COMMANDS:
         print(f"usage: frontier-rl {{{'|'.join(COMMANDS)}}} [flags]; see --help", file=sys.stderr)
@@ -126,7 +127,7 @@ def _main(argv: list[str]) -> int:
         os.environ[lock.BREAK_ENV] = "1"
     try:
         if command == "train":
-            from frontier_rl import distributed
+            from frontier_rl.run import distributed
 
             distributed.initialize(FLAGS.coordinator, FLAGS.num_processes, FLAGS.process_id)
             if FLAGS.config is None:
@@ -223,7 +224,8 @@ def _main(argv: list[str]) -> int:
         elif command == "fit":
             import shlex
 
-            from frontier_rl import fit, fit_propose
+            from frontier_rl.fit import command as fit
+            from frontier_rl.fit import propose as fit_propose
 
             if FLAGS.config is None:
                 raise train.RunError("--config is required (e.g. --config=configs/scale.py:"
@@ -281,7 +283,7 @@ def _main(argv: list[str]) -> int:
         print(f"frontier-rl {command}: error: {e}", file=sys.stderr)
         return 1
     except OSError as e:  # a full disk, a quota, a permission, outside a training step
-        from frontier_rl import checkpoint
+        from frontier_rl.run import checkpoint
 
         where = f" ({e.filename})" if e.filename else ""
         print(f"frontier-rl {command}: error: {checkpoint.failure_reason(e)}{where}",
@@ -318,7 +320,7 @@ def _fit_on_target(argv: list[str]) -> None:
     virtualenv exists, `fit` re-runs there (on this checkout's code); otherwise `fit` says so
     and falls back to the CPU estimate. The launch scripts' overlap flags are set for the
     target's compiler before JAX starts, so the programs compiled are the ones a run builds."""
-    from frontier_rl import targets  # imports nothing that starts JAX
+    from frontier_rl.fit import targets  # imports nothing that starts JAX
 
     # Compile-only devices: the default backend stays the CPU (a CUDA plugin asked to start
     # would look for a driver).
@@ -349,7 +351,7 @@ def _fake_devices_for_fit(argv: list[str]) -> None:
     """`fit` sizes a mesh of fake CPU devices: create them before JAX starts."""
     if len(argv) < 2 or argv[1] != "fit":
         return
-    from frontier_rl.fit import devices_needed  # imports nothing that starts JAX
+    from frontier_rl.fit.command import devices_needed  # imports nothing that starts JAX
 
     n = devices_needed(argv) or 8
     if _flag(argv, "target"):

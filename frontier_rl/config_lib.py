@@ -183,7 +183,7 @@ def default_config() -> ml_collections.ConfigDict:
     # num_steps stays an upper bound on steps.
     c.rl.rollout_budget = 0
     # The same in generated response tokens, or in measured PFLOPs (every program charged,
-    # selection's forward passes included): a run has at most one budget (budget.py).
+    # selection's forward passes included): a run has at most one budget (run/budget.py).
     c.rl.token_budget = 0
     c.rl.pflops_budget = 0.0
     # Adam's first updates move every weight by ~lr in the gradient's sign direction; on the
@@ -266,7 +266,7 @@ def default_config() -> ml_collections.ConfigDict:
     # backward pass, nothing the run computes changes.
     c.rl.noise_every = 10
     c.rl.noise_parts = 4
-    # The collapse watch (health.py): this many collapsed steps in a row stop the run, the
+    # The collapse watch (run/health.py): this many collapsed steps in a row stop the run, the
     # collapsed policy's checkpoints set aside so a resume restores the last good one (a step
     # is collapsed when its gradient norm is exactly 0 though some group had reward variance,
     # or when the policy's entropy is below 1e-4 with no group of non-zero reward variance and

@@ -19,13 +19,13 @@ import numpy as np
 from flax import nnx
 from jax.sharding import Mesh
 
-from frontier_rl import distributed
-from frontier_rl.accounting import abstract, compiled_flops
+from frontier_rl.fit.accounting import abstract, compiled_flops
+from frontier_rl.fit.shapes import bucket
 from frontier_rl.models.transformer import cost_model
 from frontier_rl.rl import sharding
 from frontier_rl.rl.train_step import compute_dtype, sequence_logps
 from frontier_rl.rollout.sampler import left_pad
-from frontier_rl.shapes import bucket
+from frontier_rl.run import distributed
 
 
 class PromptEntropy:

@@ -35,7 +35,7 @@ import platform
 import subprocess
 import sys
 
-from frontier_rl import statefile
+from frontier_rl.run import statefile
 
 # XLA:CPU flags that fix the code generation across x86-64 machines (see the module docstring).
 CPU_FLAGS = (

@@ -28,10 +28,11 @@ import ml_collections
 import numpy as np
 from flax import nnx
 
-from frontier_rl import distributed, export, hub, tasks, warmstart
-from frontier_rl.errors import RunError
+from frontier_rl import export, hub, tasks, warmstart
 from frontier_rl.models import ModelConfig, Transformer, abstract_params, hf, presets
 from frontier_rl.rl import sharding
+from frontier_rl.run import distributed
+from frontier_rl.run.errors import RunError
 
 log = logging.getLogger("frontier_rl")
 
@@ -202,8 +203,8 @@ def prepare(config, task, workdir: str, mesh, say=print, *,
 def restore(workdir: str, step: int | None = None, config=None):
     """(graphdef, params, ModelConfig, tokenizer, step) of checkpoint `step` (None = the
     newest) of the run in `workdir`; `config` defaults to the run's config.json."""
-    from frontier_rl import checkpoint
     from frontier_rl.rl.train_step import OptimConfig, make_optimizer
+    from frontier_rl.run import checkpoint
 
     mcfg, tokenizer = read_spec(workdir)
     if config is None:

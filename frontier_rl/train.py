@@ -19,35 +19,27 @@ import ml_collections
 import numpy as np
 
 from frontier_rl import (
-    budget as budget_rule,
-)
-from frontier_rl import (
-    checkpoint,
-    compile_cache,
     config_lib,
-    distributed,
     export,
-    health,
-    lock,
-    metrics,
-    perf,
     policy,
     selection,
-    statefile,
     tasks,
     warmstart,
 )
-from frontier_rl.accounting import Accountant, cost_store_key
 from frontier_rl.entropy import PromptEntropy
-from frontier_rl.errors import RunError
 from frontier_rl.evaluation import suite as eval_suite
+from frontier_rl.fit import compile_cache, perf
+from frontier_rl.fit.accounting import Accountant, cost_store_key
+from frontier_rl.fit.shapes import PROMPT_BUCKETS
 from frontier_rl.rl import sharding, update
 from frontier_rl.rollout import engines
 from frontier_rl.rollout.context import PolicyContext, encode_prompt
 from frontier_rl.rollout.engine import EngineError, recompute_old_logp
 from frontier_rl.rollout.pipeline import Pipeline, serving
 from frontier_rl.rollout.sampler import Sampler
-from frontier_rl.shapes import PROMPT_BUCKETS
+from frontier_rl.run import budget as budget_rule
+from frontier_rl.run import checkpoint, distributed, health, lock, metrics, statefile
+from frontier_rl.run.errors import RunError
 from frontier_rl.tasks import composition
 
 log = logging.getLogger("frontier_rl")
@@ -109,7 +101,7 @@ def _compose_pool(config, task, ctx, engine, params, workdir: str, say) -> tuple
 def run(config: ml_collections.ConfigDict, workdir: str, *,
         allow_config_change: bool = False) -> dict[str, float]:
     """Trains per `config` in `workdir`; returns the last evaluation's metrics. Process 0 holds
-    the workdir's lock (lock.py) for the whole run: a second writer fails at once.
+    the workdir's lock (run/lock.py) for the whole run: a second writer fails at once.
 
     A resume whose config differs from the checkpoint's in a field that changes the run
     (config_lib.run_fields) stops with the differing fields, as does a cached warm start made
@@ -126,7 +118,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, *,
 def _run(config: ml_collections.ConfigDict, workdir: str,
          allow_config_change: bool) -> dict[str, float]:
     # ======================================================================= setup
-    # Every process runs this same program; only process 0 writes files (distributed.py).
+    # Every process runs this same program; only process 0 writes files (run/distributed.py).
     primary = distributed.is_primary()
     cache_dir = compile_cache.enable(workdir)  # a restart loads its compiled programs
     compiles = compile_cache.compile_log()  # this process's compiles, cumulative
@@ -168,7 +160,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
                                micro_batch=config.rollout.entropy_batch,
                                chunk=config.model.logits_chunk)
     # FLOPs of every rollout, entropy pass, old-logprob pass and update: XLA's cost analysis of
-    # each compiled function x its calls, beside the 2N/6N formula (accounting.py).
+    # each compiled function x its calls, beside the 2N/6N formula (fit/accounting.py).
     # Their costs are kept beside the compiled programs for the other runs of a comparison.
     accountant = Accountant(mcfg, params, sampler=sampler, entropy=entropy_fn, trainer=trainer,
                             store=os.path.join(cache_dir, "frontier_rl_costs") if primary
@@ -229,7 +221,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
     # SIGTERM (preemption, maintenance) -> checkpoint at the end of the step, exit cleanly.
     preemption = distributed.Preemption().install()
     ctrl_c = distributed.CtrlC().install()  # a Ctrl-C that Python drops still stops the run
-    # A collapsed policy stops the run (health.py); its checkpoints are held, or set aside at
+    # A collapsed policy stops the run (run/health.py); its checkpoints are held, or set aside at
     # the stop, so a resume restores the last good one.
     collapse = health.CollapseWatch(config.rl.collapse_steps, workdir, num_steps)
     preempted, step = False, start_step
@@ -488,7 +480,7 @@ def _step_record(train_metrics, engine_diff, ctx, groups, used: int, timing, eng
 
 
 def _spent(meter: budget_rule.Meter, ctx, accountant) -> float:
-    """What the run has spent so far in its budget's unit (budget.py)."""
+    """What the run has spent so far in its budget's unit (run/budget.py)."""
     pflops = accountant.metrics()["perf/pflops"] if meter.unit == "pflops" else 0.0
     return meter.read(ctx.counters, pflops)
 

@@ -47,11 +47,12 @@ import numpy as np
 import optax
 from flax import nnx
 
-from frontier_rl import config_lib, distributed, numerics, statefile, tasks
-from frontier_rl.errors import RunError
+from frontier_rl import config_lib, numerics, tasks
 from frontier_rl.models import Transformer, hf
 from frontier_rl.rl.train_step import sequence_logps
 from frontier_rl.rollout.context import encode_prompt
+from frontier_rl.run import distributed, statefile
+from frontier_rl.run.errors import RunError
 
 log = logging.getLogger("frontier_rl")
 
@@ -353,8 +354,8 @@ def frontier_bucket(task, buckets: list[str]) -> str | None:
 def _attempt(config, task, graphdef, params, mcfg, tokenizer, seed: int, say) -> dict:
     """One attempt from `params` with `seed`: the params and what to record, `reached` saying
     whether the regime check passed before the cap."""
+    from frontier_rl.fit.shapes import PROMPT_BUCKETS
     from frontier_rl.rollout.sampler import Sampler
-    from frontier_rl.shapes import PROMPT_BUCKETS
 
     c = config.warmstart
     buckets = [b for b in c.buckets.split(",") if b] or list(task.easy_buckets)

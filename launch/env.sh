@@ -46,7 +46,7 @@ else
   echo "[env] accelerator: $ACCEL"
 fi
 # The share of each GPU's memory JAX preallocates, one value for every launch script and what
-# `frontier-rl fit` sizes programs against (frontier_rl/fit.py reads it back). JAX's own default
+# `frontier-rl fit` sizes programs against (frontier_rl/fit/command.py reads it back). JAX's own default
 # is 0.75; with a GPU to itself the trainer takes JAX_MEM_FRACTION (default
 # DEFAULT_JAX_MEM_FRACTION of launch/shares.sh, as openpi's training instructions use; the rest
 # holds the CUDA context, NCCL and cuDNN workspaces); a script whose JAX shares a GPU with
@@ -65,7 +65,7 @@ if [ -z "${XLA_CLIENT_MEM_FRACTION:-}" ]; then
 fi
 # The XLA flags that overlap a sharded train step's collectives (the per-layer weight gathers,
 # the gradient reduce-scatters) with compute, one list for every launch script and for
-# `frontier-rl fit --target` (frontier_rl/targets.py OVERLAP_FLAGS): XLA_FLAGS on a GPU,
+# `frontier-rl fit --target` (frontier_rl/fit/targets.py OVERLAP_FLAGS): XLA_FLAGS on a GPU,
 # LIBTPU_INIT_ARGS on a TPU. A flag already set there keeps its value.
 case "$ACCEL" in
   gpu|gpu-cuda13|tpu)

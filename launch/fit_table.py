@@ -81,7 +81,7 @@ def run_one(out: str, config: str, target: str, mesh: str, extra: list[str],
     if os.path.exists(path):
         with open(path) as f:
             return json.load(f)
-    from frontier_rl import targets
+    from frontier_rl.fit import targets
 
     t = targets.parse(target)
     where = ([f"--target={target}"] if compiler == "target" else
@@ -91,7 +91,7 @@ def run_one(out: str, config: str, target: str, mesh: str, extra: list[str],
            *where, f"--mesh={mesh}", *extra, "--json"]
     env = dict(os.environ)
     if t.kind == "gpu":  # run_gpu.sh's default layout: the share env.sh gives JAX there
-        from frontier_rl import node_memory
+        from frontier_rl.fit import node_memory
 
         env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = str(
             node_memory.launch_shares()["DEFAULT_JAX_MEM_FRACTION_SHARED"])
@@ -161,7 +161,7 @@ def render(out: str, measured_only: bool = False) -> str:
 
 
 def verdict(report: dict) -> str:
-    """The fits column: a compile error is the run's error, not a verdict (fit.py)."""
+    """The fits column: a compile error is the run's error, not a verdict (fit/command.py)."""
     if report.get("error_kind") == "compile_error":
         return "compile error"
     return "yes" if report["fits"] else "NO"

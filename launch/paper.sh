@@ -124,7 +124,7 @@ CHIP="${TARGET%x*}"
 if [ -z "$TARGET" ]; then
   if command -v nvidia-smi >/dev/null 2>&1 && [ "$DRY" = 0 ]; then
     GPU_NAME="$(nvidia-smi --query-gpu=name --format=csv,noheader | sed -n 1p)"
-    CHIP="$(python -c 'import sys; from frontier_rl.targets import gpu_name_to_target as t
+    CHIP="$(python -c 'import sys; from frontier_rl.fit.targets import gpu_name_to_target as t
 print(t(sys.argv[1]))' "$GPU_NAME")" || {
       echo "paper: no compile target for '$GPU_NAME': give --target=GPUxN" >&2; exit 2; }
   else
@@ -193,7 +193,7 @@ else
   say "3/6 fit: ${FIT_CMD[*]}"
   run_fit
   if [ "$FIT_RC" -eq 3 ]; then
-    # fit's proposal: the line `proposal: --config.a=1 --config.b=2` (fit_propose.py)
+    # fit's proposal: the line `proposal: --config.a=1 --config.b=2` (fit/propose.py)
     PROPOSAL="$(sed -n 's/^proposal: \(--config\..*\)$/\1/p' "$FIT_OUT.tmp" | tail -n 1)"
     if [ -z "$PROPOSAL" ]; then
       echo "paper: $CONFIG does not fit $FIT_TARGET at JAX's share of each GPU, and fit found" \

@@ -14,7 +14,7 @@
 #     with --config.mesh.fsdp=4.
 # Before SGLang starts, the config's mesh is checked against the GPUs JAX gets: a split whose
 # rest the mesh does not fit (1 + 7 with fsdp=8) is refused, naming the fields to change; then,
-# colocated, the whole GPU is summed (frontier_rl/node_memory.py: JAX's share + SGLang's
+# colocated, the whole GPU is summed (frontier_rl/fit/node_memory.py: JAX's share + SGLang's
 # weights, KV pool, CUDA graphs and activations + the runtime margin; arithmetic, seconds) and a
 # layout over a GPU's memory is refused (exit 5), naming both figures; then every program of the
 # run is compiled for these GPUs (`frontier-rl fit --target`) and a run whose peak exceeds JAX's
@@ -80,7 +80,7 @@ except ValueError as e:
              "the split (SGLANG_GPUS; unset, SGLang and JAX share every GPU)")
 print(f"[run_gpu] JAX on {n} GPU(s), mesh data={data} fsdp={fsdp} model={model}")
 PY
-# Colocated, the whole GPU first (frontier_rl/node_check.py: JAX's share + SGLang's memory +
+# Colocated, the whole GPU first (frontier_rl/fit/node_check.py: JAX's share + SGLang's memory +
 # the runtime margin against the GPU's memory; seconds, no compile; exit 5). Then every program
 # of the run compiled for this node's GPUs by XLA:GPU (`frontier-rl fit --target`, on
 # compile-only devices: nothing is allocated) and its peak compared with JAX's share of each GPU
@@ -90,14 +90,14 @@ PY
 # (e.g. a node whose GPUs the target table does not know).
 if [ "${FRONTIER_RL_SKIP_FIT:-0}" != 1 ]; then
   GPU_NAME="$(nvidia-smi --query-gpu=name --format=csv,noheader | sed -n 1p)"
-  CHIP="$(python -c 'import sys; from frontier_rl.targets import gpu_name_to_target as t
+  CHIP="$(python -c 'import sys; from frontier_rl.fit.targets import gpu_name_to_target as t
 print(t(sys.argv[1]))' "$GPU_NAME")" || {
     echo "run_gpu: no compile target for '$GPU_NAME' (set FRONTIER_RL_SKIP_FIT=1 to start" \
          "without the fit check)" >&2; exit 2; }
   # The whole GPU first: arithmetic on the config and the shares, no compile.
   if [ "$FRONTIER_RL_GPU_SHARED" = 1 ]; then
     NODE_RC=0
-    python -m frontier_rl.node_check --gpu="$CHIP" --config="$CONFIG" \
+    python -m frontier_rl.fit.node_check --gpu="$CHIP" --config="$CONFIG" \
       --config.rollout.engine=sglang --config.rollout.sglang.url="http://127.0.0.1:$PORT" \
       "$@" || NODE_RC=$?
     if [ "$NODE_RC" -eq 5 ]; then

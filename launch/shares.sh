@@ -1,7 +1,7 @@
 # shellcheck shell=bash disable=SC2034
 # Each GPU's memory shares the launch scripts give JAX and SGLang when nothing overrides them:
 # one place for launch/env.sh, run_gpu.sh and sglang_server.sh (which source this file) and
-# for `frontier-rl fit` (frontier_rl/node_memory.py reads these lines: NAME=VALUE only).
+# for `frontier-rl fit` (frontier_rl/fit/node_memory.py reads these lines: NAME=VALUE only).
 #   DEFAULT_JAX_MEM_FRACTION         JAX with its GPUs to itself (JAX_MEM_FRACTION overrides)
 #   DEFAULT_JAX_MEM_FRACTION_SHARED  JAX beside SGLang on the same GPUs (JAX_MEM_FRACTION_SHARED)
 #   DEFAULT_SGLANG_MEM_SHARED        SGLang's --mem-fraction-static beside JAX (SGLANG_MEM)

@@ -3,7 +3,7 @@
 # this checkout to every host, creates the virtualenv on each (launch/env.sh detects the TPU and
 # installs jax[tpu]), and runs the same command on all hosts at once; every host calls
 # jax.distributed.initialize(), whose TPU detector reads the pod's workers and this host's rank
-# from the VM's metadata server (frontier_rl/distributed.py).
+# from the VM's metadata server (frontier_rl/run/distributed.py).
 #   launch/tpu_pod.sh TPU_NAME ZONE WORKDIR CONFIG [frontier-rl flags...]
 #   e.g. launch/tpu_pod.sh my-v5p-16 us-east5-a /mnt/shared/runs/math_grpo configs/math_grpo.py
 # WORKDIR must be a path every host sees (a Filestore/NFS or gcsfuse mount): checkpoints are
@@ -39,7 +39,7 @@ if [ -n "${FIT_TARGET:-}" ]; then
   FIT_RC=0
   (cd "$ROOT" && frontier-rl fit --target="$FIT_TARGET" --config="$CONFIG" "$@") 2>&1 \
     | tee "$TMP/fit.txt" || FIT_RC=$?
-  # fit's proposal: the line `proposal: --config.a=1 --config.b=2` (fit_propose.py)
+  # fit's proposal: the line `proposal: --config.a=1 --config.b=2` (fit/propose.py)
   PROPOSAL="$(sed -n 's/^proposal: \(--config\..*\)$/\1/p' "$TMP/fit.txt" | tail -n 1)"
   if [ "$FIT_RC" -eq 3 ] && [ -z "$PROPOSAL" ]; then
     echo "[tpu_pod] $CONFIG does not fit $FIT_TARGET, and fit found no change of the run's" \

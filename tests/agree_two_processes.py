@@ -13,10 +13,10 @@ import sys
 import jax
 import numpy as np
 
-from frontier_rl import distributed
-from frontier_rl.errors import RunError
 from frontier_rl.rollout.context import PolicyContext
 from frontier_rl.rollout.sampler import SampleResult
+from frontier_rl.run import distributed
+from frontier_rl.run.errors import RunError
 from frontier_rl.tasks import Prompt, build_char_tokenizer
 
 

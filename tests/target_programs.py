@@ -16,7 +16,7 @@ import sys
 
 os.environ["JAX_PLATFORMS"] = "cpu"  # compile-only devices; no backend is started for them
 
-from frontier_rl import targets  # noqa: E402
+from frontier_rl.fit import targets  # noqa: E402
 from frontier_rl.models import ModelConfig, abstract_params  # noqa: E402
 from frontier_rl.models.transformer import attention_impl  # noqa: E402
 from frontier_rl.rl import sharding  # noqa: E402

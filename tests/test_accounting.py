@@ -9,8 +9,8 @@ import jax
 import numpy as np
 import pytest
 
-from frontier_rl import accounting
-from frontier_rl.accounting import (
+from frontier_rl.fit import accounting
+from frontier_rl.fit.accounting import (
     COST_ROWS,
     ELEMENTWISE_ALLOWANCE,
     KINDS,
@@ -215,7 +215,7 @@ def test_accounting_does_not_import_the_rollout_package():
     import ast
     import inspect
 
-    import frontier_rl.accounting
+    import frontier_rl.fit.accounting
     import frontier_rl.rollout.sampler
 
     def imported(module):
@@ -227,8 +227,8 @@ def test_accounting_does_not_import_the_rollout_package():
                 names.update(a.name for a in node.names)
         return names
 
-    assert "frontier_rl.accounting" in imported(frontier_rl.rollout.sampler)
-    own = {n for n in imported(frontier_rl.accounting) if n.startswith("frontier_rl")}
+    assert "frontier_rl.fit.accounting" in imported(frontier_rl.rollout.sampler)
+    own = {n for n in imported(frontier_rl.fit.accounting) if n.startswith("frontier_rl")}
     assert own == {"frontier_rl.models.config"}, own
 
 
@@ -285,7 +285,7 @@ def test_the_line_through_two_rows_is_the_whole_batch_cost(tiny_policy, tokenize
     (within 2%; measured 0.1-0.6% at the shapes below)."""
     import dataclasses
 
-    from frontier_rl.accounting import abstract
+    from frontier_rl.fit.accounting import abstract
 
     p = abstract(tiny_policy[2])
     sampler, entropy, tr = _one_of_each(tiny_policy, tokenizer, rows=64, entropy_rows=64,
@@ -521,7 +521,7 @@ def test_heapa_beside_xla_and_the_formula_on_a_tiny_run(one_step, tiny_policy):
     assert m["perf/pflops/train"] > 5 * m["perf/pflops/old_logprob"]
     # Generation: the 12 rows charged for the whole cap of 6 at the 16-token prompt bucket,
     # plus the reward's tenth of a forward over 16 + 6; the steps run do not enter.
-    from frontier_rl.accounting import HEAPA_REWARD, heapa_generation_flops
+    from frontier_rl.fit.accounting import HEAPA_REWARD, heapa_generation_flops
 
     gen = heapa_generation_flops(cfg, 12, 16, 6) + HEAPA_REWARD * heapa_forward_flops(cfg, 12, 22)
     assert m["perf/pflops_heapa/generation"] == pytest.approx(gen / 1e15, rel=1e-12)

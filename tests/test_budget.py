@@ -1,4 +1,4 @@
-"""One budget rule for the trainer and the synthetic learner (budget.py): the same budget and
+"""One budget rule for the trainer and the synthetic learner (run/budget.py): the same budget and
 per-step cost stop both at the same step."""
 
 import copy
@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from frontier_rl import budget, config_lib, metrics, train
+from frontier_rl import config_lib, train
+from frontier_rl.run import budget, metrics
 from frontier_rl.sim import run as sim_run
 
 
@@ -49,7 +50,7 @@ def test_runs_record_their_compiles(tmp_path):
         train.run(config_lib.validate(c), str(tmp_path / d))
         return metrics.read(os.path.join(tmp_path, d, "metrics.jsonl"))[-1]
 
-    from frontier_rl import compile_cache
+    from frontier_rl.fit import compile_cache
 
     before = compile_cache.compile_log().metrics()["perf/compiles"]
     first, second = run("a"), run("b")

@@ -1,4 +1,4 @@
-"""Tests for frontier_rl.checkpoint: round trip, retention, resume and damage fallback."""
+"""Tests for frontier_rl.run.checkpoint: round trip, retention, resume and damage fallback."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from frontier_rl.checkpoint import DAMAGED_SUBDIR, Checkpointer
+from frontier_rl.run.checkpoint import DAMAGED_SUBDIR, Checkpointer
 
 # When a read of a damaged checkpoint fails, orbax abandons its asyncio loop while other reads
 # are still pending: their callbacks later hit the closed loop ("Event loop is closed", ignored in
@@ -151,12 +151,12 @@ def test_damaged_newest_falls_back(tmp_path, caplog, damage):
     damage(step_dir(tmp_path, 3))
 
     ckpt = Checkpointer(str(tmp_path))
-    with caplog.at_level(logging.WARNING, logger="frontier_rl.checkpoint"):
+    with caplog.at_level(logging.WARNING, logger="frontier_rl.run.checkpoint"):
         step, state, meta = ckpt.restore(make_state(0))
     assert step == 2
     assert_state_equal(state, make_state(2))
     assert meta == make_meta(2)
-    warnings = [r.getMessage() for r in caplog.records if r.name == "frontier_rl.checkpoint"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "frontier_rl.run.checkpoint"]
     assert any("step 3" in w and "unreadable" in w for w in warnings), warnings
 
     # The damaged step is moved aside, so the resumed run can write step 3 again.
@@ -215,7 +215,7 @@ def test_a_checkpoint_whose_arrays_changed_on_disk_falls_back_to_the_previous(tm
 
 
 def test_checksums_see_one_flipped_bit_and_a_swap():
-    from frontier_rl.checkpoint import checksums
+    from frontier_rl.run.checkpoint import checksums
 
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     base = checksums({"a": x, "b": np.array([True, False])})

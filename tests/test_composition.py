@@ -8,8 +8,9 @@ import ml_collections
 import numpy as np
 import pytest
 
-from frontier_rl import config_lib, metrics, train
-from frontier_rl.errors import RunError
+from frontier_rl import config_lib, train
+from frontier_rl.run import metrics
+from frontier_rl.run.errors import RunError
 from frontier_rl.tasks import composition
 from frontier_rl.tasks.base import Prompt
 

@@ -11,8 +11,8 @@ from jax._src import cloud_tpu_init, clusters
 from jax._src.clusters import cloud_tpu_cluster
 from jax._src.clusters import cluster as cluster_mod
 
-from frontier_rl import distributed
-from frontier_rl.errors import RunError
+from frontier_rl.run import distributed
+from frontier_rl.run.errors import RunError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PREFIXES = ("SLURM_", "TPU_", "MEGASCALE_", "FRONTIER_RL_", "OMPI_", "JAX_COORDINATOR",

@@ -5,8 +5,9 @@ one sequence per row on cuDNN; `fit --target` documents every target the code kn
 import os
 import re
 
-from frontier_rl import distributed, gpu_specs, targets
+from frontier_rl.fit import gpu_specs, targets
 from frontier_rl.rl import batch as batch_lib
+from frontier_rl.run import distributed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -614,7 +614,7 @@ def test_sglang_with_several_trainer_processes_is_refused_naming_the_field(tmp_p
     held on other hosts: the engine refuses to start, naming rollout.engine."""
     import jax
 
-    from frontier_rl.errors import RunError
+    from frontier_rl.run.errors import RunError
 
     monkeypatch.setattr(jax, "process_count", lambda: 2)
     with pytest.raises(RunError, match=r"rollout.engine='sglang' with 2 trainer processes"):

@@ -20,8 +20,9 @@ from engine_testlib import Server
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from frontier_rl import checkpoint, config_lib, train
+from frontier_rl import config_lib, train
 from frontier_rl.rollout import serve
+from frontier_rl.run import checkpoint
 
 
 def smoke(**overrides):

@@ -274,8 +274,8 @@ def test_an_empty_bucket_is_no_prompts_never_zero(tokenizer, monkeypatch, caplog
     import ml_collections
 
     from frontier_rl import train
-    from frontier_rl.budget import Meter
     from frontier_rl.evaluation import suite
+    from frontier_rl.run.budget import Meter
     from frontier_rl.tasks import base
 
     task = base.Task(name="gym:toy", train=[Prompt("t0", "6+6=", "12", "b"),

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from frontier_rl import lock
-from frontier_rl.errors import RunError
+from frontier_rl.run import lock
+from frontier_rl.run.errors import RunError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -136,7 +136,8 @@ def test_damaged_records_are_kept_aside_and_the_final_evaluation_restored(tmp_pa
     """A half-written final record and a damaged middle line: on rerun neither is deleted
     silently (both kept in metrics.jsonl.damaged, the lines named in a warning), and the
     checkpoint's step gets its record back with its evaluation."""
-    from frontier_rl import metrics, train
+    from frontier_rl import train
+    from frontier_rl.run import metrics
 
     cfg = _smoke(**{"rl.num_steps": 3, "checkpoint.every": 1})
     train.run(cfg, str(tmp_path))

@@ -1,4 +1,4 @@
-"""`frontier-rl fit`'s compile churn (churn.py): the programs it counts are the programs a run's
+"""`frontier-rl fit`'s compile churn (fit/churn.py): the programs it counts are the programs a run's
 own sampler, entropy pass and trainer compile for the same calls and lengths."""
 
 import json
@@ -6,13 +6,14 @@ import json
 import numpy as np
 import pytest
 
-from frontier_rl import churn, compile_cache, fit
 from frontier_rl.entropy import PromptEntropy
+from frontier_rl.fit import churn, compile_cache
+from frontier_rl.fit import command as fit
+from frontier_rl.fit.shapes import PROMPT_BUCKETS, ROW_BUCKETS
 from frontier_rl.rl import batch as batch_lib
 from frontier_rl.rl import sharding, update
 from frontier_rl.rollout.sampler import Sampler
 from frontier_rl.selection.base import Group
-from frontier_rl.shapes import PROMPT_BUCKETS, ROW_BUCKETS
 
 
 def _config():

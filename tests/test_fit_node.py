@@ -1,12 +1,13 @@
 """`frontier-rl fit` with an external engine on JAX's GPUs (launch/run_gpu.sh's colocated
 layout) sizes the whole GPU: JAX's preallocated share, SGLang's weights + KV pool at its memory
-fraction, its CUDA graphs and activations, and a runtime margin (frontier_rl/node_memory.py);
+fraction, its CUDA graphs and activations, and a runtime margin (frontier_rl/fit/node_memory.py);
 a bare `fit` sizes JAX at the launcher's colocated share, not JAX's default 0.75. Arithmetic
 only: no program is compiled here."""
 
 import pytest
 
-from frontier_rl import fit, node_memory
+from frontier_rl.fit import command as fit
+from frontier_rl.fit import node_memory
 
 GIB = 2**30
 

@@ -1,4 +1,4 @@
-"""`frontier-rl fit` proposes what fits (fit_propose.py): on the embedded HIVE config at a budget
+"""`frontier-rl fit` proposes what fits (fit/propose.py): on the embedded HIVE config at a budget
 below its sampler's (or train step's) need, the search finds the largest rows per call (or
 micro-batch) that fits, and the figures it reports are those a fresh check of the changed config
 gives; the --apply copy loads the original with the same overrides and fits; a run that fits
@@ -13,7 +13,10 @@ import sys
 
 import pytest
 
-from frontier_rl import config_lib, fit, fit_propose, perf
+from frontier_rl import config_lib
+from frontier_rl.fit import command as fit
+from frontier_rl.fit import perf
+from frontier_rl.fit import propose as fit_propose
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # arith_hive:smoke with evaluation sharing the rollouts' sampler program (one sampler program),
@@ -158,8 +161,8 @@ def test_a_run_that_fits_gets_no_proposal(measured, capsys, tmp_path):
 
 
 def test_the_knobs_ladders_follow_the_run_and_the_mesh(measured):
+    from frontier_rl.fit.shapes import SMALL_BUCKETS, row_bucket
     from frontier_rl.models import ModelConfig
-    from frontier_rl.shapes import SMALL_BUCKETS, row_bucket
 
     c, _, _ = measured
     mcfg = fit.model_config(c)

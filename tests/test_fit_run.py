@@ -4,9 +4,9 @@ evaluation), the sampler's row buckets, and the program that does not fit named 
 
 import pytest
 
-from frontier_rl import fit
+from frontier_rl.fit import command as fit
+from frontier_rl.fit.shapes import row_bucket
 from frontier_rl.rollout.sampler import Sampler
-from frontier_rl.shapes import row_bucket
 
 
 def _max_rows(sim, kind):

@@ -14,7 +14,8 @@ import re
 import jax
 import pytest
 
-from frontier_rl import fit, targets
+from frontier_rl.fit import command as fit
+from frontier_rl.fit import targets
 from frontier_rl.rl.train_step import Trainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -138,7 +139,7 @@ def test_fit_target_prints_the_untested_version_line(monkeypatch, on_cpu_target)
     assert [s for s in said if "untested" in s] == [
         "fit: untested TPU compiler versions: libtpu 0.0.99 (tested 0.0.42.1); the figures may "
         "differ, and fit --target relies on JAX internals of the tested release "
-        "(frontier_rl/targets.py TESTED_VERSIONS)"]
+        "(frontier_rl/fit/targets.py TESTED_VERSIONS)"]
 
 
 def test_setup_py_pins_the_tested_jax():

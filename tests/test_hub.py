@@ -335,7 +335,7 @@ def test_paper_tables_name_every_model_corpus_and_benchmark():
 def test_fit_sizes_a_hub_model_id_from_the_cache(hub_cache):
     """`fit` reads the architecture of `model.path=org/name` from the hub's cache, as the run
     would (the same config as the local directory's), and a missing id is one line."""
-    from frontier_rl import fit
+    from frontier_rl.fit import command as fit
 
     f = fixtures.math_smoke("qwen2")
     put_repo(hub_cache, "tiny-org/tiny-qwen2-math", _model_files(f["model"]))

@@ -21,28 +21,29 @@ PKG = os.path.join(ROOT, "frontier_rl")
 
 # The package's layers, lowest first: (name, modules and packages under frontier_rl). A module
 # belongs to the layer of the longest entry naming it or a package above it ("" is the
-# package's own __init__); a new module must be given one. Plain utilities and the shape
-# buckets; the model and its files; tasks and data; the selectors (host-side, no jax); the RL
-# losses and update; generation (sampler, engines, the entropy pass, scoring); the config, which
-# composes the registries of everything below; the policy and its warm start; the runs (train,
-# fit and its compile churn, the synthetic learner, eval, serve); the studies and benches that
-# run them; the CLI.
+# package's own __init__); a new module must be given one. The run's services (run/) and the
+# planner's modules the trainer uses too (shape buckets, compile cache, chips and targets,
+# peaks, node memory); the model, its FLOPs and its files; tasks and data; the selectors
+# (host-side, no jax); the RL losses and update; generation (sampler, engines, the pipeline,
+# the entropy pass, scoring); the config, which composes the registries of everything below;
+# the policy and its warm start; the runs (train, the planner's commands, the synthetic
+# learner, eval, serve); the studies and benches that run them; the CLI. Each package's
+# docstring names the layer of its __init__ (test_every_package_says_what_it_is_and_its_layer).
 LAYERS = (
-    ("base", ("", "errors", "statefile", "shapes", "budget", "compile_cache", "gpu_specs",
-              "targets", "hub", "lock", "metrics", "perf", "checkpoint", "distributed",
-              "node_memory", "health", "provenance")),
-    ("models", ("models", "accounting", "export")),
+    ("base", ("", "run", "fit.shapes", "fit.compile_cache", "fit.gpu_specs", "fit.targets",
+              "fit.perf", "fit.node_memory", "hub")),
+    ("models", ("models", "fit.accounting", "export")),
     ("tasks", ("tasks", "data")),
     ("selection", ("selection",)),
     ("rl", ("rl",)),
     ("rollout", ("rollout", "entropy", "evaluation")),
     ("config", ("config_lib",)),
     ("policy", ("policy", "warmstart", "numerics", "data.fixtures")),
-    ("run", ("train", "fit", "fit_propose", "node_check", "churn", "sim", "evaluation.suite",
-             "rollout.serve")),
+    ("runs", ("train", "fit", "sim", "evaluation.suite", "rollout.serve")),
     ("experiment", ("experiment", "bench", "sim.controls", "sim.rate_model")),
     ("cli", ("cli", "__main__")),
 )
+TOP_LEVEL_MODULES = 12  # at most this many modules beside the packages (cli, train, ...)
 
 
 def modules(pkg_dir: str = PKG) -> dict[str, str]:
@@ -174,6 +175,29 @@ def test_imports_follow_the_layer_order():
 def test_no_module_uses_another_modules_private_names():
     _, bad = graph(modules())
     assert bad == []
+
+
+def test_every_package_says_what_it_is_and_its_layer():
+    """Each package's __init__ has a docstring that names the layer its __init__ is in (the
+    layer its modules may import up to); a package whose docstring names another layer, or
+    none, fails."""
+    bad = []
+    for name, path in sorted(modules().items()):
+        if not path.endswith("__init__.py") or name == "frontier_rl":
+            continue
+        doc = ast.get_docstring(ast.parse(open(path).read())) or ""
+        layer = LAYERS[layer_of(name)][0]
+        if not doc:
+            bad.append(f"{name}: no docstring")
+        elif f'layer "{layer}"' not in doc.lower():
+            bad.append(f'{name}: its docstring does not name its layer "{layer}"')
+    assert bad == []
+
+
+def test_the_top_level_holds_few_modules_beside_its_packages():
+    top = sorted(f for f in os.listdir(PKG) if f.endswith(".py")
+                 and f not in ("__init__.py", "__main__.py"))
+    assert len(top) <= TOP_LEVEL_MODULES, top
 
 
 def test_the_checks_see_a_cycle_and_a_private_import(tmp_path):

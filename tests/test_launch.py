@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from frontier_rl import fit
+from frontier_rl.fit import command as fit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH = os.path.join(ROOT, "launch")
@@ -237,7 +237,7 @@ def test_run_gpu_refuses_a_run_whose_real_fit_exceeds_jax_share(tmp_path):
 @pytest.mark.parametrize("accel,var", [("gpu", "XLA_FLAGS"), ("gpu-cuda13", "XLA_FLAGS"),
                                        ("tpu", "LIBTPU_INIT_ARGS")])
 def test_env_sh_exports_the_overlap_flags_fit_compiles_with(tmp_path, accel, var):
-    from frontier_rl import targets
+    from frontier_rl.fit import targets
 
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)

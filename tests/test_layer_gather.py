@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from frontier_rl import targets
+from frontier_rl.fit import targets
 from frontier_rl.models import ModelConfig, Transformer
 from frontier_rl.rl import batch as batch_lib
 from frontier_rl.rl import sharding
@@ -113,7 +113,7 @@ _GPU_STEPS = """
 import json, os
 os.environ["JAX_PLATFORMS"] = "cpu"
 import jax
-from frontier_rl import targets
+from frontier_rl.fit import targets
 from frontier_rl.models import ModelConfig, abstract_params
 from frontier_rl.rl import sharding
 from frontier_rl.rl.losses import LOSSES

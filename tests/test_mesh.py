@@ -127,7 +127,7 @@ def test_mesh_matches_one_device(results, shape):
 def test_lowered_programs_split_rows(results, policy):
     """The sampler and the entropy pass, lowered for abstract parameters, return rows split
     over ('data', 'fsdp'); a row count off the mesh's multiple is padded up to it."""
-    from frontier_rl.accounting import abstract
+    from frontier_rl.fit.accounting import abstract
 
     r = results((2, 2, 2))
     shapes = abstract(policy[2])
@@ -162,7 +162,8 @@ def test_heapa_hive_on_an_fsdp_mesh_resumes_exactly(tmp_path, monkeypatch):
     the warm start loaded from the first run's cache), equals an uninterrupted 2-step run."""
     import shutil
 
-    from frontier_rl import metrics, train
+    from frontier_rl import train
+    from frontier_rl.run import metrics
 
     meshes = []
     make_mesh = sharding.make_mesh

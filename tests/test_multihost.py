@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from frontier_rl import distributed, metrics
+from frontier_rl.run import distributed, metrics
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMOKE = ["--config=configs/arith_grpo.py:smoke", "--config.log.progress=false",

@@ -21,8 +21,9 @@ import time
 
 import pytest
 
-from frontier_rl import config_lib, health, lock, warmstart
-from frontier_rl.errors import RunError
+from frontier_rl import config_lib, warmstart
+from frontier_rl.run import health, lock
+from frontier_rl.run.errors import RunError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMOKE = "--config=configs/arith_grpo.py:smoke"

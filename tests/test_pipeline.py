@@ -170,8 +170,9 @@ def test_a_stale_run_trains_every_group_with_its_version_and_behaviour_log_probs
     """rl.staleness=1 in train.run: each update gets groups generated one version earlier
     (after the first), with the sampler's log-probs, and the trainer recomputes the old
     policy's (the engine's are then the behaviour policy's)."""
-    from frontier_rl import metrics, train
+    from frontier_rl import train
     from frontier_rl.rl import update
+    from frontier_rl.run import metrics
 
     seen = []
     original = update.Updater.update
@@ -199,7 +200,8 @@ def test_sigterm_mid_pipeline_then_resume_equals_the_uninterrupted_run(tmp_path,
     import os
     import signal
 
-    from frontier_rl import metrics, train
+    from frontier_rl import train
+    from frontier_rl.run import metrics
 
     whole = str(tmp_path / "whole")
     train.run(_smoke(), whole)

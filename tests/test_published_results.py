@@ -19,8 +19,8 @@ import sys
 import pytest
 
 from frontier_rl import config_lib, numerics, warmstart
-from frontier_rl.errors import RunError
 from frontier_rl.experiment import published
+from frontier_rl.run.errors import RunError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 START = os.path.join(ROOT, "configs", "starts", "arith_s0")

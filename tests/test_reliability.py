@@ -16,8 +16,9 @@ import types
 import ml_collections
 import pytest
 
-from frontier_rl import checkpoint, config_lib, health, metrics, statefile, train
-from frontier_rl.errors import RunError
+from frontier_rl import config_lib, train
+from frontier_rl.run import checkpoint, health, metrics, statefile
+from frontier_rl.run.errors import RunError
 from frontier_rl.tasks import composition
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -387,7 +388,7 @@ def test_a_ctrl_c_that_python_drops_still_stops_the_run(capfd):
     """A KeyboardInterrupt raised where Python cannot raise it (a finaliser or a garbage
     collection callback: it is printed as "Exception ignored" and dropped) is remembered, and
     the next step boundary raises it; its printout is left out."""
-    from frontier_rl import distributed
+    from frontier_rl.run import distributed
 
     class Finaliser:
         def __del__(self):

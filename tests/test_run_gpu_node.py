@@ -2,7 +2,7 @@
 node of 8 H100s (a stand-in nvidia-smi; stand-ins for `frontier-rl` and sglang_server.sh that
 only record that they ran), a colocated layout whose JAX share fits but whose JAX + SGLang sum
 exceeds a GPU stops with exit 5, naming both figures; the default layout passes; a split layout
-(SGLang on GPUs of its own) adds nothing. The check is the real frontier_rl.node_memory, run
+(SGLang on GPUs of its own) adds nothing. The check is the real frontier_rl.fit.node_memory, run
 by the script; no program is compiled."""
 
 from test_launch import stand_in_node

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from flax import nnx
 
+from frontier_rl.fit.shapes import bucket
 from frontier_rl.rl.train_step import sequence_logps
 from frontier_rl.rollout.sampler import Sampler
-from frontier_rl.shapes import bucket
 
 PROMPTS = [[1, 5, 14, 6, 15], [1, 7, 8, 14, 9, 14, 4, 15], [1, 13, 15]]
 

@@ -6,8 +6,8 @@ import jax
 import numpy as np
 import pytest
 
+from frontier_rl.fit.shapes import decode_segments
 from frontier_rl.rollout.sampler import Sampler
-from frontier_rl.shapes import decode_segments
 
 # Distinct prompts, so that greedy rows differ too.
 PROMPTS = [[1, 5, 14, 6, 15], [1, 7, 8, 14, 9, 14, 4, 15], [1, 13, 15], [1, 9, 9, 3, 15],

@@ -8,7 +8,9 @@ import os
 import numpy as np
 import pytest
 
-from frontier_rl import config_lib, fit, perf, policy, train
+from frontier_rl import config_lib, policy, train
+from frontier_rl.fit import command as fit
+from frontier_rl.fit import perf
 from frontier_rl.models import presets
 
 # Parameter counts of the released checkpoints (model cards: total, and without embeddings

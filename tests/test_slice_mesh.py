@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from frontier_rl import fit, targets
+from frontier_rl.fit import command as fit
+from frontier_rl.fit import targets
 from frontier_rl.rl import sharding
 
 

@@ -16,8 +16,8 @@ import time
 import pytest
 
 from frontier_rl import config_lib
-from frontier_rl.errors import RunError
 from frontier_rl.experiment import compare, launchers, slurm
+from frontier_rl.run.errors import RunError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAKE = os.path.join(ROOT, "tests", "fake_slurm.py")

@@ -13,7 +13,7 @@ import jax
 import pytest
 from flax import nnx
 
-from frontier_rl import targets
+from frontier_rl.fit import targets
 from frontier_rl.models import ModelConfig, Transformer
 from frontier_rl.rl import batch as batch_lib
 from frontier_rl.rl import sharding

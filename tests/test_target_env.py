@@ -55,7 +55,7 @@ def test_the_jax_version_comes_from_the_python_on_path(tmp_path):
 
 @pytest.mark.allow_skip("setup.py's pin is the installed JAX only on the tested release")
 def test_without_a_python_that_imports_jax_the_version_is_setup_pys_pin(tmp_path):
-    from frontier_rl import targets
+    from frontier_rl.fit import targets
 
     if jax.__version__ != targets.TESTED_VERSIONS["tpu"]["jax"]:
         pytest.skip("the stand-in cache holds the installed JAX's virtualenv")

@@ -10,8 +10,9 @@ import time
 import numpy as np
 import pytest
 
-from frontier_rl import config_lib, metrics, train
+from frontier_rl import config_lib, train
 from frontier_rl.rollout.context import PolicyContext
+from frontier_rl.run import metrics
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -305,7 +305,7 @@ def test_lower_allocates_nothing(tiny_policy):
     creating an array (what the fit check relies on)."""
     if jax.device_count() < 8:
         pytest.skip("needs 8 fake devices")
-    from frontier_rl.accounting import abstract
+    from frontier_rl.fit.accounting import abstract
 
     _, graphdef, params = tiny_policy
     shapes = abstract(params)

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from frontier_rl import metrics
+from frontier_rl.run import metrics
 
 
 def test_records_reach_an_offline_wandb_run(tmp_path, monkeypatch):

@@ -20,7 +20,7 @@ vocab 64, float32).
   rolling out the same prompts x G, on the embedded config (a random d=64 arith policy).
 - flops: one RL step's device work on the embedded config (B prompts x G rollouts, the
   prompt-entropy pass, an old-logprob pass, the update): XLA's FLOPs beside the formula's, per
-  kind, with the padding ratios that bound their quotient (accounting.py). Not timed.
+  kind, with the padding ratios that bound their quotient (fit/accounting.py). Not timed.
 Each timed figure is the median of `repeats` timed runs after one warm-up (compile) run.
 
 Paper-size work (`--bench_config=<preset>`, the architectures of models/presets.py with the
@@ -32,7 +32,7 @@ over layers, chunked log-probs):
 - `qwen2.5-0.5b-full` is the accelerator figure: the train step on 64 rows x 4,096 tokens in
   micro-batches of 8 (what the MFU target is stated for), the sampler 256 rows x (1,024 + 512).
 The train step reports `mfu`: model FLOPs by the formula (6N per token plus causal attention,
-accounting.py) / median step time / the devices' bf16 peak (perf.py); NaN on a CPU.
+fit/accounting.py) / median step time / the devices' bf16 peak (fit/perf.py); NaN on a CPU.
 
 Layer "experiment": benches run whole runs and studies, so they may import every layer
 but the CLI.
@@ -48,7 +48,7 @@ import jax
 import numpy as np
 from flax import nnx
 
-from frontier_rl import perf
+from frontier_rl.fit import perf
 from frontier_rl.models import ModelConfig, Transformer, presets
 from frontier_rl.rl import sharding
 from frontier_rl.rl.losses import LOSSES
@@ -130,7 +130,7 @@ def bench_sampler_early(work: dict, repeats: int) -> dict:
     preset computes in float32 (bfloat16 matmuls are emulated there)."""
     import dataclasses
 
-    from frontier_rl.shapes import DECODE_BUCKET
+    from frontier_rl.fit.shapes import DECODE_BUCKET
 
     cfg = work["model"]
     if jax.default_backend() == "cpu":
@@ -168,7 +168,7 @@ def bench_sampler_early(work: dict, repeats: int) -> dict:
 
 
 def bench_train_step(work: dict, repeats: int) -> dict:
-    from frontier_rl.accounting import analytic_flops
+    from frontier_rl.fit.accounting import analytic_flops
 
     cfg = work["model"]
     mesh = sharding.make_mesh()
@@ -253,7 +253,7 @@ def _time_train_layout(work, mesh, groups, prompts, layout: str, repeats: int):
     # this backend (on an accelerator: to set beside the measured peak)
     gib = target_gib = float("nan")
     if work.get("preset"):
-        from frontier_rl import fit
+        from frontier_rl.fit import command as fit
 
         gib = fit.program_bytes(trainer.lower_step(params, rows, length).compile())["total"]
         gib /= 2**30
@@ -265,11 +265,11 @@ def _target_peak_gib(graphdef, params, mesh, trainer: Trainer, rows: int, length
                      target=None) -> float:
     """`frontier-rl fit --target`'s prediction for this train step on the GPUs this runs on
     (or on `target`): the same program compiled for compile-only devices of the GPU's target
-    (targets.py), its compiler's peak GiB per device, to set beside the measured
+    (fit/targets.py), its compiler's peak GiB per device, to set beside the measured
     `peak_bytes_in_use` (launch/gpu_check.sh calibrates `fit --target` with it). NaN off a
     GPU."""
-    from frontier_rl import targets
-    from frontier_rl.accounting import abstract
+    from frontier_rl.fit import targets
+    from frontier_rl.fit.accounting import abstract
 
     if target is None:
         device = jax.devices()[0]
@@ -289,7 +289,7 @@ def _target_peak_gib(graphdef, params, mesh, trainer: Trainer, rows: int, length
 
 def bench_train_step_realistic(work: dict, repeats: int) -> dict:
     """The train step on drawn response lengths, once per batch layout (module docstring)."""
-    from frontier_rl.accounting import analytic_flops
+    from frontier_rl.fit.accounting import analytic_flops
     from frontier_rl.rl import batch as batch_lib
 
     cfg = work["model"]
@@ -335,8 +335,8 @@ def bench_entropy(work: dict, repeats: int) -> dict:
     """HIVE Stage 2's cost: the prompt-entropy pass over B prompts, as a share of the rollout
     of the same B prompts x G on the embedded config (arith prompts, d=64 policy)."""
     from frontier_rl.entropy import PromptEntropy
+    from frontier_rl.fit.shapes import PROMPT_BUCKETS
     from frontier_rl.rollout.context import encode_prompt
-    from frontier_rl.shapes import PROMPT_BUCKETS
 
     c, task, tok, cfg = _embedded()
     graphdef, params = _model(cfg)
@@ -356,11 +356,11 @@ def bench_entropy(work: dict, repeats: int) -> dict:
 
 def bench_flops(work: dict, repeats: int) -> dict:
     """One RL step's FLOPs on the embedded config, XLA vs formula per kind (`repeats` unused)."""
-    from frontier_rl.accounting import KINDS, Accountant, matmul_params
     from frontier_rl.entropy import PromptEntropy
+    from frontier_rl.fit.accounting import KINDS, Accountant, matmul_params
+    from frontier_rl.fit.shapes import PROMPT_BUCKETS, ROW_BUCKETS
     from frontier_rl.rl import batch as batch_lib
     from frontier_rl.rollout.context import PolicyContext
-    from frontier_rl.shapes import PROMPT_BUCKETS, ROW_BUCKETS
 
     c, task, tok, cfg = _embedded()
     graphdef, params = _model(cfg)

@@ -37,7 +37,7 @@ import statistics
 
 import ml_collections
 
-from frontier_rl import metrics
+from frontier_rl.run import metrics
 
 WARM = 3
 LEVELS = (0, 1, 2)
@@ -136,7 +136,7 @@ def _measure(base: ml_collections.ConfigDict, workdir: str, repeats: int) -> dic
 
 def main(config: ml_collections.ConfigDict, workdir: str, repeats: int = 10,
          as_json: bool = False) -> dict:
-    from frontier_rl import provenance
+    from frontier_rl.run import provenance
 
     out = measure(config, workdir, repeats)
     out["meta"] = provenance.stamp()

@@ -29,7 +29,7 @@ import time
 import ml_collections
 
 from frontier_rl import config_lib, policy, tasks, warmstart
-from frontier_rl.errors import RunError
+from frontier_rl.run.errors import RunError
 
 
 def parse_seeds(text: str) -> list[int]:

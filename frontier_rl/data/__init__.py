@@ -1,4 +1,7 @@
-"""`frontier-rl data prepare --src=FILE.parquet --name=NAME [--data_dir=DIR]`: a corpus stored
+"""Data files: corpora stored once as TensorFlow Datasets, the papers' benchmark files
+(benchmarks.py) and the tiny models and corpora tests generate (fixtures.py).
+
+`frontier-rl data prepare --src=FILE.parquet --name=NAME [--data_dir=DIR]`: a corpus stored
 once as a TensorFlow Datasets dataset in array_record files, then read with
 `task.path="tfds:NAME"` (and `task.data_dir=DIR`) through `tfds.data_source`: random access,
 a deterministic order (the source file's), and per-process shards with
@@ -9,8 +12,8 @@ Each row is stored in the corpus reader's normalized schema (tasks/corpus.py `no
 and `row` (the position in the source file). Rows without a prompt or an answer are dropped
 and counted. The source may be verl rows or plain {prompt, answer} rows (.parquet or .jsonl).
 
-Layer "tasks": may import only the base layer (frontier_rl.run, the planner's base
-modules); fixtures.py, which builds tiny policies for tests, is in layer "policy".
+Layer "tasks": may import the base layer, models and tasks; fixtures.py, which builds tiny
+policies and warm starts for tests, is in layer "policy".
 """
 
 from __future__ import annotations

@@ -31,9 +31,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from frontier_rl import hub, statefile
+from frontier_rl import hub
 from frontier_rl.data import benchmarks
 from frontier_rl.evaluation import passk
+from frontier_rl.run import statefile
 from frontier_rl.tasks import base, corpus
 
 HEAPA_BENCHMARKS = ("aime24", "aime25", "amc23", "math500", "minerva_math", "olympiadbench",
@@ -142,8 +143,8 @@ class Evaluator:
         self.empty = task.empty_buckets("eval")
 
     def run(self, params, step: int) -> dict[str, float]:
-        from frontier_rl.errors import RunError
         from frontier_rl.rollout.engine import EngineError
+        from frontier_rl.run.errors import RunError
 
         try:
             self.engine.ensure(params, step)
@@ -215,10 +216,10 @@ def run(config, workdir: str, *, step: int | None = None, model: str | None = No
     """`frontier-rl eval`: evaluates a run's checkpoint (or the HF checkpoint `model`) on the
     config's eval suite (or its task's held-out split) and writes the table."""
     from frontier_rl import config_lib, policy, tasks
-    from frontier_rl.errors import RunError
+    from frontier_rl.fit.shapes import PROMPT_BUCKETS
     from frontier_rl.rl import sharding
     from frontier_rl.rollout.sampler import Sampler
-    from frontier_rl.shapes import PROMPT_BUCKETS
+    from frontier_rl.run.errors import RunError
 
     if not workdir:
         raise RunError("--workdir is required (the run to evaluate, or with --model the "

@@ -57,11 +57,12 @@ import time
 import ml_collections
 import numpy as np
 
-from frontier_rl import budget as budget_rule
-from frontier_rl import config_lib, lock, provenance, selection, statefile
+from frontier_rl import config_lib, selection
 from frontier_rl.experiment import controls_report, launchers, report, stats, tune, two_run
 from frontier_rl.experiment.stats import to_target
 from frontier_rl.rl import noise
+from frontier_rl.run import budget as budget_rule
+from frontier_rl.run import lock, provenance, statefile
 from frontier_rl.selection.mechanisms import required_mechanisms
 
 DONE = "compare_done.json"
@@ -429,7 +430,7 @@ def fingerprint(cfg: ml_collections.ConfigDict, workdir: str = "") -> str:
     directory still holds the same runs."""
     d = cfg.to_dict()
     d.pop("log", None)
-    # the watch (health.py) only stops a run; one that reached its budget computed the same
+    # the watch (run/health.py) only stops a run; one that reached its budget computed the same
     # with any setting, and runs finished before the field existed keep their fingerprint
     d["rl"].pop("collapse_steps", None)
     # evaluations change no update (their sampling has its own seed); runs finished before
@@ -762,7 +763,7 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
         "effective_rollouts": int(last.get("rollout/effective_total", 0)),
         "pflops": _pflops(last)[0] if last else 0.0,
         "pflops_formula": _pflops(last)[1] if last else 0.0,
-        # HeaPA's released analytic convention (accounting.py), a third count beside these two
+        # HeaPA's released analytic convention (fit/accounting.py), a third count beside these two
         "pflops_heapa": float(last.get("perf/pflops_heapa", float("nan"))),
         "padding_ratio": float(last.get("perf/padding_ratio", float("nan"))),
         "final": curve["metric"][-1] if curve["metric"] else float("nan"),

@@ -35,7 +35,7 @@ def problems(path: str, digest: str, root: str = ROOT) -> list[str]:
     """What makes the results file at `path` not reproducible by the code now (numerics digest
     `digest`): one sentence per problem, [] when it is current."""
     from frontier_rl import warmstart
-    from frontier_rl.errors import RunError
+    from frontier_rl.run.errors import RunError
 
     name = os.path.relpath(path, root)
     results = load(path)

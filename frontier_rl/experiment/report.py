@@ -1496,7 +1496,7 @@ def write(results: dict, workdir: str) -> dict:
         "prompt tokens, prefilled and not generated, are shown apart. PFLOPs are measured by "
         "XLA's cost analysis over every program the run charged (generation, prompt-entropy "
         "passes, log-prob passes, training), beside the 2N/6N formula and HeaPA's analytic "
-        "convention (accounting.py).",
+        "convention (fit/accounting.py).",
         "",
         spend_table(results),
         "",
@@ -1526,7 +1526,7 @@ def write(results: dict, workdir: str) -> dict:
         "padded shapes over the formula at the real ones; the residual (cost analysis / formula "
         "/ padding ratio) is what XLA counts beyond matmuls and attention (norms, softmax, "
         "sampling, Adam), a few percent at this model size. HeaPA's convention is the analytic "
-        "count of its released trainer (accounting.py says which terms and how it maps onto "
+        "count of its released trainer (fit/accounting.py says which terms and how it maps onto "
         "each program): the figure to set beside that paper's PFLOPs-to-target.",
         "",
         flops_table(results),

@@ -34,10 +34,11 @@ import time
 
 import ml_collections
 
-from frontier_rl import config_lib, statefile
-from frontier_rl.errors import RunError
+from frontier_rl import config_lib
 from frontier_rl.experiment import launchers
 from frontier_rl.experiment.launchers import Outcome, Plan
+from frontier_rl.run import statefile
+from frontier_rl.run.errors import RunError
 
 # compare.slurm's fields and defaults: a paper run is one node of 8 GPUs, one process per node
 DEFAULTS = {"partition": "", "account": "", "qos": "", "constraint": "", "time_min": 1440,
@@ -109,8 +110,8 @@ class Job:
 
         import jax
 
-        from frontier_rl import distributed, lock
         from frontier_rl.experiment import workers
+        from frontier_rl.run import distributed, lock
 
         # submitit ignores SIGTERM in its jobs; until train's loop takes it over, a SIGTERM
         # ends the job (SLURM's requeue, or the comparison's rerun, resumes the run)

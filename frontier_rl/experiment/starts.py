@@ -18,9 +18,10 @@ import tempfile
 
 import ml_collections
 
-from frontier_rl import numerics, provenance, warmstart
+from frontier_rl import numerics, warmstart
 from frontier_rl.bench import warmstart as bench_warmstart
-from frontier_rl.errors import RunError
+from frontier_rl.run import provenance
+from frontier_rl.run.errors import RunError
 
 WEIGHTS = "model.safetensors"
 

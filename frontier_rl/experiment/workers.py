@@ -47,8 +47,8 @@ import traceback
 from collections.abc import Callable
 
 from frontier_rl import config_lib
-from frontier_rl.errors import RunError
 from frontier_rl.experiment import launchers
+from frontier_rl.run.errors import RunError
 
 # What a child's error is raised as here (the errors cli.py reports as one line).
 ERRORS = {"ConfigError": config_lib.ConfigError, "RunError": RunError,
@@ -97,7 +97,7 @@ def child_env(workdir: str) -> dict[str, str]:
     every later worker would pay again), and unbuffered output."""
     env = dict(os.environ)
     env.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(workdir, ".jax_cache"))
-    env.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")  # compile_cache.py
+    env.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")  # fit/compile_cache.py
     env.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(4 << 30))
     env["PYTHONUNBUFFERED"] = "1"
     return env

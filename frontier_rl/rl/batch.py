@@ -40,8 +40,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from frontier_rl.fit.shapes import bucket
 from frontier_rl.rl.losses import group_advantages
-from frontier_rl.shapes import bucket
 
 LAYOUTS = ("pad", "trim", "pack")
 LENGTH_STEPS = 8  # row lengths per (prompt bucket, token cap) in "trim" and "pack"

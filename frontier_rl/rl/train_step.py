@@ -49,8 +49,7 @@ import optax
 from flax import nnx
 from jax.sharding import Mesh
 
-from frontier_rl import distributed
-from frontier_rl.accounting import abstract, compiled_flops
+from frontier_rl.fit.accounting import abstract, compiled_flops
 from frontier_rl.models.transformer import SegmentMask, attention_of, cost_model
 from frontier_rl.rl import batch as batch_lib
 from frontier_rl.rl import (
@@ -58,6 +57,7 @@ from frontier_rl.rl import (
     sharding,
 )
 from frontier_rl.rl.losses import LossConfig, policy_loss, rejection_keep
+from frontier_rl.run import distributed
 
 log = logging.getLogger("frontier_rl")
 

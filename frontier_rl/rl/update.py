@@ -20,12 +20,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from frontier_rl import distributed
-from frontier_rl.errors import RunError
+from frontier_rl.fit.shapes import PROMPT_BUCKETS, ROW_BUCKETS
 from frontier_rl.rl import batch as batch_lib
 from frontier_rl.rl import losses, noise, objectives
 from frontier_rl.rl.train_step import OptimConfig, Trainer, make_optimizer
-from frontier_rl.shapes import PROMPT_BUCKETS, ROW_BUCKETS
+from frontier_rl.run import distributed
+from frontier_rl.run.errors import RunError
 
 log = logging.getLogger("frontier_rl")
 

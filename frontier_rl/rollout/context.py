@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from frontier_rl import distributed
 from frontier_rl.rollout import engine as engine_lib
 from frontier_rl.rollout.sampler import Sampler, SampleResult
+from frontier_rl.run import distributed
 from frontier_rl.selection.base import REWARD_CORRECT, REWARD_INVALID, REWARD_WRONG, Group
 
 COUNTERS = ("rollouts", "response_tokens", "prompt_tokens", "entropy_prompts", "entropy_tokens",

@@ -58,7 +58,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from frontier_rl import statefile
+from frontier_rl.run import statefile
 
 
 @dataclasses.dataclass

@@ -62,7 +62,7 @@ search's candidate count, not a sampling parameter.
 
 Each result also says what the device did (`SampleResult.shape`: the padded shape and the decode
 steps the loop ran) and `cost_analysis` gives XLA's FLOPs of the prefill and of one decode step,
-which is what accounting.py charges. The step is costed at the full cache width (prompt + cap):
+which is what fit/accounting.py charges. The step is costed at the full cache width (prompt + cap):
 with decode segments the steps of the earlier segments attend over fewer slots, so the charge
 is an upper bound on the attention FLOPs (exact for the rest of the step). `lower` lowers the
 whole generate function for abstract parameters, for `frontier-rl fit`.
@@ -79,18 +79,18 @@ import numpy as np
 from flax import nnx
 from jax.sharding import Mesh
 
-from frontier_rl import distributed
-from frontier_rl.accounting import abstract, compiled_flops
-from frontier_rl.models import ModelConfig, init_cache
-from frontier_rl.models.transformer import cost_model
-from frontier_rl.rl import sharding
-from frontier_rl.shapes import (
+from frontier_rl.fit.accounting import abstract, compiled_flops
+from frontier_rl.fit.shapes import (
     DECODE_BUCKET,
     MAX_DECODE_SEGMENTS,
     bucket,
     decode_segments,
     row_bucket,
 )
+from frontier_rl.models import ModelConfig, init_cache
+from frontier_rl.models.transformer import cost_model
+from frontier_rl.rl import sharding
+from frontier_rl.run import distributed
 
 # Candidates the nucleus is looked for among before the full-vocabulary sort: a nucleus of a
 # trained policy at top_p <= 0.95 rarely needs more than a few dozen tokens.
@@ -539,7 +539,7 @@ class Sampler:
             params, tok, msk, jax.random.key(seed),
             jnp.float32(max(temperature, 1e-6)), jnp.float32(top_p), jnp.int32(num_rows), max_new,
             greedy, use_top_p, sample_top_k)
-        # Every process gets every row (distributed.py: one host program on identical inputs).
+        # Every process gets every row (run/distributed.py: one host program on identical inputs).
         out_tok, out_logp, out_ent, lengths, done, steps = distributed.to_host(out)
         return SampleResult(
             tokens=out_tok[:num_rows], logps=out_logp[:num_rows], entropies=out_ent[:num_rows],

@@ -43,8 +43,8 @@ import uuid
 
 import numpy as np
 
+from frontier_rl.fit.shapes import PROMPT_BUCKETS
 from frontier_rl.rollout.sampler import Sampler
-from frontier_rl.shapes import PROMPT_BUCKETS
 
 
 class Policy:
@@ -249,8 +249,8 @@ def model_dir(model: str | None, workdir: str | None) -> str:
         return model
     if not workdir:
         raise ValueError("serve needs --model=HF_DIR or --workdir=RUN_DIR")
-    from frontier_rl import checkpoint
     from frontier_rl import policy as policy_lib
+    from frontier_rl.run import checkpoint
 
     ckpts = checkpoint.Checkpointer(os.path.join(workdir, "checkpoints"))
     steps = ckpts.all_steps()

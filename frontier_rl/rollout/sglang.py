@@ -72,11 +72,11 @@ import httpx
 import jax
 import numpy as np
 
-from frontier_rl import perf
-from frontier_rl.errors import RunError
+from frontier_rl.fit import perf
 from frontier_rl.rollout.engine import EngineError, Sampling
 from frontier_rl.rollout.registry import EngineParts, register_engine
 from frontier_rl.rollout.sampler import SampleResult
+from frontier_rl.run.errors import RunError
 
 log = logging.getLogger("frontier_rl")
 

@@ -1,7 +1,7 @@
 """Prompt selectors (host-side Python; no jax). Importing this package registers them all.
 
-Layer "selection": host-side Python and numpy only (no jax); may import base, models' config
-(never the model code), tasks and data.
+Layer "selection": host-side Python and numpy only (no jax, no model code); may import the
+base layer, tasks and data.
 """
 
 from frontier_rl.selection import (

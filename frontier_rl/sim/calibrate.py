@@ -57,7 +57,7 @@ from collections.abc import Callable, Sequence
 import ml_collections
 import numpy as np
 
-from frontier_rl import provenance
+from frontier_rl.run import provenance
 from frontier_rl.sim import run
 from frontier_rl.sim.learner import MODEL_DEFAULTS, UPDATES
 

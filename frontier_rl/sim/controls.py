@@ -71,8 +71,9 @@ from collections.abc import Callable
 import ml_collections
 import numpy as np
 
-from frontier_rl import config_lib, provenance
+from frontier_rl import config_lib
 from frontier_rl.experiment import stats
+from frontier_rl.run import provenance
 from frontier_rl.sim import run
 
 ROLES = ("reference", "positive", "negative", "method", "comparator")

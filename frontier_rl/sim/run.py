@@ -61,9 +61,9 @@ from collections.abc import Callable
 import ml_collections
 import numpy as np
 
-from frontier_rl import budget as budget_rule
 from frontier_rl import config_lib, selection
 from frontier_rl.rollout.pipeline import Pipeline
+from frontier_rl.run import budget as budget_rule
 from frontier_rl.sim.learner import MODEL_DEFAULTS, SimContext, validate_model
 
 RUN_DEFAULTS = dict(
@@ -271,7 +271,7 @@ def run_sim(config, *, say: Callable[[str], None] | None = None,
             if say is not None and sim.progress_every and step % sim.progress_every == 0:
                 say(f"  step {step}: rollouts {ctx.counters['rollouts']:,} "
                     f"acc {ctx.evaluate()['mean']:.3f} skill {ctx.skill:+.3f}")
-            # the trainer's rule (budget.py): stop at the step boundary nearest the budget
+            # the trainer's rule (run/budget.py): stop at the step boundary nearest the budget
             if budget_rule.reached(ctx.counters["rollouts"], sim.rollout_budget,
                                    ctx.counters["rollouts"] - before):
                 stopped = f"rollout budget {sim.rollout_budget:,} reached"

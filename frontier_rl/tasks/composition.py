@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from frontier_rl import statefile
+from frontier_rl.run import statefile
 
 CLASSES = ("solved", "unsolved", "frontier")
 FILE = "pool_composition.json"

@@ -37,8 +37,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from frontier_rl.fit.shapes import PROMPT_BUCKETS, ROW_BUCKETS, bucket, decode_segments
 from frontier_rl.rl import batch as batch_lib
-from frontier_rl.shapes import PROMPT_BUCKETS, ROW_BUCKETS, bucket, decode_segments
 
 RESPONSE_MEAN = 1 / 3  # mean response length, as a share of the token cap (bench's model)
 

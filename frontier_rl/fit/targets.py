@@ -23,7 +23,7 @@ import dataclasses
 import math
 import re
 
-from frontier_rl import gpu_specs
+from frontier_rl.fit import gpu_specs
 
 # TPU generations: (topology prefix, chip config, HBM bytes per device, cores per chip in the
 # slice name). v4 and v5p run their two TensorCores as one megacore device.
@@ -96,7 +96,7 @@ def untested_versions(kind: str) -> str:
         return ""
     return (f"untested {kind.upper()} compiler versions: {', '.join(odd)}; the figures may "
             "differ, and fit --target relies on JAX internals of the tested release "
-            "(frontier_rl/targets.py TESTED_VERSIONS)")
+            "(frontier_rl/fit/targets.py TESTED_VERSIONS)")
 
 
 @dataclasses.dataclass(frozen=True)

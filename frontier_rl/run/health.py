@@ -45,7 +45,7 @@ checkpointed: one cut by a preemption starts again when the run resumes.)
 
 from __future__ import annotations
 
-from frontier_rl.errors import RunError
+from frontier_rl.run.errors import RunError
 
 ENTROPY_EPS = 1e-4  # nats per token: a policy this certain samples one response per prompt
 ANSWERED = 0.5  # rule (c) counts once a step had at most this share of invalid responses

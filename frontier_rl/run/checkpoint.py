@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
-from frontier_rl.errors import RunError
+from frontier_rl.run.errors import RunError
 
 PyTree = Any
 

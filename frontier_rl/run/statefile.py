@@ -20,7 +20,7 @@ import secrets
 from collections.abc import Iterable
 from typing import Any
 
-from frontier_rl.errors import RunError
+from frontier_rl.run.errors import RunError
 
 
 def write_json(path: str, obj: Any, *, text: str | None = None, **dump: Any) -> None:

@@ -56,9 +56,11 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from frontier_rl import hub, node_memory, perf, provenance, targets
-from frontier_rl.accounting import COST_ROWS
+from frontier_rl import hub
+from frontier_rl.fit import node_memory, perf, targets
+from frontier_rl.fit.accounting import COST_ROWS
 from frontier_rl.models import ModelConfig, abstract_params, hf, presets
+from frontier_rl.run import provenance
 
 # JAX preallocates 75% of a GPU's memory unless told otherwise (JAX's docs,
 # docs/gpu_memory_allocation.rst; jaxlib/xla_client.py passes the variables below to the GPU
@@ -291,12 +293,12 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     engine on JAX's GPUs (launch/run_gpu.sh's colocated layout) the node's sum is added
     (node_memory.size: report["node"]). Returns the report dict."""
     from frontier_rl.entropy import PromptEntropy
+    from frontier_rl.fit.shapes import PROMPT_BUCKETS, ROW_BUCKETS, bucket
     from frontier_rl.models.transformer import attention_impl
     from frontier_rl.rl import sharding, update
     from frontier_rl.rollout import engines
     from frontier_rl.rollout.engine import recompute_old_logp
     from frontier_rl.rollout.sampler import Sampler, SampleShape
-    from frontier_rl.shapes import PROMPT_BUCKETS, ROW_BUCKETS, bucket
 
     if target is None and device not in perf.DEVICE_BYTES:
         raise ValueError(f"--device={device!r} is not one of {sorted(perf.DEVICE_BYTES)}")
@@ -517,11 +519,11 @@ def compile_churn(config, sim: dict, mesh, graphdef, mcfg, trainer, sampler, *, 
     """The distinct programs the run compiles per kind, their bound and padding (churn.py),
     from `sim`'s calls padded by the run's own `sampler` (None: an external engine generates)
     and `trainer`, with the batch layout the trainer takes on `platform`'s attention."""
-    from frontier_rl import churn
     from frontier_rl.entropy import PromptEntropy
+    from frontier_rl.fit import churn
+    from frontier_rl.fit.shapes import PROMPT_BUCKETS
     from frontier_rl.models.transformer import attention_impl
     from frontier_rl.rl import batch as batch_lib
-    from frontier_rl.shapes import PROMPT_BUCKETS
 
     entropy = PromptEntropy(graphdef, pad_id=0, prompt_buckets=PROMPT_BUCKETS, mesh=mesh,
                             micro_batch=config.rollout.entropy_batch)
@@ -639,7 +641,7 @@ def print_report(r: dict, say=print) -> None:
             + (f"error: {c['error']}" if c.get("error") else
                f"{sum(np.atleast_1d(c['flops'])) / 1e9:.3g} GFLOPs at {c['rows']} rows"))
     if r.get("churn"):
-        from frontier_rl import churn
+        from frontier_rl.fit import churn
 
         churn.print_churn(r["churn"], say)
     for name, why in r["not_sized"]:

@@ -88,7 +88,7 @@ def _halves(value: int, floor: int) -> list[int]:
 def _padded(rows: int, shards: int) -> int:
     """The rows a sampler call of `rows` rows compiles for, as Sampler.padded_rows pads them
     with its default buckets: the row bucket, then a multiple of the mesh's row shards."""
-    from frontier_rl.shapes import row_bucket
+    from frontier_rl.fit.shapes import row_bucket
 
     return -(-row_bucket(rows) // shards) * shards
 
@@ -97,8 +97,8 @@ def knobs(config, spec: dict, failing: list[dict], mcfg, platform: str,
           mesh_free: bool) -> list[Knob]:
     """The knobs that can lower the `failing` programs (fit.check's entries) of `config` on
     mesh `spec`, in the order they are tried (see the module docstring)."""
+    from frontier_rl.fit.shapes import SMALL_BUCKETS
     from frontier_rl.models.transformer import attention_impl
-    from frontier_rl.shapes import SMALL_BUCKETS
 
     ro, rl, m = config.rollout, config.rl, config.model
     shards = spec["data"] * spec["fsdp"]
@@ -243,7 +243,7 @@ class _Search:
     def run(self, overrides: dict, kinds: tuple, judged: set) -> dict:
         """Checks `config` with `overrides`, compiling `kinds` (all with a mesh change);
         {"fits", "programs", ...}; fits only where every program of `judged` kinds fits."""
-        from frontier_rl import fit
+        from frontier_rl.fit import command as fit
 
         key = tuple(sorted(overrides.items()))
         if key in self.memo:
@@ -362,7 +362,7 @@ def propose(config, spec: dict, device: str, report: dict, sim: dict, *, target=
     """The smallest change of `config`'s knobs under which every program of `report` (fit.check
     on mesh `spec`) fits: {"overrides", "args", "fits", "programs", "trials", "tried", ...}.
     `mesh_of(config)` gives a candidate's mesh (None: the mesh is fixed, by --mesh)."""
-    from frontier_rl import fit
+    from frontier_rl.fit import command as fit
     from frontier_rl.models.transformer import attention_impl
 
     t0 = time.perf_counter()
@@ -525,7 +525,7 @@ Check it:
   {check}
 """
 
-from frontier_rl import fit_propose
+from frontier_rl.fit import propose as fit_propose
 
 # The original config: relative to this file, then to the repository root.
 ORIGINAL = {places!r}

@@ -42,7 +42,7 @@ NCCL_BUFFSIZE), and the allocators' fragmentation. The CUDA graphs, activations 
 are stated figures, not measurements of this project's runs.
 
 `size` is the arithmetic (`fit.check` adds it to its report as report["node"]);
-`python -m frontier_rl.node_check` runs it for launch/run_gpu.sh before anything is compiled or
+`python -m frontier_rl.fit.node_check` runs it for launch/run_gpu.sh before anything is compiled or
 started (exit status NODE_DOES_NOT_FIT when the sum exceeds the GPU). This module imports
 nothing of the project.
 """

@@ -1,7 +1,7 @@
 """launch/run_gpu.sh's first check of a colocated node, before it compiles or starts anything:
 the whole GPU's sum (node_memory.size) for a run of CONFIG on GPUs of one kind.
 
-  python -m frontier_rl.node_check --gpu=h100 --config=CONFIG [--config.FIELD=VALUE ...]
+  python -m frontier_rl.fit.node_check --gpu=h100 --config=CONFIG [--config.FIELD=VALUE ...]
 
 JAX's share and SGLang's settings are read from the environment as run_gpu.sh exports them
 (XLA_PYTHON_CLIENT_MEM_FRACTION, SGLANG_MEM, SGLANG_TP, SGLANG_ARGS). Prints one line; exit
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import sys
 
-from frontier_rl import fit, gpu_specs, node_memory
+from frontier_rl.fit import command as fit
+from frontier_rl.fit import gpu_specs, node_memory
 
 
 def model_params(config) -> tuple[int | None, str]:

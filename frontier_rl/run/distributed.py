@@ -46,7 +46,7 @@ import threading
 import jax
 import numpy as np
 
-from frontier_rl.errors import RunError
+from frontier_rl.run.errors import RunError
 
 log = logging.getLogger("frontier_rl")
 

@@ -25,7 +25,7 @@ import socket
 import sys
 import time
 
-from frontier_rl.errors import RunError
+from frontier_rl.run.errors import RunError
 
 log = logging.getLogger("frontier_rl")
 
