@@ -49,12 +49,15 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import sys
 import traceback
 
 from absl import app, flags
 from absl import logging as absl_logging
 from ml_collections import config_flags
+
+from frontier_rl.run.errors import RunError
 
 COMMANDS = ("train", "compare", "sim", "bench", "fit", "export", "eval", "data", "serve",
             "protocol", "start")
@@ -114,6 +117,145 @@ flags.DEFINE_integer("port", 30000, "serve: the port to listen on.")
 flags.DEFINE_string("host", "127.0.0.1", "serve: the address to listen on.")
 
 
+def _train(argv: list[str]) -> int:
+    from frontier_rl import train
+    from frontier_rl.run import distributed
+
+    distributed.initialize(FLAGS.coordinator, FLAGS.num_processes, FLAGS.process_id)
+    if FLAGS.config is None:
+        raise RunError("--config is required (e.g. --config=configs/arith_grpo.py)")
+    if "compare" in FLAGS.config:
+        raise RunError(
+            "this config is a comparison (it has compare.*): run it with `frontier-rl "
+            "compare`; `train` would train its base alone and ignore compare.*")
+    train.run(FLAGS.config, FLAGS.workdir, allow_config_change=FLAGS.allow_config_change)
+    return 0
+
+
+def _compare(argv: list[str]) -> int:
+    from frontier_rl.experiment import compare
+
+    if FLAGS.config is None:
+        raise RunError("--config is required (e.g. --config=configs/compare_arith.py)")
+    compare.run(FLAGS.config, FLAGS.workdir, report_only=FLAGS.report_only,
+                detach=FLAGS.detach, dry_run=FLAGS.dry_run)
+    return 0
+
+
+def _start(argv: list[str]) -> int:
+    from frontier_rl.experiment import starts
+
+    if FLAGS.config is None:
+        raise RunError("--config is required (e.g. --config=configs/compare_arith.py)")
+    if not FLAGS.seeds.isdigit():
+        raise RunError(f"--seeds={FLAGS.seeds!r}: start makes one start, from one "
+                       "seed (e.g. --seeds=0)")
+    starts.make(FLAGS.config, int(FLAGS.seeds), FLAGS.out)
+    return 0
+
+
+def _sim(argv: list[str]) -> int:
+    from frontier_rl.sim import run as sim_run
+
+    if len(argv) > 2:
+        if argv[2] != "calibrate":
+            raise RunError(f"sim has one subcommand, calibrate; got {argv[2]!r}")
+        from frontier_rl.sim import calibrate
+
+        calibrate.main(FLAGS.workdir, FLAGS.fit, FLAGS.predict, FLAGS.update, FLAGS.sim_seeds)
+        return 0
+    if FLAGS.config is None:
+        raise RunError("--config is required (e.g. --config=configs/sim_heapa.py)")
+    if "controls" in FLAGS.config:  # headroom, harm, HIVE/DS (sim/controls.py)
+        from frontier_rl.sim import controls as sim_controls
+
+        sim_controls.main(FLAGS.config, FLAGS.workdir)
+    else:
+        sim_run.main(FLAGS.config, FLAGS.workdir)
+    return 0
+
+
+def _bench(argv: list[str]) -> int:
+    from frontier_rl.bench import command as bench_command
+
+    bench_command.main(argv[2] if len(argv) > 2 else None, FLAGS)
+    return 0
+
+
+def _fit(argv: list[str]) -> int:
+    from frontier_rl.fit import command as fit
+    from frontier_rl.fit import propose as fit_propose
+
+    if FLAGS.config is None:
+        raise RunError("--config is required (e.g. --config=configs/scale.py:"
+                       "qwen2.5-math-1.5b)")
+    report = fit.main(
+        FLAGS.config, FLAGS.mesh, FLAGS.device, FLAGS.json, target=FLAGS.target,
+        hosts=FLAGS.hosts, after=fit_propose.hook(
+            search=FLAGS.propose, apply=FLAGS.apply,
+            source=(config_flags.get_config_filename(FLAGS["config"]),
+                    config_flags.get_override_values(FLAGS["config"])),
+            command=shlex.join(["frontier-rl", *sys.argv[1:]])))
+    if report.get("error_kind") == fit.COMPILE_ERROR:
+        return 4  # an error of the run, not a memory verdict
+    if FLAGS.target and not report["fits"]:
+        return 3  # launch/run_gpu.sh stops on it
+    return 0
+
+
+def _eval(argv: list[str]) -> int:
+    from frontier_rl.evaluation import suite as eval_suite
+
+    if FLAGS.config is None:
+        raise RunError("--config is required (e.g. --config=configs/math_grpo.py)")
+    eval_suite.run(FLAGS.config, FLAGS.workdir, step=FLAGS.step, model=FLAGS.model)
+    return 0
+
+
+def _data(argv: list[str]) -> int:
+    from frontier_rl import data
+
+    if len(argv) < 3 or argv[2] != "prepare":
+        raise RunError("data needs a subcommand: data prepare --src=FILE --name=NAME")
+    data.main(FLAGS.src, FLAGS.name, FLAGS.data_dir)
+    return 0
+
+
+def _serve(argv: list[str]) -> int:
+    from frontier_rl.rollout import serve
+
+    serve.main(FLAGS.model, FLAGS.workdir, FLAGS.port, FLAGS.host)
+    return 0
+
+
+def _protocol(argv: list[str]) -> int:
+    from frontier_rl.experiment import protocol
+
+    if FLAGS.config is None or not FLAGS.config.get("protocol"):
+        raise RunError("--config must be a paper config (configs/math_*.py, "
+                       "compare_math.py; not :smoke): only those carry sources")
+    from frontier_rl.experiment import hub_fetch
+
+    print(protocol.table(FLAGS.config) + hub_fetch.hub_table(FLAGS.config))
+    return 0
+
+
+def _export(argv: list[str]) -> int:
+    from frontier_rl import policy
+
+    if not FLAGS.workdir:
+        raise RunError("--workdir is required (the run directory to export)")
+    out = policy.export_run(FLAGS.workdir, FLAGS.out, FLAGS.step)
+    print(f"exported {FLAGS.workdir} to {out}")
+    return 0
+
+
+# Each command's run: argv -> exit status (cli.py's docstring lists the commands' flags).
+_RUNS = {"train": _train, "compare": _compare, "sim": _sim, "bench": _bench, "fit": _fit,
+         "export": _export, "eval": _eval, "data": _data, "serve": _serve,
+         "protocol": _protocol, "start": _start}
+
+
 def _main(argv: list[str]) -> int:
     from frontier_rl import config_lib, train
     from frontier_rl.experiment.workers import Interrupted
@@ -126,153 +268,7 @@ def _main(argv: list[str]) -> int:
     if FLAGS.break_lock:  # read by lock.hold here and in a comparison's worker processes
         os.environ[lock.BREAK_ENV] = "1"
     try:
-        if command == "train":
-            from frontier_rl.run import distributed
-
-            distributed.initialize(FLAGS.coordinator, FLAGS.num_processes, FLAGS.process_id)
-            if FLAGS.config is None:
-                raise train.RunError("--config is required (e.g. --config=configs/arith_grpo.py)")
-            if "compare" in FLAGS.config:
-                raise train.RunError(
-                    "this config is a comparison (it has compare.*): run it with `frontier-rl "
-                    "compare`; `train` would train its base alone and ignore compare.*")
-            train.run(FLAGS.config, FLAGS.workdir,
-                      allow_config_change=FLAGS.allow_config_change)
-        elif command == "compare":
-            from frontier_rl.experiment import compare
-
-            if FLAGS.config is None:
-                raise train.RunError(
-                    "--config is required (e.g. --config=configs/compare_arith.py)")
-            compare.run(FLAGS.config, FLAGS.workdir, report_only=FLAGS.report_only,
-                        detach=FLAGS.detach, dry_run=FLAGS.dry_run)
-        elif command == "start":
-            from frontier_rl.experiment import starts
-
-            if FLAGS.config is None:
-                raise train.RunError(
-                    "--config is required (e.g. --config=configs/compare_arith.py)")
-            if not FLAGS.seeds.isdigit():
-                raise train.RunError(f"--seeds={FLAGS.seeds!r}: start makes one start, from one "
-                                     "seed (e.g. --seeds=0)")
-            starts.make(FLAGS.config, int(FLAGS.seeds), FLAGS.out)
-        elif command == "sim":
-            from frontier_rl.sim import run as sim_run
-
-            if len(argv) > 2:
-                if argv[2] != "calibrate":
-                    raise train.RunError(f"sim has one subcommand, calibrate; got {argv[2]!r}")
-                from frontier_rl.sim import calibrate
-
-                calibrate.main(FLAGS.workdir, FLAGS.fit, FLAGS.predict, FLAGS.update,
-                               FLAGS.sim_seeds)
-                return 0
-            if FLAGS.config is None:
-                raise train.RunError("--config is required (e.g. --config=configs/sim_heapa.py)")
-            if "controls" in FLAGS.config:  # headroom, harm, HIVE/DS (sim/controls.py)
-                from frontier_rl.sim import controls as sim_controls
-
-                sim_controls.main(FLAGS.config, FLAGS.workdir)
-            else:
-                sim_run.main(FLAGS.config, FLAGS.workdir)
-        elif command == "bench":
-            from frontier_rl import bench
-
-            if len(argv) < 3:
-                raise train.RunError(f"bench needs one of {sorted(bench.BENCHES)}")
-            if argv[2] == "engine":
-                from frontier_rl.bench import engine as bench_engine
-
-                if FLAGS.config is None:
-                    raise train.RunError("bench engine needs --config (e.g. "
-                                         "configs/arith_grpo.py) and --workdir")
-                bench_engine.main(FLAGS.config, FLAGS.workdir, repeats=FLAGS.repeats,
-                                  as_json=FLAGS.json)
-            elif argv[2] == "staleness":
-                from frontier_rl.bench import staleness as bench_staleness
-
-                if FLAGS.config is None or not FLAGS.workdir:
-                    raise train.RunError("bench staleness needs --config (e.g. "
-                                         "configs/compare_arith.py) and --workdir")
-                bench_staleness.main(FLAGS.config, FLAGS.workdir, repeats=FLAGS.repeats,
-                                     as_json=FLAGS.json)
-            elif argv[2] == "sync":
-                from frontier_rl.bench import sync as bench_sync
-
-                bench_sync.main(FLAGS.bench_config, repeats=FLAGS.repeats, as_json=FLAGS.json,
-                                workdir=FLAGS.workdir)
-            elif argv[2] == "packed":
-                from frontier_rl.bench import packed as bench_packed
-
-                bench_packed.main(repeats=FLAGS.repeats, as_json=FLAGS.json)
-            elif argv[2] == "warmstart":
-                from frontier_rl.bench import warmstart as bench_warmstart
-
-                if FLAGS.config is None:
-                    raise train.RunError("bench warmstart needs --config (e.g. "
-                                         "configs/compare_arith.py) and --seeds")
-                bench_warmstart.main(FLAGS.config, FLAGS.seeds, as_json=FLAGS.json,
-                                     workdir=FLAGS.workdir)
-            elif argv[2] == "selection":
-                from frontier_rl.bench import selection as bench_selection
-
-                bench_selection.main(FLAGS.selector, sizes=[int(s) for s in FLAGS.sizes],
-                                     repeats=FLAGS.repeats, as_json=FLAGS.json)
-            else:
-                bench.main(argv[2], config_name=FLAGS.bench_config, repeats=FLAGS.repeats,
-                           as_json=FLAGS.json)
-        elif command == "fit":
-            import shlex
-
-            from frontier_rl.fit import command as fit
-            from frontier_rl.fit import propose as fit_propose
-
-            if FLAGS.config is None:
-                raise train.RunError("--config is required (e.g. --config=configs/scale.py:"
-                                     "qwen2.5-math-1.5b)")
-            report = fit.main(
-                FLAGS.config, FLAGS.mesh, FLAGS.device, FLAGS.json, target=FLAGS.target,
-                hosts=FLAGS.hosts, after=fit_propose.hook(
-                    search=FLAGS.propose, apply=FLAGS.apply,
-                    source=(config_flags.get_config_filename(FLAGS["config"]),
-                            config_flags.get_override_values(FLAGS["config"])),
-                    command=shlex.join(["frontier-rl", *sys.argv[1:]])))
-            if report.get("error_kind") == fit.COMPILE_ERROR:
-                return 4  # an error of the run, not a memory verdict
-            if FLAGS.target and not report["fits"]:
-                return 3  # launch/run_gpu.sh stops on it
-        elif command == "eval":
-            from frontier_rl.evaluation import suite as eval_suite
-
-            if FLAGS.config is None:
-                raise train.RunError("--config is required (e.g. --config=configs/math_grpo.py)")
-            eval_suite.run(FLAGS.config, FLAGS.workdir, step=FLAGS.step, model=FLAGS.model)
-        elif command == "data":
-            from frontier_rl import data
-
-            if len(argv) < 3 or argv[2] != "prepare":
-                raise train.RunError("data needs a subcommand: data prepare --src=FILE --name=NAME")
-            data.main(FLAGS.src, FLAGS.name, FLAGS.data_dir)
-        elif command == "serve":
-            from frontier_rl.rollout import serve
-
-            serve.main(FLAGS.model, FLAGS.workdir, FLAGS.port, FLAGS.host)
-        elif command == "protocol":
-            from frontier_rl.experiment import protocol
-
-            if FLAGS.config is None or not FLAGS.config.get("protocol"):
-                raise train.RunError("--config must be a paper config (configs/math_*.py, "
-                                     "compare_math.py; not :smoke): only those carry sources")
-            from frontier_rl.experiment import hub_fetch
-
-            print(protocol.table(FLAGS.config) + hub_fetch.hub_table(FLAGS.config))
-        elif command == "export":
-            from frontier_rl import policy
-
-            if not FLAGS.workdir:
-                raise train.RunError("--workdir is required (the run directory to export)")
-            out = policy.export_run(FLAGS.workdir, FLAGS.out, FLAGS.step)
-            print(f"exported {FLAGS.workdir} to {out}")
+        return _RUNS[command](argv)
     except Interrupted as e:  # Ctrl-C in a comparison of worker processes: each checkpointed
         print(f"frontier-rl {command}: {e}", file=sys.stderr)
         return 130
@@ -293,7 +289,6 @@ def _main(argv: list[str]) -> int:
         print(f"frontier-rl {command}: error: out of host memory; lower the config's sizes "
               "(rl.batch_size, rl.group_size, rollout.max_new_tokens)", file=sys.stderr)
         return 1
-    return 0
 
 
 def _interrupted(command: str) -> str:

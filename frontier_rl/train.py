@@ -147,43 +147,13 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
     # ======================================================================= device functions
     trainer = update.make_trainer(config, graphdef, mesh)
     params, opt_state = trainer.init(pol.params)
-    sampler = Sampler(graphdef, mcfg, eos_id=policy.stop_ids(mcfg, tokenizer),
-                      pad_id=tokenizer.pad_token_id, prompt_buckets=PROMPT_BUCKETS,
-                      max_new_tokens=config.rollout.max_new_tokens, mesh=mesh)
-    # The sampler returns log-probs of softmax(logits / T) before top-p truncation, what the
-    # trainer computes at the same T, so they serve as the old policy's unless the engine is
-    # another implementation or top-p truncates (rollout/engine.py `recompute_old_logp`).
-    engine = _make_engine(config, workdir, sampler, trainer, graphdef, mcfg, tokenizer,
-                          encode_prompt(tokenizer, task.train[0].text))
-    entropy_fn = PromptEntropy(graphdef, pad_id=tokenizer.pad_token_id,
-                               prompt_buckets=PROMPT_BUCKETS, mesh=mesh,
-                               micro_batch=config.rollout.entropy_batch,
-                               chunk=config.model.logits_chunk)
-    # FLOPs of every rollout, entropy pass, old-logprob pass and update: XLA's cost analysis of
-    # each compiled function x its calls, beside the 2N/6N formula (fit/accounting.py).
-    # Their costs are kept beside the compiled programs for the other runs of a comparison.
-    accountant = Accountant(mcfg, params, sampler=sampler, entropy=entropy_fn, trainer=trainer,
-                            store=os.path.join(cache_dir, "frontier_rl_costs") if primary
-                            else None, store_key=cost_store_key(
-                                config, mcfg, policy.stop_ids(mcfg, tokenizer),
-                                tokenizer.pad_token_id))
-    # With eval.sets the benchmark files replace the task's held-out split (eval_suite.py).
-    if config.eval.get("sets"):
-        task.eval = eval_suite.suite_task(config.task.name, _task_fields(config),
-                                          config.eval.sets).eval
-    task.eval = _drop_overlong(task, "eval", tokenizer, prompt_cap)
-    evaluator = eval_suite.Evaluator(engine, tokenizer, task, config.eval, seed=seed + 7)
+    sampler, engine, entropy_fn = _generation(config, workdir, pol, mesh, trainer, task)
+    accountant = _accountant(config, pol, params, sampler, entropy_fn, trainer,
+                             os.path.join(cache_dir, "frontier_rl_costs") if primary else None)
+    evaluator = _evaluator(config, task, engine, tokenizer, prompt_cap)
 
     # ======================================================================= selector
-    ctx = PolicyContext(
-        sampler=sampler, tokenizer=tokenizer, prompts=list(task.train), verify=task.verify,
-        shape_rewards=update.reward_shaper(config, task.reward_values),
-        reward_values=task.reward_values, group_size=config.rl.group_size,
-        batch_size=config.rl.batch_size, temperature=config.rollout.temperature,
-        top_p=config.rollout.top_p, top_k=config.rollout.top_k, seed=seed,
-        prompt_entropy_fn=entropy_fn, flops_per_token=2.0 * mcfg.num_params(),
-        accountant=accountant, verify_many=task.verify_many, engine=engine,
-        prompt_wrapper=task.prompt_wrapper)
+    ctx = _context(config, task, pol, sampler, entropy_fn, accountant, engine)
     task.train, pool_metrics = _compose_pool(config, task, ctx, engine, params, workdir, say)
     ctx.prompts = list(task.train)
     selector = selection.make(config.selector.name, config.selector, len(task.train), seed)
@@ -202,17 +172,21 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
     if primary:  # the config this run now continues under (checked against the checkpoint)
         _write_json(os.path.join(workdir, "config.json"), config)
     if start_step == 0:
-        t0 = time.perf_counter()
-        run_state.last_eval = evaluator.run(params, 0)
-        writer.write(0, {**run_state.last_eval, **_start_metrics(task, pol.warmstart),
-                         **pool_metrics,
-                         "evalset/correct_counts": list(evaluator.counts),
-                         "evalset/prompt_buckets": [p.bucket for p in task.eval],
-                         "evalset/empty_buckets": list(evaluator.empty),
-                         "perf/eval_time": time.perf_counter() - t0, "rollout/total": 0})
-        say(_eval_line(0, run_state.last_eval, task.buckets, config.eval.k, evaluator.empty))
+        _first_eval(config, task, pol, params, evaluator, run_state, writer, pool_metrics, say)
+    return _loop(config, workdir, run_state, params, opt_state, start_step, task=task, pol=pol,
+                 evaluator=evaluator, writer=writer, updater=updater, compiles=compiles,
+                 compiles_before=compiles_before, say=say)
 
+
+def _loop(config, workdir: str, run_state: _RunState, params, opt_state, start_step: int, *,
+          task, pol, evaluator, writer, updater, compiles, compiles_before: dict,
+          say) -> dict[str, float]:
+    """The steps, from `start_step` until rl.num_steps or the budget, then the run's end: the
+    last evaluation, the checkpoints closed, final_metrics.json."""
     # ======================================================================= loop
+    ctx, engine, accountant = run_state.ctx, run_state.engine, run_state.accountant
+    selector, pipe, primary = run_state.selector, run_state.pipe, distributed.is_primary()
+    graphdef, mcfg, tokenizer = pol.graphdef, pol.mcfg, pol.tokenizer
     num_steps, meter = config.rl.num_steps, budget_rule.Meter.of(config)
     bar = _progress(config.log.progress, start_step, num_steps, meter,
                     _spent(meter, ctx, accountant))
@@ -259,13 +233,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
             record.update(pipe.metrics())  # lag and overlapped phases (rl.staleness)
             if (evaluator.due(step, rollouts_before, ctx.counters["rollouts"], last)
                     or meter.eval_due(spent_before, spent)):
-                t0 = time.perf_counter()
-                run_state.last_eval = evaluator.run(params, step)
-                run_state.clock["eval"] += time.perf_counter() - t0
-                record.update(run_state.last_eval)
-                record["evalset/correct_counts"] = list(evaluator.counts)
-                record["perf/eval_time"] = time.perf_counter() - t0
-                record["perf/cum_eval_time"] = run_state.clock["eval"]
+                record.update(_evaluate(evaluator, params, step, run_state))
             writer.write(step, record)
             collapse.observe(step, record)
             stop = updater.diverged(step) or collapse.stop(step, run_state.ckpt)
@@ -308,6 +276,86 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
         _write_json(os.path.join(workdir, "final_metrics.json"),
                     {"step": step, "rollouts": ctx.counters["rollouts"], **run_state.last_eval})
     return run_state.last_eval
+
+
+# ============================================================================ the run's parts
+
+
+def _generation(config, workdir: str, pol, mesh, trainer, task):
+    """The sampler, the rollout engine over it and the prompt-entropy pass."""
+    graphdef, mcfg, tokenizer = pol.graphdef, pol.mcfg, pol.tokenizer
+    sampler = Sampler(graphdef, mcfg, eos_id=policy.stop_ids(mcfg, tokenizer),
+                      pad_id=tokenizer.pad_token_id, prompt_buckets=PROMPT_BUCKETS,
+                      max_new_tokens=config.rollout.max_new_tokens, mesh=mesh)
+    # The sampler returns log-probs of softmax(logits / T) before top-p truncation, what the
+    # trainer computes at the same T, so they serve as the old policy's unless the engine is
+    # another implementation or top-p truncates (rollout/engine.py `recompute_old_logp`).
+    engine = _make_engine(config, workdir, sampler, trainer, graphdef, mcfg, tokenizer,
+                          encode_prompt(tokenizer, task.train[0].text))
+    entropy_fn = PromptEntropy(graphdef, pad_id=tokenizer.pad_token_id,
+                               prompt_buckets=PROMPT_BUCKETS, mesh=mesh,
+                               micro_batch=config.rollout.entropy_batch,
+                               chunk=config.model.logits_chunk)
+    return sampler, engine, entropy_fn
+
+
+def _accountant(config, pol, params, sampler, entropy_fn, trainer, store: str | None):
+    """FLOPs of every rollout, entropy pass, old-logprob pass and update: XLA's cost analysis of
+    each compiled function x its calls, beside the 2N/6N formula (fit/accounting.py). Their
+    costs are kept in `store`, beside the compiled programs, for the other runs of a
+    comparison (process 0 only)."""
+    mcfg, tokenizer = pol.mcfg, pol.tokenizer
+    return Accountant(mcfg, params, sampler=sampler, entropy=entropy_fn, trainer=trainer,
+                      store=store, store_key=cost_store_key(
+                          config, mcfg, policy.stop_ids(mcfg, tokenizer),
+                          tokenizer.pad_token_id))
+
+
+def _evaluator(config, task, engine, tokenizer, prompt_cap: int):
+    """Held-out evaluation on the task's eval split, or with eval.sets on the benchmark files
+    that replace it (evaluation/suite.py); prompts over the cap are dropped."""
+    if config.eval.get("sets"):
+        task.eval = eval_suite.suite_task(config.task.name, _task_fields(config),
+                                          config.eval.sets).eval
+    task.eval = _drop_overlong(task, "eval", tokenizer, prompt_cap)
+    return eval_suite.Evaluator(engine, tokenizer, task, config.eval, seed=config.seed + 7)
+
+
+def _context(config, task, pol, sampler, entropy_fn, accountant, engine) -> PolicyContext:
+    """The selectors' door to the device: rollouts, pass rates, prompt entropy, generation."""
+    return PolicyContext(
+        sampler=sampler, tokenizer=pol.tokenizer, prompts=list(task.train), verify=task.verify,
+        shape_rewards=update.reward_shaper(config, task.reward_values),
+        reward_values=task.reward_values, group_size=config.rl.group_size,
+        batch_size=config.rl.batch_size, temperature=config.rollout.temperature,
+        top_p=config.rollout.top_p, top_k=config.rollout.top_k, seed=config.seed,
+        prompt_entropy_fn=entropy_fn, flops_per_token=2.0 * pol.mcfg.num_params(),
+        accountant=accountant, verify_many=task.verify_many, engine=engine,
+        prompt_wrapper=task.prompt_wrapper)
+
+
+def _first_eval(config, task, pol, params, evaluator, run_state, writer, pool_metrics: dict,
+                say) -> None:
+    """Step 0's record: the evaluation at the start, the warm start's and the pool's figures."""
+    t0 = time.perf_counter()
+    run_state.last_eval = evaluator.run(params, 0)
+    writer.write(0, {**run_state.last_eval, **_start_metrics(task, pol.warmstart),
+                     **pool_metrics,
+                     "evalset/correct_counts": list(evaluator.counts),
+                     "evalset/prompt_buckets": [p.bucket for p in task.eval],
+                     "evalset/empty_buckets": list(evaluator.empty),
+                     "perf/eval_time": time.perf_counter() - t0, "rollout/total": 0})
+    say(_eval_line(0, run_state.last_eval, task.buckets, config.eval.k, evaluator.empty))
+
+
+def _evaluate(evaluator, params, step: int, run_state) -> dict:
+    """A step's evaluation, timed into the run's clock: the record's eval/ and evalset/ fields."""
+    t0 = time.perf_counter()
+    run_state.last_eval = evaluator.run(params, step)
+    run_state.clock["eval"] += time.perf_counter() - t0
+    return {**run_state.last_eval, "evalset/correct_counts": list(evaluator.counts),
+            "perf/eval_time": time.perf_counter() - t0,
+            "perf/cum_eval_time": run_state.clock["eval"]}
 
 
 # ============================================================================ the loop's parts

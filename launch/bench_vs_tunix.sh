@@ -75,7 +75,7 @@ done
 "$FRL_PYTHON" - "$OUT" "$ROUNDS" "$REPEATS" "${RESULT:-}" <<'EOF'
 import json, statistics, sys
 
-from frontier_rl import provenance
+from frontier_rl.run import provenance
 
 out, rounds, repeats, result = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 load = lambda side, bench, r: json.load(open(f"{out}/{side}-{bench}-{r}.json"))

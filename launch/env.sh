@@ -71,7 +71,7 @@ case "$ACCEL" in
   gpu|gpu-cuda13|tpu)
     eval "$("$VENV/bin/python" - "${ACCEL%%-*}" <<'PY'
 import os, shlex, sys
-from frontier_rl import targets
+from frontier_rl.fit import targets
 env = {k: os.environ.get(k, "") for k in ("XLA_FLAGS", "LIBTPU_INIT_ARGS")}
 targets.set_overlap_flags(sys.argv[1], env)
 print("\n".join(f"export {k}={shlex.quote(v)}" for k, v in env.items() if v))
