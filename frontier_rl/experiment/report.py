@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import NamedTuple
 
 import numpy as np
 
@@ -767,182 +768,200 @@ def _medium_share(r: dict) -> float | None:
     return float(sum(h[1:-1])) if len(h) > 2 else None
 
 
-def claims(results: dict) -> list[dict]:
-    """The papers' qualitative claims, each with the measured numbers and whether it held, by
-    the paired t-interval over seeds (no verdict below 3 seeds)."""
-    by = _by_method(results)
-    seeds = ",".join(str(s) for s in results["seeds"])
-    metric = _primary(results)
+class _Claim(NamedTuple):
+    """One of the papers' claims as measured. test: its paired (p-value, seeds), which puts it
+    in the confirmatory family; an accuracy comparison's adds its arms (`pair`), so that the
+    family counts a claim that repeats a main-table verdict once."""
 
-    def have(*ms):
-        return all(by.get(m) for m in ms)
+    claim: str
+    source: str
+    methods: str
+    measured: str
+    held: str
+    note: str = ""
+    test: tuple | None = None
 
-    def mean(m, key):
-        return _ms([r[key] for r in by[m]])[0]
+    def record(self, seeds: str) -> dict:
+        out = {"claim": self.claim, "source": self.source, "methods": self.methods,
+               "measured": self.measured, "held": self.held, "note": self.note, "seeds": seeds}
+        if self.test is not None:
+            out["p"], out["n"] = self.test[:2]
+            if len(self.test) > 2:
+                out["pair"] = list(self.test[2])
+        return out
 
-    out = []
 
-    def add(claim, source, methods, measured, held, note="", test=None):
-        """test: the claim's paired (p-value, seeds), which puts it in the confirmatory family;
-        an accuracy comparison's adds its arms (`pair`), so that the family counts a claim that
-        repeats a main-table verdict once."""
-        out.append({"claim": claim, "source": source, "methods": methods, "measured": measured,
-                    "held": held, "note": note, "seeds": seeds})
-        if test is not None:
-            out[-1]["p"], out[-1]["n"] = test[:2]
-            if len(test) > 2:
-                out[-1]["pair"] = list(test[2])
+def _have(by: dict, *ms: str) -> bool:
+    return all(by.get(m) for m in ms)
 
-    def compare(a, b):
-        """Final accuracy of a vs b on the primary bucket: means, the verdict on "a above b",
-        the paired interval with its MDD."""
-        va, vb = mean(a, "final"), mean(b, "final")
-        d = paired(by[a], by[b], metric)
-        if d is None:
-            return va, vb, "n/a", "no per-prompt eval counts on common seeds", None
-        return va, vb, stats.verdict(d), (f"{a} - {b} = {d.fmt(signed=True)} points on {metric} "
-                                          f"(95% CI, MDD {d.fmt_mdd_both()} at the sd / its "
-                                          "upper bound)"), (*_test(d), (a, b))
 
-    def seedwise(a, b, value, lower_is_better=False):
-        """A per-run quantity of a vs b: the t-interval over the per-seed differences (signed
-        so that > 0 is the claimed direction) and its verdict."""
-        sa = {r["seed"]: value(r) for r in by[a]}
-        sb = {r["seed"]: value(r) for r in by[b]}
-        common = [x for x in sorted(sa) if x in sb and sa[x] is not None and sb[x] is not None]
-        if not common:
-            return None, "n/a"
-        diff = np.array([sa[x] - sb[x] for x in common], float)
-        d = stats.seed_interval(-diff if lower_is_better else diff)
-        return d, stats.verdict(d)
+def _mean(by: dict, m: str, key: str) -> float:
+    return _ms([r[key] for r in by[m]])[0]
 
-    def zv(r):
-        return r["zero_var_easy"] + r["zero_var_hard"]
 
-    # 1. HIVE reaches DS's accuracy with fewer rollouts (HIVE Table 1): per seed, the target is
-    # DS's final accuracy on the primary bucket; ratio DS / HIVE rollouts-to-target.
-    if have("hive", "ds"):
-        cells, pairs, reached = [], [], {}
-        hive = {r["seed"]: r for r in by["hive"]}
-        for r_ds in by["ds"]:
-            r_h, t = hive.get(r_ds["seed"]), r_ds["final"]
-            if r_h is None or not math.isfinite(t):
-                continue
-            x_ds = to_target(r_ds["curve"], t, "rollouts")
-            x_h = to_target(r_h["curve"], t, "rollouts")
-            pairs.append((x_ds, r_ds["curve"]["rollouts"][-1], x_h, r_h["curve"]["rollouts"][-1]))
-            reached[r_ds["seed"]] = {"ds": x_ds, "hive": x_h}
-            cells.append(f"s{r_ds['seed']}: DS final {t:.1f} at {x_ds:,.0f}; HIVE "
-                         + (f"{x_h:,.0f}" if x_h is not None else
-                            f"not reached (> {r_h['curve']['rollouts'][-1]:,.0f})"))
-        iv, bound, dropped = _log_ratios(pairs)
-        ratio, held = _ratio_cells(iv, bound, dropped, reached)
-        a, b, _, note, _ = compare("hive", "ds")
-        test = _test(None if held.startswith(stats.NO_VERDICT) else iv)  # censored: untested
-        add("HIVE reaches DS's accuracy with fewer rollouts", "HIVE Table 1", "hive, ds",
-            "; ".join(cells) + f"; ratio DS / HIVE rollouts-to-target {ratio}; accuracy at the "
-            f"budget: hive {a:.1f}, ds {b:.1f}", held,
-            "t-interval on the per-seed log ratios; a seed where HIVE never reaches DS's final "
-            "accuracy is shown at HIVE's final rollouts (its ratio an upper bound) and the "
-            "ratio gets no verdict; " + note, test)
-    else:
-        add("HIVE reaches DS's accuracy with fewer rollouts", "HIVE Table 1", "hive, ds",
-            "not run", "n/a", "add hive and ds to compare.run")
-    # 1a. The papers' own design (HIVE Table 1: DS, GRESO, HIVE for the same steps): at matched
-    # steps, the rollouts each spent; DS / HIVE (and GRESO / HIVE) as a ratio, t-interval on
-    # the per-seed log ratios.
-    for other in ("ds", "greso"):
-        claim = f"HIVE spends fewer rollouts than {other.upper()} at matched steps"
-        if results.get("budget_kind") != "steps":
-            add(claim, "HIVE Table 1", f"hive, {other}", "not measured: this comparison "
-                "matched rollouts", "n/a", "the papers' design matches steps: run with "
-                "compare.budget=steps (configs/compare_arith.py:hive_steps)")
+def _compare(by: dict, metric: str, a: str, b: str) -> tuple:
+    """Final accuracy of a vs b on the primary bucket: means, the verdict on "a above b",
+    the paired interval with its MDD."""
+    va, vb = _mean(by, a, "final"), _mean(by, b, "final")
+    d = paired(by[a], by[b], metric)
+    if d is None:
+        return va, vb, "n/a", "no per-prompt eval counts on common seeds", None
+    return va, vb, stats.verdict(d), (f"{a} - {b} = {d.fmt(signed=True)} points on {metric} "
+                                      f"(95% CI, MDD {d.fmt_mdd_both()} at the sd / its "
+                                      "upper bound)"), (*_test(d), (a, b))
+
+
+def _seedwise(by: dict, a: str, b: str, value, lower_is_better: bool = False
+              ) -> tuple[stats.Interval | None, str]:
+    """A per-run quantity of a vs b: the t-interval over the per-seed differences (signed
+    so that > 0 is the claimed direction) and its verdict."""
+    sa = {r["seed"]: value(r) for r in by[a]}
+    sb = {r["seed"]: value(r) for r in by[b]}
+    common = [x for x in sorted(sa) if x in sb and sa[x] is not None and sb[x] is not None]
+    if not common:
+        return None, "n/a"
+    diff = np.array([sa[x] - sb[x] for x in common], float)
+    d = stats.seed_interval(-diff if lower_is_better else diff)
+    return d, stats.verdict(d)
+
+
+def _zero_var(r: dict) -> float:
+    return r["zero_var_easy"] + r["zero_var_hard"]
+
+
+def _to_target_claim(by: dict, metric: str) -> _Claim:
+    """HIVE reaches DS's accuracy with fewer rollouts (HIVE Table 1): per seed, the target is
+    DS's final accuracy on the primary bucket; ratio DS / HIVE rollouts-to-target."""
+    if not _have(by, "hive", "ds"):
+        return _Claim("HIVE reaches DS's accuracy with fewer rollouts", "HIVE Table 1",
+                      "hive, ds", "not run", "n/a", "add hive and ds to compare.run")
+    cells, pairs, reached = [], [], {}
+    hive = {r["seed"]: r for r in by["hive"]}
+    for r_ds in by["ds"]:
+        r_h, t = hive.get(r_ds["seed"]), r_ds["final"]
+        if r_h is None or not math.isfinite(t):
             continue
-        if not have("hive", other):
-            add(claim, "HIVE Table 1", f"hive, {other}", "not run", "n/a",
-                f"add hive and {other} to compare.run")
-            continue
-        iv, per_seed = rollout_ratio(by[other], by["hive"])
-        if iv is None:
-            add(claim, "HIVE Table 1", f"hive, {other}", "no common seeds", "n/a")
-            continue
-        add(claim, "HIVE Table 1", f"hive, {other}",
-            f"{per_seed}; {other} / hive = {iv.fmt(2)} (95% CI, geometric mean over seeds)",
-            stats.verdict(iv), "paired per seed at the same steps; t-interval on the per-seed "
-            "log ratios; the paper reports 2.45x fewer rollouts than DS at 1.5B", _test(iv))
-    # 1b. ... at equal accuracy: HIVE's final accuracy is equivalent to DS's and GRESO's, by two
-    # one-sided tests at the margin fixed before the run (a "not distinguishable" would not say
-    # it; a margin chosen after the results are seen would not test it).
+        x_ds = to_target(r_ds["curve"], t, "rollouts")
+        x_h = to_target(r_h["curve"], t, "rollouts")
+        pairs.append((x_ds, r_ds["curve"]["rollouts"][-1], x_h, r_h["curve"]["rollouts"][-1]))
+        reached[r_ds["seed"]] = {"ds": x_ds, "hive": x_h}
+        cells.append(f"s{r_ds['seed']}: DS final {t:.1f} at {x_ds:,.0f}; HIVE "
+                     + (f"{x_h:,.0f}" if x_h is not None else
+                        f"not reached (> {r_h['curve']['rollouts'][-1]:,.0f})"))
+    iv, bound, dropped = _log_ratios(pairs)
+    ratio, held = _ratio_cells(iv, bound, dropped, reached)
+    a, b, _, note, _ = _compare(by, metric, "hive", "ds")
+    test = _test(None if held.startswith(stats.NO_VERDICT) else iv)  # censored: untested
+    return _Claim(
+        "HIVE reaches DS's accuracy with fewer rollouts", "HIVE Table 1", "hive, ds",
+        "; ".join(cells) + f"; ratio DS / HIVE rollouts-to-target {ratio}; accuracy at the "
+        f"budget: hive {a:.1f}, ds {b:.1f}", held,
+        "t-interval on the per-seed log ratios; a seed where HIVE never reaches DS's final "
+        "accuracy is shown at HIVE's final rollouts (its ratio an upper bound) and the "
+        "ratio gets no verdict; " + note, test)
+
+
+def _matched_steps_claim(results: dict, by: dict, other: str) -> _Claim:
+    """The papers' own design (HIVE Table 1: DS, GRESO, HIVE for the same steps): at matched
+    steps, the rollouts each spent; `other` / HIVE as a ratio, t-interval on the per-seed log
+    ratios."""
+    claim = f"HIVE spends fewer rollouts than {other.upper()} at matched steps"
+    if results.get("budget_kind") != "steps":
+        return _Claim(claim, "HIVE Table 1", f"hive, {other}", "not measured: this comparison "
+                      "matched rollouts", "n/a", "the papers' design matches steps: run with "
+                      "compare.budget=steps (configs/compare_arith.py:hive_steps)")
+    if not _have(by, "hive", other):
+        return _Claim(claim, "HIVE Table 1", f"hive, {other}", "not run", "n/a",
+                      f"add hive and {other} to compare.run")
+    iv, per_seed = rollout_ratio(by[other], by["hive"])
+    if iv is None:
+        return _Claim(claim, "HIVE Table 1", f"hive, {other}", "no common seeds", "n/a")
+    return _Claim(
+        claim, "HIVE Table 1", f"hive, {other}",
+        f"{per_seed}; {other} / hive = {iv.fmt(2)} (95% CI, geometric mean over seeds)",
+        stats.verdict(iv), "paired per seed at the same steps; t-interval on the per-seed "
+        "log ratios; the paper reports 2.45x fewer rollouts than DS at 1.5B", _test(iv))
+
+
+def _equivalence_claim(results: dict, by: dict, metric: str, other: str) -> _Claim:
+    """... at equal accuracy: HIVE's final accuracy is equivalent to `other`'s, by two
+    one-sided tests at the margin fixed before the run (a "not distinguishable" would not say
+    it; a margin chosen after the results are seen would not test it)."""
     delta = results.get("equivalence_margin")
-    for other in ("ds", "greso"):
-        claim = f"HIVE's accuracy is equivalent to {other.upper()}'s"
-        if not have("hive", other):
-            add(claim, "HIVE Table 1", f"hive, {other}", "not run", "n/a",
-                f"add hive and {other} to compare.run")
-            continue
-        a, b = mean("hive", "final"), mean(other, "final")
-        if delta is None:
-            add(claim, "HIVE Table 1", f"hive, {other}", f"final {metric}: hive {a:.1f}, "
-                f"{other} {b:.1f}", "n/a", "no equivalence margin was set before the run "
-                "(compare.equivalence_margin; these results predate it)")
-            continue
-        eq = equivalence(by["hive"], by[other], metric, delta)
-        if eq is None:
-            add(claim, "HIVE Table 1", f"hive, {other}", f"final {metric}: hive {a:.1f}, "
-                f"{other} {b:.1f}", "n/a", "no per-prompt eval counts on common seeds")
-            continue
-        v, (lo, hi) = eq
-        d = paired(by["hive"], by[other], metric)
-        ci90 = f"[{lo:+.1f}, {hi:+.1f}]" if d.n > 1 else "[—]"
-        p = stats.tost_p(d, delta) if d.n >= stats.MIN_SEEDS else None
-        add(claim, "HIVE Table 1", f"hive, {other}",
-            f"final {metric}: hive {a:.1f}, {other} {b:.1f}; hive - {other} = "
-            f"{d.fmt(signed=True)} points (95% CI), 90% CI {ci90}", v,
-            f"two one-sided tests at ±{delta:g} points (compare.equivalence_margin, set before "
-            f"the run; {_margin_source(results)}): equivalent when the 90% interval lies inside "
-            f"(−{delta:g}, +{delta:g}); better / worse when the 95% interval excludes 0 and "
-            f"equivalence is not shown; {tost_need(d, delta)}", (p, d.n))
-    # 2. HIVE's zero-variance ratios are lower than DS's and GRESO's (HIVE Fig. 5).
+    claim = f"HIVE's accuracy is equivalent to {other.upper()}'s"
+    if not _have(by, "hive", other):
+        return _Claim(claim, "HIVE Table 1", f"hive, {other}", "not run", "n/a",
+                      f"add hive and {other} to compare.run")
+    a, b = _mean(by, "hive", "final"), _mean(by, other, "final")
+    if delta is None:
+        return _Claim(claim, "HIVE Table 1", f"hive, {other}", f"final {metric}: hive {a:.1f}, "
+                      f"{other} {b:.1f}", "n/a", "no equivalence margin was set before the run "
+                      "(compare.equivalence_margin; these results predate it)")
+    eq = equivalence(by["hive"], by[other], metric, delta)
+    if eq is None:
+        return _Claim(claim, "HIVE Table 1", f"hive, {other}", f"final {metric}: hive {a:.1f}, "
+                      f"{other} {b:.1f}", "n/a", "no per-prompt eval counts on common seeds")
+    v, (lo, hi) = eq
+    d = paired(by["hive"], by[other], metric)
+    ci90 = f"[{lo:+.1f}, {hi:+.1f}]" if d.n > 1 else "[—]"
+    p = stats.tost_p(d, delta) if d.n >= stats.MIN_SEEDS else None
+    return _Claim(
+        claim, "HIVE Table 1", f"hive, {other}",
+        f"final {metric}: hive {a:.1f}, {other} {b:.1f}; hive - {other} = "
+        f"{d.fmt(signed=True)} points (95% CI), 90% CI {ci90}", v,
+        f"two one-sided tests at ±{delta:g} points (compare.equivalence_margin, set before "
+        f"the run; {_margin_source(results)}): equivalent when the 90% interval lies inside "
+        f"(−{delta:g}, +{delta:g}); better / worse when the 95% interval excludes 0 and "
+        f"equivalence is not shown; {tost_need(d, delta)}", (p, d.n))
+
+
+def _zero_var_claim(by: dict) -> _Claim:
+    """HIVE's zero-variance ratios are lower than DS's and GRESO's (HIVE Fig. 5)."""
     others = [m for m in ("ds", "greso") if by.get(m)]
-    if by.get("hive") and others:
-        zh = mean("hive", "zero_var_easy") + mean("hive", "zero_var_hard")
-        zo = {m: mean(m, "zero_var_easy") + mean(m, "zero_var_hard") for m in others}
-        res = {m: seedwise("hive", m, zv, lower_is_better=True) for m in others}
-        words = {v for _, v in res.values()}
-        v = words.pop() if len(words) == 1 else "mixed: " + "; ".join(
-            f"vs {m} {w}" for m, (_, w) in res.items())
-        diffs = "; ".join(f"{m} - hive = {d.fmt(3, signed=True)} (MDD {d.fmt_mdd(3)})"
-                          for m, (d, _) in res.items() if d is not None)
-        ps = [_test(d) for d, _ in res.values()]
-        test = (None if any(p is None for p, _ in ps) else max(p for p, _ in ps),
-                min(n for _, n in ps))  # lower than both: the larger p (intersection-union)
-        add("HIVE has lower zero-variance ratios (easy + hard) than DS and GRESO", "HIVE Fig. 5",
-            ", ".join(["hive"] + others),
-            f"hive {zh:.3f}; " + "; ".join(f"{m} {x:.3f}" for m, x in zo.items()), v,
-            f"paired t over seeds: {diffs}" + ("" if len(others) == 2 else "; greso not run"),
-            test)
+    if not (by.get("hive") and others):
+        return _Claim("HIVE has lower zero-variance ratios than DS and GRESO", "HIVE Fig. 5",
+                      "hive, ds, greso", "not run", "n/a", "add hive, ds, greso to compare.run")
+    zh = _mean(by, "hive", "zero_var_easy") + _mean(by, "hive", "zero_var_hard")
+    zo = {m: _mean(by, m, "zero_var_easy") + _mean(by, m, "zero_var_hard") for m in others}
+    res = {m: _seedwise(by, "hive", m, _zero_var, lower_is_better=True) for m in others}
+    words = {v for _, v in res.values()}
+    v = words.pop() if len(words) == 1 else "mixed: " + "; ".join(
+        f"vs {m} {w}" for m, (_, w) in res.items())
+    diffs = "; ".join(f"{m} - hive = {d.fmt(3, signed=True)} (MDD {d.fmt_mdd(3)})"
+                      for m, (d, _) in res.items() if d is not None)
+    ps = [_test(d) for d, _ in res.values()]
+    test = (None if any(p is None for p, _ in ps) else max(p for p, _ in ps),
+            min(n for _, n in ps))  # lower than both: the larger p (intersection-union)
+    return _Claim(
+        "HIVE has lower zero-variance ratios (easy + hard) than DS and GRESO", "HIVE Fig. 5",
+        ", ".join(["hive"] + others),
+        f"hive {zh:.3f}; " + "; ".join(f"{m} {x:.3f}" for m, x in zo.items()), v,
+        f"paired t over seeds: {diffs}" + ("" if len(others) == 2 else "; greso not run"),
+        test)
+
+
+def _heapa_claims(results: dict, by: dict, metric: str) -> list[_Claim]:
+    """HeaPA's accuracy claims: HeaPA beats uniform GRPO at equal rollouts (Tables 1-2); PS+PA
+    is below HeaPA and PathAgg >= ChildAgg (the Table 3 ablations)."""
+    out = []
+    if _have(by, "heapa", "uniform"):
+        a, b, v, note, test = _compare(by, metric, "heapa", "uniform")
+        out.append(_Claim(
+            "HeaPA beats uniform GRPO at equal rollouts", "HeaPA Tables 1-2", "heapa, uniform",
+            f"final Avg@{results['k']} {metric}: heapa {a:.1f}, uniform {b:.1f}", v, note, test))
     else:
-        add("HIVE has lower zero-variance ratios than DS and GRESO", "HIVE Fig. 5",
-            "hive, ds, greso", "not run", "n/a", "add hive, ds, greso to compare.run")
-    # 3. HeaPA beats uniform GRPO at equal rollouts (HeaPA Table 1).
-    if have("heapa", "uniform"):
-        a, b, v, note, test = compare("heapa", "uniform")
-        add("HeaPA beats uniform GRPO at equal rollouts", "HeaPA Tables 1-2", "heapa, uniform",
-            f"final Avg@{results['k']} {metric}: heapa {a:.1f}, uniform {b:.1f}", v, note, test)
+        out.append(_Claim(
+            "HeaPA beats uniform GRPO at equal rollouts", "HeaPA Tables 1-2", "heapa, uniform",
+            "not run", "n/a", "add heapa and uniform to compare.run"))
+    if _have(by, "heapa", "ps_aug"):
+        a, b, v, note, test = _compare(by, metric, "heapa", "ps_aug")
+        out.append(_Claim("PS+PA is below HeaPA", "HeaPA Table 3", "heapa, ps_aug",
+                          f"final {metric}: heapa {a:.1f}, ps_aug {b:.1f}", v, note, test))
     else:
-        add("HeaPA beats uniform GRPO at equal rollouts", "HeaPA Tables 1-2", "heapa, uniform",
-            "not run", "n/a", "add heapa and uniform to compare.run")
-    # 4. PS+PA is below HeaPA (HeaPA Table 3 ablation).
-    if have("heapa", "ps_aug"):
-        a, b, v, note, test = compare("heapa", "ps_aug")
-        add("PS+PA is below HeaPA", "HeaPA Table 3", "heapa, ps_aug",
-            f"final {metric}: heapa {a:.1f}, ps_aug {b:.1f}", v, note, test)
-    else:
-        add("PS+PA is below HeaPA", "HeaPA Table 3", "heapa, ps_aug", "not run", "n/a",
-            "add ps_aug to compare.run")
-    # 5. PathAgg >= ChildAgg (HeaPA Table 3).
-    if have("heapa", "heapa_childagg"):
-        a, b, v, note, test = compare("heapa", "heapa_childagg")
+        out.append(_Claim("PS+PA is below HeaPA", "HeaPA Table 3", "heapa, ps_aug", "not run",
+                          "n/a", "add ps_aug to compare.run"))
+    if _have(by, "heapa", "heapa_childagg"):
+        a, b, v, note, test = _compare(by, metric, "heapa", "heapa_childagg")
         same = [r["curve"]["metric"] for r in by["heapa"]] == [
             r["curve"]["metric"] for r in by["heapa_childagg"]]
         if same:
@@ -950,25 +969,45 @@ def claims(results: dict) -> list[dict]:
             note = ("identical curves in every seed: the aggregation only acts at a lineage "
                     "refresh (a recycle, or selector.heapa.refresh_every), and none changed a "
                     "selection within this budget")
-        add("PathAgg >= ChildAgg", "HeaPA Table 3", "heapa, heapa_childagg",
-            f"final {metric}: PathAgg {a:.1f}, ChildAgg {b:.1f}", v, note, test)
+        out.append(_Claim("PathAgg >= ChildAgg", "HeaPA Table 3", "heapa, heapa_childagg",
+                          f"final {metric}: PathAgg {a:.1f}, ChildAgg {b:.1f}", v, note, test))
     else:
-        add("PathAgg >= ChildAgg", "HeaPA Table 3", "heapa, heapa_childagg", "not run", "n/a",
-            "add heapa_childagg to compare.run")
-    # 6. Heap sampling shifts mass to the medium band (HeaPA §3).
-    if have("heapa", "uniform"):
-        sh = _ms([_medium_share(r) for r in by["heapa"]])[0]
-        su = _ms([_medium_share(r) for r in by["uniform"]])[0]
-        d, v = seedwise("heapa", "uniform", _medium_share)
-        add("Heap sampling shifts mass to the medium band (0 < pass rate < 1)", "HeaPA §3",
-            "heapa, uniform", f"share of rolled-out groups in the medium band: heapa {sh:.3f}, "
-            f"uniform {su:.3f}", v, "paired t over seeds" + (
-                "" if d is None else f": heapa - uniform = {d.fmt(3, signed=True)} "
-                                     f"(MDD {d.fmt_mdd(3)})"), _test(d))
-    else:
-        add("Heap sampling shifts mass to the medium band", "HeaPA §3", "heapa, uniform",
-            "not run", "n/a", "add heapa and uniform to compare.run")
+        out.append(_Claim("PathAgg >= ChildAgg", "HeaPA Table 3", "heapa, heapa_childagg",
+                          "not run", "n/a", "add heapa_childagg to compare.run"))
     return out
+
+
+def _medium_band_claim(by: dict) -> _Claim:
+    """Heap sampling shifts mass to the medium band (HeaPA §3)."""
+    if not _have(by, "heapa", "uniform"):
+        return _Claim("Heap sampling shifts mass to the medium band", "HeaPA §3",
+                      "heapa, uniform", "not run", "n/a", "add heapa and uniform to compare.run")
+    sh = _ms([_medium_share(r) for r in by["heapa"]])[0]
+    su = _ms([_medium_share(r) for r in by["uniform"]])[0]
+    d, v = _seedwise(by, "heapa", "uniform", _medium_share)
+    return _Claim(
+        "Heap sampling shifts mass to the medium band (0 < pass rate < 1)", "HeaPA §3",
+        "heapa, uniform", f"share of rolled-out groups in the medium band: heapa {sh:.3f}, "
+        f"uniform {su:.3f}", v, "paired t over seeds" + (
+            "" if d is None else f": heapa - uniform = {d.fmt(3, signed=True)} "
+                                 f"(MDD {d.fmt_mdd(3)})"), _test(d))
+
+
+def claims(results: dict) -> list[dict]:
+    """The papers' qualitative claims, each with the measured numbers and whether it held, by
+    the paired t-interval over seeds (no verdict below 3 seeds)."""
+    by = _by_method(results)
+    seeds = ",".join(str(s) for s in results["seeds"])
+    metric = _primary(results)
+    found = [
+        _to_target_claim(by, metric),
+        *(_matched_steps_claim(results, by, other) for other in ("ds", "greso")),
+        *(_equivalence_claim(results, by, metric, other) for other in ("ds", "greso")),
+        _zero_var_claim(by),
+        *_heapa_claims(results, by, metric),
+        _medium_band_claim(by),
+    ]
+    return [c.record(seeds) for c in found]
 
 
 def _test(d: stats.Interval | None) -> tuple[float | None, int]:
@@ -1364,10 +1403,9 @@ def _target_text(results: dict) -> str:
             "out of the interval and counted.")
 
 
-def write(results: dict, workdir: str) -> dict:
-    plot_paths = plots(results, os.path.join(workdir, "plots"))
-    k, metric, ref = results["k"], _primary(results), results["target_method"]
-    lines = [
+def _controls_lines(results: dict, metric: str) -> list[str]:
+    """The title, the budget and what the control arms say this testbed can detect."""
+    return [
         "# Matched-budget comparison",
         "",
         _budget_text(results) + f"; seeds {results['seeds']}.",
@@ -1397,6 +1435,12 @@ def write(results: dict, workdir: str) -> dict:
         "",
         controls_report.share_table(results),
         "",
+    ]
+
+
+def _statistics_lines(results: dict, k: int, metric: str) -> list[str]:
+    """The primary metric, how every comparison is tested, and the confirmatory family."""
+    return [
         f"Primary metric: held-out Avg@{k} on `{metric}` (at the eval temperature/top-p), the "
         "bucket pre-registered in the config (compare.metric)"
         + ("." if metric == "all" else "; `all` (every eval prompt) is secondary."),
@@ -1426,6 +1470,12 @@ def write(results: dict, workdir: str) -> dict:
         "",
         controls_report.family_text(results, family(results)),
         "",
+    ]
+
+
+def _accuracy_lines(results: dict, ref: str) -> list[str]:
+    """The settings, the starting point and the main table at the matched budget."""
+    return [
         "## Settings chosen so mechanisms fire",
         "",
         notes_section(results),
@@ -1447,6 +1497,13 @@ def write(results: dict, workdir: str) -> dict:
         "",
         starts_section(results),
         "",
+    ]
+
+
+def _exploratory_lines(results: dict, workdir: str, ref: str, metric: str) -> list[str]:
+    """The exploratory sections on accuracy: curve endpoints, noise scale, tuning, best-of
+    groups, buckets, ablations, mechanisms and the change from the start."""
+    return [
         "## Whole-curve endpoints",
         "",
         "Beside the pre-registered final value, which is a run's noisiest point: the mean "
@@ -1489,6 +1546,13 @@ def write(results: dict, workdir: str) -> dict:
         "",
         gain_table(results),
         "",
+    ]
+
+
+def _spend_lines(results: dict, ref: str) -> list[str]:
+    """What every run spent, the runs re-read at matched spends, the spend to the target, the
+    FLOPs counts side by side and the wall time."""
+    return [
         "## What every run spent",
         "",
         "Rollouts are every charged response (screening and probe rollouts included); generated "
@@ -1535,6 +1599,11 @@ def write(results: dict, workdir: str) -> dict:
         "",
         time_table(results),
         "",
+    ]
+
+
+def _plots_lines(plot_paths: list[str], ref: str) -> list[str]:
+    return [
         "## Plots",
         "",
         "The accuracy curves' bands are pointwise and unpaired (each arm's own spread over "
@@ -1544,6 +1613,12 @@ def write(results: dict, workdir: str) -> dict:
         "",
         *[f"![{os.path.basename(p)}](plots/{os.path.basename(p)})" for p in plot_paths],
         "",
+    ]
+
+
+def _claims_power_lines(results: dict) -> list[str]:
+    """The papers' claims as measured here, and the seeds their effects would need."""
+    return [
         "## The papers' claims, measured here",
         "",
         "A claim with a paired p-value is in the confirmatory family unless compare.confirmatory "
@@ -1563,6 +1638,22 @@ def write(results: dict, workdir: str) -> dict:
         "",
         controls_report.power_plan_table(results),
         "",
+    ]
+
+
+def write(results: dict, workdir: str) -> dict:
+    """Write `report.md` and `plots/*.png` into `workdir`: {"text": the report, "plots": the
+    plot paths}. The sections are built in reading order."""
+    plot_paths = plots(results, os.path.join(workdir, "plots"))
+    k, metric, ref = results["k"], _primary(results), results["target_method"]
+    lines = [
+        *_controls_lines(results, metric),
+        *_statistics_lines(results, k, metric),
+        *_accuracy_lines(results, ref),
+        *_exploratory_lines(results, workdir, ref, metric),
+        *_spend_lines(results, ref),
+        *_plots_lines(plot_paths, ref),
+        *_claims_power_lines(results),
     ]
     text = "\n".join(lines)
     with open(os.path.join(workdir, "report.md"), "w") as f:
