@@ -292,13 +292,87 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     where JAX's memory fraction and an external engine's settings are read. With an external
     engine on JAX's GPUs (launch/run_gpu.sh's colocated layout) the node's sum is added
     (node_memory.size: report["node"]). Returns the report dict."""
-    from frontier_rl.entropy import PromptEntropy
-    from frontier_rl.fit.shapes import PROMPT_BUCKETS, ROW_BUCKETS, bucket
-    from frontier_rl.models.transformer import attention_impl
-    from frontier_rl.rl import sharding, update
-    from frontier_rl.rollout import engines
-    from frontier_rl.rollout.engine import recompute_old_logp
-    from frontier_rl.rollout.sampler import Sampler, SampleShape
+    from frontier_rl.fit.shapes import PROMPT_BUCKETS
+    from frontier_rl.rl import update
+    from frontier_rl.rollout.sampler import Sampler
+
+    mesh, pool = _make_mesh(mesh_spec, device, target)
+    mcfg, graphdef, params = _abstract_policy(config, mesh, pool, device, target, say)
+    if sim is None:
+        say(f"  playing {config.selector.name} for {config.fit.sim_steps} steps on the synthetic "
+            "learner ...", flush=True)
+        sim = simulate(config)
+    s = _sizing(config, sim, mesh, mcfg, graphdef, params)
+
+    # The programs the run compiles, at the rows the selector's calls ask for.
+    not_sized: list[tuple[str, str]] = []
+    sampler = Sampler(graphdef, mcfg, eos_id=mcfg.eos_token_id or 0, pad_id=0,
+                      prompt_buckets=PROMPT_BUCKETS, max_new_tokens=config.rollout.max_new_tokens,
+                      mesh=mesh)
+    plans = _sampler_plans(s, sampler, not_sized)
+    plans += _entropy_plans(s, not_sized)
+    trainer = update.make_trainer(config, graphdef, mesh)
+    plans += _trainer_plans(s, trainer, not_sized)
+    if kinds is not None:
+        not_sized += [(p.program, "not asked for") for p in plans if p.kind not in kinds]
+        plans = [p for p in plans if p.kind in kinds]
+
+    # Each compiled and sized against the device's usable memory.
+    budget = _budget(device, target, s.external, env)
+    with (targets.compiling_for(target, pool) if target is not None
+          else contextlib.nullcontext()):
+        programs = _compile(plans, target, budget.usable, say)
+        cost_programs = _cost_programs(plans, say) if target is not None else []
+
+    report = _report(s, device, target, budget, programs, cost_programs, not_sized)
+    _add_advice(report, budget)
+    _add_node(report, s, budget, env)
+    report["churn"] = compile_churn(
+        config, sim, mesh, graphdef, mcfg, trainer, None if s.external else sampler,
+        logps=s.recompute or config.rl.kl_coef > 0,
+        platform=target.platform if target is not None else ("tpu" if budget.tpu else "gpu"))
+    return report
+
+
+@dataclasses.dataclass
+class _Sizing:
+    """What `check` plans every program from: the config and the selector's calls (`sim`),
+    the mesh and the abstract policy, the shapes the run pads to and the bytes per device that
+    stay resident beside each program."""
+
+    config: ml_collections.ConfigDict
+    sim: dict
+    mesh: object
+    mcfg: ModelConfig
+    graphdef: object
+    params: object
+    external: bool  # an external engine generates (rollout.engine)
+    recompute: bool  # the trainer recomputes the old policy's log-probs
+    plen: int  # fit.prompt_len padded to its prompt bucket
+    length: int  # a packed train row: plen + rollout.max_new_tokens
+    opt: int  # Adam's two moments
+    ref: int  # the KL reference policy's parameters (0 without a KL term)
+
+
+@dataclasses.dataclass
+class _Budget:
+    """The memory per device a program may use, and where its share comes from."""
+
+    device_bytes: int
+    share: float
+    source: str
+    tpu: bool
+    beside: bool  # an external engine shares JAX's GPUs: the node is summed (node_memory.py)
+
+    @property
+    def usable(self) -> float:
+        return self.share * self.device_bytes
+
+
+def _make_mesh(mesh_spec: dict[str, int], device: str, target) -> tuple[object, list]:
+    """(the mesh of `mesh_spec` on the target's compile-only devices, else JAX's, the device
+    pool it was cut from)."""
+    from frontier_rl.rl import sharding
 
     if target is None and device not in perf.DEVICE_BYTES:
         raise ValueError(f"--device={device!r} is not one of {sorted(perf.DEVICE_BYTES)}")
@@ -311,6 +385,14 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
         raise ValueError(f"--mesh needs {n} devices, {where}")
     mesh = sharding.make_mesh(mesh_spec["data"], mesh_spec["fsdp"], mesh_spec["model"],
                               devices=pool[:n])
+    return mesh, pool
+
+
+def _abstract_policy(config, mesh, pool: list, device: str, target, say=print) -> tuple:
+    """(model config, graphdef, abstract params) of the policy a run of `config` builds, with
+    the kernels the target's run builds; says what it is and where it is compiled."""
+    from frontier_rl.models.transformer import attention_impl
+
     mcfg = model_config(config)
     if target is not None:  # the kernels the target's run builds (cuDNN attention on a GPU)
         mcfg = dataclasses.replace(mcfg, attention=attention_impl(mcfg, target.platform))
@@ -326,32 +408,42 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
         f"{mcfg.num_params() / 1e9:.2f}B parameters ({mcfg.param_dtype} master, {mcfg.dtype} "
         f"compute, remat {mcfg.remat}, attention {attention_impl(mcfg)}), mesh "
         f"{dict(mesh.shape)}, {where}")
-    if sim is None:
-        say(f"  playing {config.selector.name} for {config.fit.sim_steps} steps on the synthetic "
-            "learner ...", flush=True)
-        sim = simulate(config)
+    return mcfg, graphdef, params
+
+
+def _sizing(config, sim: dict, mesh, mcfg: ModelConfig, graphdef, params) -> _Sizing:
+    """The shapes and resident bytes every program of the run is planned with."""
+    from frontier_rl.fit.shapes import PROMPT_BUCKETS, bucket
+    from frontier_rl.rl import sharding
+    from frontier_rl.rollout import engines
+    from frontier_rl.rollout.engine import recompute_old_logp
+
     ro, rl = config.rollout, config.rl
     external = engines.entry(ro.engine).external
     plen = bucket(config.fit.prompt_len, PROMPT_BUCKETS)
-    length = plen + ro.max_new_tokens
-
     # What stays on the device beside each program: Adam's two moments (sharded like the
     # parameters; the step counts are negligible) and the KL reference policy.
-    param_sh = sharding.param_shardings(params, mesh)
-    param_bytes = _tree_bytes_per_device(params, param_sh)
-    ref = param_bytes if rl.kl_coef > 0 else 0
-    opt = 2 * param_bytes
-    plans: list[_Plan] = []
-    not_sized: list[tuple[str, str]] = []
-    rpc = ro.rows_per_call or "all"
+    param_bytes = _tree_bytes_per_device(params, sharding.param_shardings(params, mesh))
+    recompute = recompute_old_logp(rl.recompute_old_logp, ro.top_p,
+                                   types.SimpleNamespace(external=external), ro.top_k)
+    return _Sizing(config, sim, mesh, mcfg, graphdef, params, external, recompute, plen,
+                   length=plen + ro.max_new_tokens, opt=2 * param_bytes,
+                   ref=param_bytes if rl.kl_coef > 0 else 0)
 
-    # The sampler, per (token cap, greedy, top-p, top-k) and row bucket.
-    sampler = Sampler(graphdef, mcfg, eos_id=mcfg.eos_token_id or 0, pad_id=0,
-                      prompt_buckets=PROMPT_BUCKETS, max_new_tokens=ro.max_new_tokens, mesh=mesh)
-    variants = _sampler_variants(config, sim)
+
+def _sampler_plans(s: _Sizing, sampler, not_sized: list) -> list[_Plan]:
+    """The sampler's programs, per (token cap, greedy, top-p, top-k) variant at its largest row
+    bucket (every bucket with fit.every_bucket); what it leaves unsized (every variant when an
+    external engine generates, the smaller buckets) is added to `not_sized`."""
+    from frontier_rl.rollout.sampler import SampleShape
+
+    config, ro, params, plen = s.config, s.config.rollout, s.params, s.plen
+    rpc = ro.rows_per_call or "all"
+    plans = []
+    variants = _sampler_variants(config, s.sim)
     for (cap, greedy, top_p, top_k), v in sorted(variants.items(), key=lambda kv: kv[0]):
         name = "sampler: " + ", ".join(v["purposes"])
-        if external:
+        if s.external:
             not_sized.append((name, f"rollout.engine={ro.engine} generates: its server's "
                                     "memory, not JAX's"))
             continue
@@ -372,52 +464,59 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
                 name, "sampler", b, f"{plen}+{cap}", buckets[b],
                 lambda b=b, cap=cap, greedy=greedy, top_p=top_p, top_k=top_k: sampler.lower(
                     params, b, plen, cap, greedy=greedy, use_top_p=top_p, sample_top_k=top_k),
-                opt + ref, f"set rollout.rows_per_call (rows per sampler call; now {rpc}) or "
+                s.opt + s.ref, f"set rollout.rows_per_call (rows per sampler call; now {rpc}) or "
                 f"reduce {field}, or raise mesh.data / mesh.model (the KV cache is split over "
                 "both)",
                 lambda cap=cap, greedy=greedy, top_p=top_p, top_k=top_k: sampler.cost_analysis(
                     params, SampleShape(rows=COST_ROWS[-1], prompt_len=plen, max_new=cap,
                                         steps=cap, greedy=greedy, use_top_p=top_p,
                                         sample_top_k=top_k))))
+    return plans
 
-    # The prompt-entropy pass.
-    ent_calls = [p for k, p, _ in sim["calls"] if k == "entropy"]
+
+def _entropy_plans(s: _Sizing, not_sized: list) -> list[_Plan]:
+    """The prompt-entropy pass at its largest call (fit.entropy_rows overrides it), or, when
+    the selector never calls it, a line in `not_sized`."""
+    from frontier_rl.entropy import PromptEntropy
+    from frontier_rl.fit.shapes import PROMPT_BUCKETS
+
+    config, params = s.config, s.params
+    ent_calls = [p for k, p, _ in s.sim["calls"] if k == "entropy"]
     ent_rows = config.fit.entropy_rows or (max(ent_calls) if ent_calls else 0)
-    if ent_rows:
-        entropy = PromptEntropy(graphdef, pad_id=0, prompt_buckets=PROMPT_BUCKETS, mesh=mesh,
-                                micro_batch=ro.entropy_batch, chunk=config.model.logits_chunk)
-        e_rows, e_len = entropy.padded_shape([plen] * ent_rows)
-        plans.append(_Plan(
-            "prompt entropy", "entropy", e_rows, str(e_len), ent_rows,
-            lambda: entropy.lower(params, e_rows, e_len), opt + ref,
-            f"reduce rollout.entropy_batch (rows per forward; now {ro.entropy_batch})",
-            lambda: entropy.cost_analysis(params, COST_ROWS[-1], e_len)))
-    else:
+    if not ent_rows:
         not_sized.append(("prompt entropy", f"{config.selector.name} never calls it"))
+        return []
+    entropy = PromptEntropy(s.graphdef, pad_id=0, prompt_buckets=PROMPT_BUCKETS, mesh=s.mesh,
+                            micro_batch=config.rollout.entropy_batch,
+                            chunk=config.model.logits_chunk)
+    e_rows, e_len = entropy.padded_shape([s.plen] * ent_rows)
+    return [_Plan(
+        "prompt entropy", "entropy", e_rows, str(e_len), ent_rows,
+        lambda: entropy.lower(params, e_rows, e_len), s.opt + s.ref,
+        f"reduce rollout.entropy_batch (rows per forward; now {config.rollout.entropy_batch})",
+        lambda: entropy.cost_analysis(params, COST_ROWS[-1], e_len))]
 
-    # The packed train batch: the old-log-prob / reference pass and the train step.
-    trainer = update.make_trainer(config, graphdef, mesh)
-    upd = [p * g for k, p, g in sim["calls"] if k == "update"]
+
+def _trainer_plans(s: _Sizing, trainer, not_sized: list) -> list[_Plan]:
+    """The packed train batch's programs at its largest (padded) batch: the old-log-prob /
+    KL-reference pass when the run recomputes or has a KL term (else a line in `not_sized`),
+    the train step and, with an external engine, the weight-sync probe (one prompt's
+    log-probs at the trainer)."""
+    from frontier_rl.fit.shapes import ROW_BUCKETS, bucket
+
+    config, rl, params, length = s.config, s.config.rl, s.params, s.length
+    upd = [p * g for k, p, g in s.sim["calls"] if k == "update"]
     asked = max(upd) if upd else rl.batch_size * rl.group_size
     rows = bucket(asked, ROW_BUCKETS)
     rows = -(-rows // trainer.row_multiple) * trainer.row_multiple
-    micro = rl.micro_batch_size or "the whole minibatch"
-    # Fewer rows per micro-batch is advice only where half of them still fills the row shards;
-    # otherwise tensor parallelism (mesh.model) is what splits the rest (weights, activations).
-    shards = mesh.shape["data"] * mesh.shape["fsdp"]
-    fewer = (f"reduce rl.micro_batch_size (now {micro})"
-             if not rl.micro_batch_size or (rl.micro_batch_size // 2) % shards == 0
-             and rl.micro_batch_size >= 2 * shards
-             else f"raise mesh.model (rl.micro_batch_size={micro} is already the fewest rows "
-                  f"that fill the {shards} row shards)")
-    recompute = recompute_old_logp(rl.recompute_old_logp, ro.top_p,
-                                   types.SimpleNamespace(external=external), ro.top_k)
-    if recompute or rl.kl_coef > 0:
-        what = " and ".join(w for w, on in (("old policy", recompute),
+    fewer = _fewer_rows_advice(rl, s.mesh)
+    plans = []
+    if s.recompute or rl.kl_coef > 0:
+        what = " and ".join(w for w, on in (("old policy", s.recompute),
                                             ("KL reference", rl.kl_coef > 0)) if on)
         plans.append(_Plan(
             f"log-probs ({what})", "logps", rows, str(length), asked,
-            lambda: trainer.lower_logps(params, rows, length), opt + ref,
+            lambda: trainer.lower_logps(params, rows, length), s.opt + s.ref,
             f"{fewer} (rows per forward)",
             lambda: trainer.logps_cost(params, COST_ROWS[-1], length)))
     else:
@@ -425,23 +524,35 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
                           f"rl.recompute_old_logp={rl.recompute_old_logp}) and no KL term"))
     plans.append(_Plan(
         "train step", "train_step", rows, str(length), asked,
-        lambda: trainer.lower_step(params, rows, length), ref,
+        lambda: trainer.lower_step(params, rows, length), s.ref,
         f"{fewer}, set model.remat=full, or raise mesh.fsdp",
         lambda: trainer.update_cost(params, COST_ROWS[-1], length)))
-
-    # The weight-sync probe of an external engine: one prompt's log-probs at the trainer.
-    if external:
+    if s.external:
         p_rows, p_len = probe_shape(config, trainer.row_multiple)
         plans.append(_Plan(
             "weight-sync probe", "probe", p_rows, str(p_len), 1,
-            lambda: trainer.lower_logps(params, p_rows, p_len), opt + ref,
+            lambda: trainer.lower_logps(params, p_rows, p_len), s.opt + s.ref,
             f"{fewer} or reduce model.logits_chunk"))
+    return plans
 
-    if kinds is not None:
-        not_sized += [(p.program, "not asked for") for p in plans if p.kind not in kinds]
-        plans = [p for p in plans if p.kind in kinds]
-    # An external engine on JAX's GPUs (run_gpu.sh's default layout): JAX has the share
-    # launch/env.sh gives it there, and the engine's memory is summed with it below.
+
+def _fewer_rows_advice(rl, mesh) -> str:
+    """How a train-batch program that does not fit gets fewer rows per forward. Fewer rows per
+    micro-batch is advice only where half of them still fills the row shards; otherwise tensor
+    parallelism (mesh.model) is what splits the rest (weights, activations)."""
+    micro = rl.micro_batch_size or "the whole minibatch"
+    shards = mesh.shape["data"] * mesh.shape["fsdp"]
+    return (f"reduce rl.micro_batch_size (now {micro})"
+            if not rl.micro_batch_size or (rl.micro_batch_size // 2) % shards == 0
+            and rl.micro_batch_size >= 2 * shards
+            else f"raise mesh.model (rl.micro_batch_size={micro} is already the fewest rows "
+                 f"that fill the {shards} row shards)")
+
+
+def _budget(device: str, target, external: bool, env) -> _Budget:
+    """The device's memory and the share of it JAX's programs may use. An external engine on
+    JAX's GPUs (run_gpu.sh's default layout): JAX has the share launch/env.sh gives it there,
+    and the engine's memory is summed with it (`_add_node`)."""
     tpu = target.kind == "tpu" if target is not None else device in TPU_DEVICES
     beside = external and not tpu and node_memory.colocated(env)
     if target is not None:
@@ -450,30 +561,40 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     else:
         device_bytes = perf.DEVICE_BYTES[device]
         share, source = usable_share(device, env, colocated=beside)
-    usable = share * device_bytes
-    with (targets.compiling_for(target, pool) if target is not None
-          else contextlib.nullcontext()):
-        programs = _compile(plans, target, usable, say)
-        cost_programs = _cost_programs(plans, say) if target is not None else []
+    return _Budget(device_bytes, share, source, tpu, beside)
+
+
+def _report(s: _Sizing, device: str, target, budget: _Budget, programs: list[dict],
+            cost_programs: list[dict], not_sized: list) -> dict:
+    """The report's figures: the model, mesh and device, every program sized, the budget, the
+    resident bytes, the simulation's largest calls, and whether every program fits."""
     calls = {}
-    for kind, prompts, nn in sim["calls"]:
+    for kind, prompts, nn in s.sim["calls"]:
         rows_ = prompts * (nn if kind in ("rollout", "update") else 1)
         calls[kind] = max(calls.get(kind, 0), rows_)
-    report = {"model": config.model.preset or config.model.path or "config shape",
-              "params": mcfg.num_params(), "mesh": dict(mesh.shape),
-              "device": target.name if target is not None else device,
-              "device_bytes": device_bytes, "programs": programs,
-              "not_sized": not_sized, "usable_bytes": int(usable), "usable_share": share,
-              "usable_source": source, "resident_optimizer_bytes_per_device": opt,
-              "reference_bytes_per_device": ref,
-              "simulation": {"selector": sim["selector"], "steps": sim["steps_run"],
-                             "stopped": sim["stopped"], "max_rows": calls},
-              "compiler": (f"{target.kind} target compiler" if target is not None
-                           else "CPU compiler (an estimate)"),
-              "target": dataclasses.asdict(target) if target is not None else None,
-              "cost_programs": cost_programs,
-              "fits": all(p["fits"] for p in programs if p["fits"] is not None)
-              and not any(c.get("error") for c in cost_programs)}
+    return {"model": s.config.model.preset or s.config.model.path or "config shape",
+            "params": s.mcfg.num_params(), "mesh": dict(s.mesh.shape),
+            "device": target.name if target is not None else device,
+            "device_bytes": budget.device_bytes, "programs": programs,
+            "not_sized": not_sized, "usable_bytes": int(budget.usable),
+            "usable_share": budget.share, "usable_source": budget.source,
+            "resident_optimizer_bytes_per_device": s.opt,
+            "reference_bytes_per_device": s.ref,
+            "simulation": {"selector": s.sim["selector"], "steps": s.sim["steps_run"],
+                           "stopped": s.sim["stopped"], "max_rows": calls},
+            "compiler": (f"{target.kind} target compiler" if target is not None
+                         else "CPU compiler (an estimate)"),
+            "target": dataclasses.asdict(target) if target is not None else None,
+            "cost_programs": cost_programs,
+            "fits": all(p["fits"] for p in programs if p["fits"] is not None)
+            and not any(c.get("error") for c in cost_programs)}
+
+
+def _add_advice(report: dict, budget: _Budget) -> None:
+    """Adds to `report` the compile error, if any, the largest program of each kind and the
+    advice: each program that does not fit with the fields to change, each failed cost program
+    and each compile error."""
+    programs, cost_programs = report["programs"], report["cost_programs"]
     # A compile error is the run's error, not a memory verdict: "fits" is then unknown (None)
     # unless a program is known not to fit, and the CLI exits with its own status.
     errors = [p for p in programs if p.get("error_kind") == COMPILE_ERROR]
@@ -493,25 +614,25 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
                          for c in cost_programs if c.get("error")]
     report["advice"] += [f"{p['program']} ({p['rows']} rows x {p['tokens']} tokens): compile "
                          f"error: {p['error']}" for p in errors]
-    if report["advice"] and not tpu and not errors:
-        report["advice"].append(f"or give JAX more of each GPU ({source}; launch/env.sh sets it "
-                                "for every launch script, JAX_MEM_FRACTION)")
-    # ---- The whole node: an external engine on JAX's GPUs (node_memory.py) ----
-    if beside:
-        report["node"] = node_memory.size(device_bytes=device_bytes, jax_share=share,
-                                          jax_source=source, params=mcfg.num_params(), env=env)
+    if report["advice"] and not budget.tpu and not errors:
+        report["advice"].append(f"or give JAX more of each GPU ({budget.source}; launch/env.sh "
+                                "sets it for every launch script, JAX_MEM_FRACTION)")
+
+
+def _add_node(report: dict, s: _Sizing, budget: _Budget, env) -> None:
+    """The whole node, with an external engine on JAX's GPUs (node_memory.py): its sum is
+    report["node"], and a sum over the GPU does not fit. An engine on GPUs of its own is
+    named as not sized."""
+    if budget.beside:
+        report["node"] = node_memory.size(device_bytes=budget.device_bytes,
+                                          jax_share=budget.share, jax_source=budget.source,
+                                          params=s.mcfg.num_params(), env=env)
         if not report["node"]["fits"]:
             report["fits"] = False
             report["advice"] += report["node"]["advice"]
-    elif external and not tpu:
-        not_sized.append(("node", f"rollout.engine={ro.engine} on GPUs of its own "
-                                  "(FRONTIER_RL_GPU_SHARED=0): not on JAX's"))
-    # ---- end of the node ----
-    report["churn"] = compile_churn(
-        config, sim, mesh, graphdef, mcfg, trainer, None if external else sampler,
-        logps=recompute or rl.kl_coef > 0,
-        platform=target.platform if target is not None else ("tpu" if tpu else "gpu"))
-    return report
+    elif s.external and not budget.tpu:
+        report["not_sized"].append(("node", f"rollout.engine={s.config.rollout.engine} on GPUs "
+                                    "of its own (FRONTIER_RL_GPU_SHARED=0): not on JAX's"))
 
 
 def compile_churn(config, sim: dict, mesh, graphdef, mcfg, trainer, sampler, *, logps: bool,

@@ -52,7 +52,7 @@ import os
 import re
 
 GIB, MIB = 2**30, 2**20
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARES_FILE = os.path.join(ROOT, "launch", "shares.sh")
 NODE_DOES_NOT_FIT = 5  # launch/run_gpu.sh's exit status when the node's sum exceeds a GPU
 

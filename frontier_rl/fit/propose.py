@@ -500,7 +500,7 @@ def write_config(path: str, proposal: dict, *, source: str, command_line: dict,
     file, _, arg_ = source.partition(":")
     here = os.path.dirname(os.path.abspath(path))
     rel = os.path.relpath(os.path.abspath(file), here)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     in_repo = os.path.relpath(os.path.abspath(file), root)
     places = (rel,) if in_repo.startswith("..") else (rel, in_repo)
     budget = proposal["usable_bytes"] / 2**30
@@ -571,7 +571,7 @@ def derived_config(file: str, original: tuple, arg_expected: str | None, arg: st
     if arg not in (None, "") and arg != arg_expected:
         raise ValueError(f"{os.path.basename(file)} is {original[0]}:{arg_expected} with a "
                          f"proposal made for that arg; it takes no other (got {arg!r})")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     bases = (os.path.dirname(os.path.abspath(file)), root)
     path = next((os.path.join(b, p) for p, b in zip(original, bases, strict=False)
                  if os.path.exists(os.path.join(b, p))), None)
