@@ -132,9 +132,10 @@ class Pipeline:
             again, self.requeued = self.requeued, []
             if again:
                 groups = list(groups) + list(self._regenerate(again, params))
-            late = [g for g in groups if self._late(g)]
-            self.requeued, self.discarded = late, self.discarded + len(late)
-            groups = [g for g in groups if not self._late(g)]
+            is_late = [bool(self._late(g)) for g in groups]
+            self.requeued = [g for g, x in zip(groups, is_late, strict=True) if x]
+            self.discarded += len(self.requeued)
+            groups = [g for g, x in zip(groups, is_late, strict=True) if not x]
         for g in groups:
             g.version = version
         return Built(step, version, groups)
