@@ -18,6 +18,7 @@ Commands:
            (step time embedded vs through `frontier-rl serve`; identical metrics checked)
   bench    sync --bench_config=qwen2.5-0.5b [--repeats=N] [--json] [--workdir=DIR]
   bench    staleness --config=configs/compare_arith.py --workdir=DIR [--repeats=N] [--json]
+           [--pin_cores]
            (seconds per weight sync to `frontier-rl serve`, by phase, old path vs new)
   fit      --config=configs/scale.py:<preset> [--mesh=data=D,fsdp=F,model=M]
            [--device=h100|h200|a100|b200|v4|v5e|v5p|v6e] [--json]
@@ -83,6 +84,8 @@ flags.DEFINE_bool("dry_run", False,
                   "batch script) and run nothing.")
 flags.DEFINE_bool("json", False, "bench: print the figures as one JSON object on the last line.")
 flags.DEFINE_integer("repeats", 10, "bench: timed repetitions after warm-up.")
+flags.DEFINE_bool("pin_cores", False, "bench staleness with a server it starts: the server on "
+                  "the last CPU core, the trainer on the others.")
 flags.DEFINE_string("bench_config", "default", "bench: the named work to time.")
 flags.DEFINE_string("selector", "uniform", "bench selection: the registered selector to time.")
 flags.DEFINE_string("seeds", "0-9", "bench warmstart: seeds, e.g. 0-9 or 0,2,5; start: one seed.")

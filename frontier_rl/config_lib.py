@@ -665,6 +665,12 @@ def _mesh_section() -> ml_collections.ConfigDict:
     mesh.data = -1  # data parallel; -1 = every device not used by fsdp x model
     mesh.fsdp = 1  # parameters, gradients and optimizer state sharded; rows split too
     mesh.model = 1  # tensor parallel (Megatron-style column/row splits)
+    # Devices of a rollout mesh of its own (0: the sampler shares the trainer's devices). The
+    # last `rollout` devices generate while the rest train (rl.staleness >= 1), each version
+    # copied onto them by jax.device_put (rl/sharding.py `split_meshes`); mesh.data = -1 is
+    # then the trainer's rest.
+    mesh.rollout = 0
+    mesh.rollout_model = 1  # tensor parallel within the rollout mesh
     return mesh
 
 
@@ -672,6 +678,20 @@ def _check_mesh(cfg: ml_collections.ConfigDict) -> None:
     _check(cfg, "mesh.data", lambda x: x == -1 or _pos_int(x), "-1 (all devices) or >= 1")
     _check(cfg, "mesh.fsdp", _pos_int, "an integer >= 1")
     _check(cfg, "mesh.model", _pos_int, "an integer >= 1")
+    _check(cfg, "mesh.rollout", lambda x: _pos_int(x) or x == 0,
+           "an integer >= 0 (0 = the sampler shares the trainer's devices)")
+    _check(cfg, "mesh.rollout_model", _pos_int, "an integer >= 1")
+    if cfg.mesh.rollout:
+        from frontier_rl.rollout import engines
+
+        _check(cfg, "mesh.rollout_model", lambda x: cfg.mesh.rollout % x == 0,
+               f"a divisor of mesh.rollout={cfg.mesh.rollout}")
+        _check(cfg, "rl.staleness", lambda x: x >= 1,
+               f">= 1 with mesh.rollout={cfg.mesh.rollout} (a rollout mesh generates while "
+               "the trainer updates; synchronously its devices would wait)")
+        _check(cfg, "rollout.engine", lambda x: not engines.entry(x).external,
+               f"an engine in this process with mesh.rollout={cfg.mesh.rollout} (an external "
+               "engine generates on devices of its own; set mesh.rollout=0)")
 
 
 def _export_section() -> ml_collections.ConfigDict:

@@ -136,7 +136,10 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
 
     # ======================================================================= policy
     # The mesh comes first: a loaded checkpoint's tensors go straight into their shardings.
-    mesh = sharding.make_mesh(config.mesh.data, config.mesh.fsdp, config.mesh.model)
+    # With mesh.rollout the sampler has devices of its own (`rollout_mesh`), else the same.
+    m = config.mesh
+    mesh, rollout_mesh = sharding.split_meshes(m.data, m.fsdp, m.model, m.rollout,
+                                               m.rollout_model)
     pol = policy.prepare(config, task, workdir, mesh, say,
                          allow_config_change=allow_config_change)
     pol = warmstart.apply(config, task, pol, workdir, say)  # trained and cached, or the cache's
@@ -147,7 +150,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
     # ======================================================================= device functions
     trainer = update.make_trainer(config, graphdef, mesh)
     params, opt_state = trainer.init(pol.params)
-    sampler, engine, entropy_fn = _generation(config, workdir, pol, mesh, trainer, task)
+    sampler, engine, entropy_fn = _generation(config, workdir, pol, rollout_mesh, trainer, task)
     accountant = _accountant(config, pol, params, sampler, entropy_fn, trainer,
                              os.path.join(cache_dir, "frontier_rl_costs") if primary else None)
     evaluator = _evaluator(config, task, engine, tokenizer, prompt_cap)
@@ -162,7 +165,8 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
         pad_id=tokenizer.pad_token_id, seed=seed,
         recompute_old=recompute_old_logp(config.rl.recompute_old_logp, config.rollout.top_p,
                                          engine, config.rollout.top_k, config.rl.staleness))
-    pipe = _pipeline(config, selector, ctx, engine, updater, workdir)
+    pipe = _pipeline(config, selector, ctx, engine, updater, workdir,
+                     None if rollout_mesh is mesh else sharding.placer(rollout_mesh))
 
     # ======================================================================= restore
     distributed.barrier("restore")  # the processes meet before the checkpointer's first sync
@@ -282,7 +286,8 @@ def _loop(config, workdir: str, run_state: _RunState, params, opt_state, start_s
 
 
 def _generation(config, workdir: str, pol, mesh, trainer, task):
-    """The sampler, the rollout engine over it and the prompt-entropy pass."""
+    """The sampler, the rollout engine over it and the prompt-entropy pass, on `mesh` (the
+    rollout mesh: the trainer's own unless mesh.rollout gives them devices of their own)."""
     graphdef, mcfg, tokenizer = pol.graphdef, pol.mcfg, pol.tokenizer
     sampler = Sampler(graphdef, mcfg, eos_id=policy.stop_ids(mcfg, tokenizer),
                       pad_id=tokenizer.pad_token_id, prompt_buckets=PROMPT_BUCKETS,
@@ -471,9 +476,11 @@ def _sync(engine, params, step: int, workdir: str) -> None:
                        "resume from it once the engine is fixed") from None
 
 
-def _pipeline(config, selector, ctx, engine, updater, workdir: str) -> Pipeline:
+def _pipeline(config, selector, ctx, engine, updater, workdir: str,
+              snapshot=None) -> Pipeline:
     """Each step's build (the selector's groups, under the parameters it is given) and update,
-    in order or overlapped (rl.staleness, rollout/pipeline.py)."""
+    in order or overlapped (rl.staleness, rollout/pipeline.py); `snapshot` copies a version
+    onto the rollout mesh (None: a copy on the trainer's devices)."""
     def build(step: int, params) -> list:
         ctx.begin_step(step, params)
         engine.begin_step(step)
@@ -486,7 +493,7 @@ def _pipeline(config, selector, ctx, engine, updater, workdir: str) -> Pipeline:
 
     return Pipeline(config.rl.staleness, build, updater.update, publish=publish,
                     after=lambda groups: selector.after_update(ctx, groups),
-                    serve=serving(engine))
+                    serve=serving(engine), snapshot=snapshot)
 
 
 def _build_batch(selector, name: str, ctx, step: int, workdir: str) -> list:

@@ -3,7 +3,7 @@ compiled by the target's own compiler (`frontier-rl fit --target`) beside the CP
 estimate (`frontier-rl fit --device`), at the memory fraction the launcher sets.
 
   python launch/fit_table.py OUT_DIR [--only=TEXT] [--compilers=target,cpu]  # what OUT_DIR lacks
-  python launch/fit_table.py OUT_DIR --render [--measured]              # the markdown table
+  python launch/fit_table.py OUT_DIR --render [--measured | --split]    # the markdown table
 
 GPU rows run as launch/run_gpu.sh runs them (SGLang engine, JAX's colocated share of each GPU,
 launch/shares.sh); TPU rows as launch/tpu_pod.sh does (embedded sampler; libtpu's own usable
@@ -74,6 +74,14 @@ def label(config: str, extra) -> str:
     return ", ".join([config, *flags])
 
 
+# The split layout (mesh.rollout, rl.staleness=1): the embedded sampler and the prompt-entropy
+# pass on a rollout mesh of their own (data=4) while the trainer shards over the other 4
+# devices, compiled for one GPU host and one 2-host TPU slice (`--render --split`).
+STALE = ["--config.rl.staleness=1", "--config.mesh.rollout=4"]
+SPLIT = [("math_hive.py:qwen2.5-math-1.5b", "h100x8", "data=1,fsdp=4", STALE),
+         ("math_hive.py:qwen2.5-math-1.5b", "v5p-16", "data=1,fsdp=4", STALE)]
+
+
 def run_one(out: str, config: str, target: str, mesh: str, extra: list[str],
             compiler: str) -> dict:
     """One `fit` run: compiler "target" (--target) or "cpu" (--device, the CPU estimate)."""
@@ -99,8 +107,8 @@ def run_one(out: str, config: str, target: str, mesh: str, extra: list[str],
           flush=True)
     t0 = time.perf_counter()
     r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
-    with open(path[:-5] + ".log", "w") as f:
-        f.write(r.stdout + r.stderr)
+    with open(path[:-5] + ".log", "w") as f:  # this machine's paths left out
+        f.write(scrub(r.stdout + r.stderr))
     lines = [line for line in r.stdout.splitlines() if line.startswith("{")]
     if r.returncode not in (0, 3, 4) or not lines:  # 4: a compile error, kept in its report
         print(f"[fit_table]   failed (exit {r.returncode}): {r.stderr[-2000:]}", flush=True)
@@ -111,6 +119,11 @@ def run_one(out: str, config: str, target: str, mesh: str, extra: list[str],
         json.dump(report, f)
     print(f"[fit_table]   {report['wall_s']:.0f} s, fits: {report['fits']}", flush=True)
     return report
+
+
+def scrub(text: str) -> str:
+    """`text` with the repository's path as '.' and the home directory's as '~'."""
+    return text.replace(ROOT, ".").replace(os.path.expanduser("~"), "~")
 
 
 def _gib(n) -> str:
@@ -160,6 +173,31 @@ def render(out: str, measured_only: bool = False) -> str:
     return "\n".join(lines)
 
 
+def render_split(out: str) -> str:
+    """One line per split layout (SPLIT) measured in OUT_DIR: each half's devices and mesh, its
+    largest program per device by the target's compiler and its bytes over its devices, and
+    the sum of both halves against the node."""
+    lines = ["| config | target | train half: devices (d/f/m), largest GiB/device, GiB | "
+             "rollout half: devices (d/f/m), largest GiB/device, GiB | both: devices, GiB of "
+             "the node's | fits |", "|---|---|---|---|---|---|"]
+    for config, target, _, extra in SPLIT:
+        rep = _load(out, config, target, "target", extra)
+        if not rep:
+            continue
+        h = rep["halves"]
+        cells = []
+        for half in ("train", "rollout"):
+            x = h[half]
+            mesh = "/".join(str(x["mesh"][k]) for k in ("data", "fsdp", "model"))
+            cells.append(f"{x['devices']} ({mesh}), {_gib(x['peak_bytes_per_device'])}, "
+                         f"{_gib(x['bytes'])}")
+        t = h["sum"]
+        lines.append(f"| {label(config, extra)} | {target} | " + " | ".join(cells)
+                     + f" | {t['devices']}, {_gib(t['bytes'])} of {_gib(t['node_bytes'])} | "
+                     f"{verdict(rep)} |")
+    return "\n".join(lines)
+
+
 def verdict(report: dict) -> str:
     """The fits column: a compile error is the run's error, not a verdict (fit/command.py)."""
     if report.get("error_kind") == "compile_error":
@@ -200,12 +238,14 @@ def main() -> None:
                     help="which runs: target (fit --target), cpu (fit --device), or both")
     ap.add_argument("--render", action="store_true")
     ap.add_argument("--measured", action="store_true", help="--render: measured lines only")
+    ap.add_argument("--split", action="store_true",
+                    help="--render: the split layouts' halves (SPLIT)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     if a.render:
-        print(render(a.out, a.measured))
+        print(render_split(a.out) if a.split else render(a.out, a.measured))
         return
-    for config, target, mesh, extra in ROWS:
+    for config, target, mesh, extra in ROWS + SPLIT:
         if a.only and a.only not in f"{config}@{target} {' '.join(extra)}":
             continue
         for compiler in a.compilers.split(","):

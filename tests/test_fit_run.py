@@ -208,3 +208,52 @@ def test_the_weight_sync_probe_is_sized_at_the_shape_the_trainer_sends(tmp_path,
     engine._probe(None)
     engine.close()
     assert sent == [(plan["rows"], int(plan["tokens"]))]
+
+
+def test_a_rollout_mesh_of_its_own_is_sized_apart_and_summed():
+    """mesh.rollout=2 beside a trainer of data=2: the sampler and the prompt-entropy pass are
+    compiled on the last two devices with nothing resident beside them, the trainer's programs
+    on the first two with Adam's state, and the report gives each half and their sum. A stale
+    run's old-policy log-probs are planned: the trainer recomputes them."""
+    from configs import arith_hive
+
+    c = arith_hive.get_config("smoke")
+    c.rl.staleness, c.mesh.rollout = 1, 2
+    sim = fit.simulate(c, steps=2)
+    r = fit.check(c, fit.parse_mesh("data=2"), "h200", say=lambda *a, **k: 0, sim=sim)
+    h = r["halves"]
+    assert (h["train"]["devices"], h["rollout"]["devices"], h["sum"]["devices"]) == (2, 2, 4)
+    kinds = {p["program"]: p["kind"] for p in r["programs"]}
+    assert {kinds[n] for n in h["rollout"]["programs"]} == {"sampler", "entropy"}
+    assert {kinds[n] for n in h["train"]["programs"]} == {"logps", "train_step"}
+    opt = r["resident_optimizer_bytes_per_device"]
+    assert opt > 0
+    for p in r["programs"]:
+        assert p["resident"] == {"sampler": 0, "entropy": 0, "logps": opt,
+                                 "train_step": 0}[p["kind"]], p
+    for half in ("train", "rollout"):
+        mine = [p["bytes_per_device"] for p in r["programs"]
+                if p["program"] in h[half]["programs"]]
+        assert h[half]["peak_bytes_per_device"] == max(mine)
+        assert h[half]["bytes"] == max(mine) * 2
+    assert h["sum"]["bytes"] == h["train"]["bytes"] + h["rollout"]["bytes"]
+    assert h["sum"]["node_bytes"] == 4 * r["device_bytes"] and h["sum"]["fits"] and r["fits"]
+
+    c.mesh.rollout = 0  # shared: no halves, Adam's state beside the sampler
+    r = fit.check(c, fit.parse_mesh("data=4"), "h200", say=lambda *a, **k: 0, sim=sim,
+                  kinds=("sampler",))
+    assert r["halves"] is None
+    assert all(p["resident"] == opt for p in r["programs"])
+
+
+def test_a_rollout_mesh_that_leaves_the_trainer_nothing_is_refused():
+    import jax
+
+    from frontier_rl.rl import sharding
+
+    with pytest.raises(ValueError, match="mesh.rollout=8 leaves none"):
+        sharding.split_meshes(rollout=8, devices=jax.devices()[:8])
+    train, rollout = sharding.split_meshes(fsdp=2, rollout=4, rollout_model=2)
+    assert dict(train.shape) == {"data": 2, "fsdp": 2, "model": 1}
+    assert dict(rollout.shape) == {"data": 2, "fsdp": 1, "model": 2}
+    assert not set(train.devices.flat) & set(rollout.devices.flat)

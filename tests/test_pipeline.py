@@ -193,6 +193,66 @@ def test_a_stale_run_trains_every_group_with_its_version_and_behaviour_log_probs
     assert records[-1]["rollout/total"] == 5 * 8 * 8
 
 
+def test_a_rollout_mesh_generates_on_its_own_devices_while_the_trainer_keeps_the_rest(
+        tmp_path, monkeypatch):
+    """mesh.rollout=4 of the suite's 8 devices: every generation and prompt-entropy call reads
+    parameters placed on the last four devices only, every update's parameters stay on the
+    first four, and the run trains each group with its version as the shared mesh does."""
+    import jax
+
+    from frontier_rl import train
+    from frontier_rl.rl import update
+    from frontier_rl.rollout import context as context_lib
+    from frontier_rl.rollout import sampler as sampler_lib
+    from frontier_rl.run import metrics
+
+    devices = jax.devices()
+    meshes, built, updated = [], [], []
+    sample, begin, upd = (sampler_lib.Sampler.sample, context_lib.PolicyContext.begin_step,
+                          update.Updater.update)
+
+    def on_devices(tree) -> set:
+        return set().union(*(x.sharding.device_set for x in jax.tree.leaves(tree)))
+
+    def spy_sample(self, *args, **kwargs):
+        meshes.append(set(self.mesh.devices.flat))
+        return sample(self, *args, **kwargs)
+
+    def spy_begin(self, step, params):
+        built.append(on_devices(params))
+        return begin(self, step, params)
+
+    def spy_update(self, params, opt_state, groups, step, lag=0):
+        updated.append((on_devices(params), {g.version for g in groups}))
+        return upd(self, params, opt_state, groups, step, lag)
+
+    monkeypatch.setattr(context_lib.PolicyContext, "begin_step", spy_begin)
+    monkeypatch.setattr(sampler_lib.Sampler, "sample", spy_sample)
+    monkeypatch.setattr(update.Updater, "update", spy_update)
+    train.run(_smoke(**{"mesh.rollout": 4, "selector.name": "hive"}), str(tmp_path))
+    rollout, trainer = set(devices[4:]), set(devices[:4])
+    assert meshes and all(m == rollout for m in meshes)
+    assert all(b == rollout for b in built[-5:])  # the builds of steps 1-5, each a copy
+    assert [u[1] for u in updated] == [{0}, {0}, {1}, {2}]
+    assert all(on == trainer for on, _ in updated)
+    records = metrics.read(str(tmp_path / "metrics.jsonl"))
+    assert [r.get("perf/pipeline_lag") for r in records[1:]] == [0.0, 1.0, 1.0, 1.0]
+    assert all(np.isfinite(r["train/pg_loss"]) for r in records[1:])
+
+
+@pytest.mark.parametrize("fields,bad", [
+    ({"mesh.rollout": 2, "rl.staleness": 0}, "rl.staleness"),
+    ({"mesh.rollout": 3, "mesh.rollout_model": 2}, "mesh.rollout_model"),
+    ({"mesh.rollout": 2, "rollout.engine": "sglang", "rollout.sglang.url": "http://127.0.0.1:1"},
+     "rollout.engine"),
+    ({"mesh.rollout": -1}, "mesh.rollout")])
+def test_a_rollout_mesh_that_cannot_work_is_refused_naming_the_field(fields, bad):
+    from frontier_rl.config_lib import ConfigError
+
+    with pytest.raises(ConfigError, match=bad.replace(".", r"\.")):
+        _smoke(**fields)
+
+
 @pytest.mark.slow
 def test_sigterm_mid_pipeline_then_resume_equals_the_uninterrupted_run(tmp_path, monkeypatch):
     """SIGTERM during step 1 (its group of step 2 in flight): the run checkpoints step 1 with

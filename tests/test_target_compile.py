@@ -98,10 +98,10 @@ def test_gpu_check_predicts_the_step_it_times_with_the_gpu_compiler():
     assert out["weights_gib"] < out["peak_gib"] < 1.0, out
 
 
-def _fit(kind: str, target: str) -> dict:
+def _fit(kind: str, target: str, *extra: str) -> dict:
     r = _run(_python(kind), "-m", "frontier_rl.cli", "fit", "--config=configs/arith_hive.py",
              f"--target={target}", "--json", "--config.model.dtype=bfloat16",
-             "--config.rl.kl_coef=0.01", "--config.fit.sim_steps=5")
+             "--config.rl.kl_coef=0.01", "--config.fit.sim_steps=5", *extra)
     assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-3000:])
     return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -128,3 +128,27 @@ def test_fit_compiles_every_program_with_the_target_compiler(kind, target, hosts
     costs = report["cost_programs"]
     assert {c["kind"] for c in costs} == kinds
     assert all(not c.get("error") for c in costs), costs
+
+
+@pytest.mark.target
+@pytest.mark.parametrize("kind,target", [("gpu", "h100x8"), ("tpu", "v5e-8")])
+def test_fit_compiles_a_split_layout_and_reports_both_halves_and_their_sum(kind, target):
+    """mesh.rollout=4 with rl.staleness=1: the sampler and the entropy pass compiled by the
+    target's compiler on a rollout mesh of 4 devices, the trainer's programs on the other 4
+    (their gradients reduced over those 4), each half's largest program and bytes, and the
+    sum: all 8 devices."""
+    report = _fit(kind, target, "--config.mesh.rollout=4", "--config.rl.staleness=1")
+    h = report["halves"]
+    assert report["fits"] and h["sum"]["fits"], report["advice"]
+    assert (h["train"]["devices"], h["rollout"]["devices"], h["sum"]["devices"]) == (4, 4, 8)
+    assert h["rollout"]["mesh"] == {"data": 4, "fsdp": 1, "model": 1}
+    kinds = {p["program"]: p["kind"] for p in report["programs"]}
+    assert {kinds[n] for n in h["rollout"]["programs"]} == {"sampler", "entropy"}
+    assert {kinds[n] for n in h["train"]["programs"]} == {"logps", "train_step"}
+    for half in ("train", "rollout"):
+        mine = [p for p in report["programs"] if p["program"] in h[half]["programs"]]
+        assert all(p["target"]["peak"] > 0 and not p.get("error") for p in mine)
+        assert h[half]["peak_bytes_per_device"] == max(p["bytes_per_device"] for p in mine)
+    assert h["sum"]["bytes"] == h["train"]["bytes"] + h["rollout"]["bytes"]
+    train = next(p for p in report["programs"] if p["kind"] == "train_step")
+    assert train["target"]["collectives"], "a 4-device train step reduces its gradients"

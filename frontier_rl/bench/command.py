@@ -32,7 +32,7 @@ def main(name: str | None, values: flags.FlagValues) -> None:
             raise RunError("bench staleness needs --config (e.g. "
                            "configs/compare_arith.py) and --workdir")
         staleness.main(values.config, values.workdir, repeats=values.repeats,
-                       as_json=values.json)
+                       as_json=values.json, pin_cores=values.pin_cores)
     elif name == "sync":
         from frontier_rl.bench import sync
 

@@ -1,6 +1,6 @@
 """`frontier-rl bench staleness --config=configs/compare_arith.py --workdir=DIR [--repeats=N]
-[--json]`: rollouts per second of the synchronous loop against rollouts that overlap the update
-(rl.staleness = 1 and 2, rollout/pipeline.py), on one run of the config.
+[--json] [--pin_cores]`: rollouts per second of the synchronous loop against rollouts that
+overlap the update (rl.staleness = 1 and 2, rollout/pipeline.py), on one run of the config.
 
 The run is the config's own (a comparison config: its first planned run, the testbed's uniform
 arm on its shipped start). Each staleness trains WARM + `repeats` steps in a directory of its
@@ -26,7 +26,10 @@ With `--config.rollout.engine=sglang` the rollouts come from an SGLang-protocol 
 process of its own: `rollout.sglang.url`, or, left empty, `frontier-rl serve` started here on
 the run's start (stopped at the end). The trainer pushes its weights to the server after every
 update (rollout.sync_every = 1), so each step's time includes that sync, and the server
-generates the next step's groups while the trainer updates.
+generates the next step's groups while the trainer updates. `--pin_cores` then gives the
+server the last CPU core and the trainer the others (each process's threads, and XLA's pool,
+on its own cores: the embedded sampler in a process of its own, one core generating while the
+other trains); `cores` in the output says which.
 """
 
 from __future__ import annotations
@@ -64,9 +67,24 @@ def _run_config(config: ml_collections.ConfigDict, workdir: str) -> ml_collectio
     return config
 
 
-def measure(config: ml_collections.ConfigDict, workdir: str, repeats: int) -> dict:
+def pin_this_process(cores: set[int]) -> None:
+    """Every thread of this process, and every thread it starts, on `cores` (before JAX starts
+    its backend, so XLA sizes its thread pool to them)."""
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cores)
+        except ProcessLookupError:  # a thread that has exited since
+            pass
+
+
+def measure(config: ml_collections.ConfigDict, workdir: str, repeats: int,
+            pin_cores: bool = False) -> dict:
     os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(workdir, ".jax_cache"))
     if config.rollout.engine != "sglang" or config.rollout.sglang.url:
+        if pin_cores:
+            raise ValueError("--pin_cores splits the cores between the trainer and the server "
+                             "it starts: it needs --config.rollout.engine=sglang with no "
+                             "rollout.sglang.url")
         return _measure(_run_config(config, workdir), workdir, repeats)
     config = ml_collections.ConfigDict(config.to_dict())
     config.rollout.sglang.url = "http://127.0.0.1:1"  # the served one's, once it is up
@@ -78,10 +96,19 @@ def measure(config: ml_collections.ConfigDict, workdir: str, repeats: int) -> di
     if start is None:
         raise FileNotFoundError("bench staleness serves the run's start to the server, and this "
                                 "config names none (warmstart.start) nor a cached warm start")
-    proc, url = serve.spawn(start)
+    cores = sorted(os.sched_getaffinity(0))
+    if pin_cores and len(cores) < 2:
+        raise ValueError(f"--pin_cores needs 2 cores or more; this process may use {cores}")
+    server_cores = {cores[-1]} if pin_cores else None
+    proc, url = serve.spawn(start, cores=server_cores)
     try:
+        if pin_cores:
+            pin_this_process(set(cores[:-1]))
         base.rollout.sglang.url = url
-        return {**_measure(base, workdir, repeats), "server": f"frontier-rl serve --model={start}"}
+        out = {**_measure(base, workdir, repeats), "server": f"frontier-rl serve --model={start}"}
+        if pin_cores:
+            out["cores"] = {"trainer": cores[:-1], "server": sorted(server_cores)}
+        return out
     finally:
         proc.kill()
         proc.wait()
@@ -135,10 +162,10 @@ def _measure(base: ml_collections.ConfigDict, workdir: str, repeats: int) -> dic
 
 
 def main(config: ml_collections.ConfigDict, workdir: str, repeats: int = 10,
-         as_json: bool = False) -> dict:
+         as_json: bool = False, pin_cores: bool = False) -> dict:
     from frontier_rl.run import provenance
 
-    out = measure(config, workdir, repeats)
+    out = measure(config, workdir, repeats, pin_cores)
     out["meta"] = provenance.stamp()
     print(f"rollouts/s over {repeats} steps after {WARM} (model of a perfect overlap: "
           f"{out['model_ratio']:.2f}x; at paper scale, from HIVE's published hours: "

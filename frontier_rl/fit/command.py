@@ -118,11 +118,14 @@ def parse_mesh(spec: str) -> dict[str, int]:
 
 
 def devices_needed(argv: list[str]) -> int | None:
-    """The device count a `fit` command line's --mesh asks for (read before JAX starts)."""
+    """The device count a `fit` command line's --mesh asks for, with the rollout mesh's
+    devices of --config.mesh.rollout beside it (read before JAX starts)."""
+    rollout = [a.split("=", 1)[1] for a in argv if a.startswith("--config.mesh.rollout=")]
+    extra = int(rollout[-1]) if rollout and rollout[-1].isdigit() else 0
     for arg in argv:
         if arg.startswith("--mesh="):
             m = parse_mesh(arg.split("=", 1)[1])
-            return m["data"] * m["fsdp"] * m["model"]
+            return m["data"] * m["fsdp"] * m["model"] + extra
     return None
 
 
@@ -296,19 +299,21 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     from frontier_rl.rl import update
     from frontier_rl.rollout.sampler import Sampler
 
-    mesh, pool = _make_mesh(mesh_spec, device, target)
-    mcfg, graphdef, params = _abstract_policy(config, mesh, pool, device, target, say)
+    mesh, rollout_mesh, pool = _make_mesh(mesh_spec, device, target, config.mesh.rollout,
+                                          config.mesh.rollout_model)
+    mcfg, graphdef, params = _abstract_policy(config, mesh, pool, device, target, say,
+                                              rollout_mesh)
     if sim is None:
         say(f"  playing {config.selector.name} for {config.fit.sim_steps} steps on the synthetic "
             "learner ...", flush=True)
         sim = simulate(config)
-    s = _sizing(config, sim, mesh, mcfg, graphdef, params)
+    s = _sizing(config, sim, mesh, rollout_mesh, mcfg, graphdef, params)
 
     # The programs the run compiles, at the rows the selector's calls ask for.
     not_sized: list[tuple[str, str]] = []
     sampler = Sampler(graphdef, mcfg, eos_id=mcfg.eos_token_id or 0, pad_id=0,
                       prompt_buckets=PROMPT_BUCKETS, max_new_tokens=config.rollout.max_new_tokens,
-                      mesh=mesh)
+                      mesh=rollout_mesh)
     plans = _sampler_plans(s, sampler, not_sized)
     plans += _entropy_plans(s, not_sized)
     trainer = update.make_trainer(config, graphdef, mesh)
@@ -327,8 +332,9 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
     report = _report(s, device, target, budget, programs, cost_programs, not_sized)
     _add_advice(report, budget)
     _add_node(report, s, budget, env)
+    report["halves"] = _halves(report, s, target)
     report["churn"] = compile_churn(
-        config, sim, mesh, graphdef, mcfg, trainer, None if s.external else sampler,
+        config, sim, rollout_mesh, graphdef, mcfg, trainer, None if s.external else sampler,
         logps=s.recompute or config.rl.kl_coef > 0,
         platform=target.platform if target is not None else ("tpu" if budget.tpu else "gpu"))
     return report
@@ -337,12 +343,14 @@ def check(config: ml_collections.ConfigDict, mesh_spec: dict[str, int], device: 
 @dataclasses.dataclass
 class _Sizing:
     """What `check` plans every program from: the config and the selector's calls (`sim`),
-    the mesh and the abstract policy, the shapes the run pads to and the bytes per device that
-    stay resident beside each program."""
+    the meshes and the abstract policy, the shapes the run pads to and the bytes per device
+    that stay resident beside each program (on the trainer's devices: the optimizer's state
+    and the reference; a rollout mesh of its own holds neither)."""
 
     config: ml_collections.ConfigDict
     sim: dict
     mesh: object
+    rollout_mesh: object  # the sampler's and the entropy pass's (`mesh` unless mesh.rollout)
     mcfg: ModelConfig
     graphdef: object
     params: object
@@ -352,6 +360,15 @@ class _Sizing:
     length: int  # a packed train row: plen + rollout.max_new_tokens
     opt: int  # Adam's two moments
     ref: int  # the KL reference policy's parameters (0 without a KL term)
+
+    @property
+    def split(self) -> bool:
+        return self.rollout_mesh is not self.mesh
+
+    @property
+    def beside_rollout(self) -> int:
+        """Resident beside the sampler's and the entropy pass's programs."""
+        return 0 if self.split else self.opt + self.ref
 
 
 @dataclasses.dataclass
@@ -369,26 +386,32 @@ class _Budget:
         return self.share * self.device_bytes
 
 
-def _make_mesh(mesh_spec: dict[str, int], device: str, target) -> tuple[object, list]:
-    """(the mesh of `mesh_spec` on the target's compile-only devices, else JAX's, the device
-    pool it was cut from)."""
+def _make_mesh(mesh_spec: dict[str, int], device: str, target, rollout: int = 0,
+               rollout_model: int = 1) -> tuple[object, object, list]:
+    """(the trainer's mesh of `mesh_spec` on the target's compile-only devices, else JAX's, the
+    rollout mesh on the `rollout` devices after it (the same mesh when 0), the device pool
+    they were cut from)."""
     from frontier_rl.rl import sharding
 
     if target is None and device not in perf.DEVICE_BYTES:
         raise ValueError(f"--device={device!r} is not one of {sorted(perf.DEVICE_BYTES)}")
     n = mesh_spec["data"] * mesh_spec["fsdp"] * mesh_spec["model"]
     pool = target.compile_devices() if target is not None else jax.devices()
-    if len(pool) < n:
+    if len(pool) < n + rollout:
+        what = f"{n} devices" + (f" and mesh.rollout={rollout} beside them" if rollout else "")
         where = (f"target {target.name} has {len(pool)}" if target is not None else
                  f"JAX has {len(pool)} (run through `frontier-rl fit`, which creates them, or "
-                 f"set XLA_FLAGS=--xla_force_host_platform_device_count={n} before JAX starts)")
-        raise ValueError(f"--mesh needs {n} devices, {where}")
-    mesh = sharding.make_mesh(mesh_spec["data"], mesh_spec["fsdp"], mesh_spec["model"],
-                              devices=pool[:n])
-    return mesh, pool
+                 "set XLA_FLAGS=--xla_force_host_platform_device_count="
+                 f"{n + rollout} before JAX starts)")
+        raise ValueError(f"--mesh needs {what}, {where}")
+    mesh, rollout_mesh = sharding.split_meshes(
+        mesh_spec["data"], mesh_spec["fsdp"], mesh_spec["model"], rollout, rollout_model,
+        devices=pool[:n + rollout])
+    return mesh, rollout_mesh, pool
 
 
-def _abstract_policy(config, mesh, pool: list, device: str, target, say=print) -> tuple:
+def _abstract_policy(config, mesh, pool: list, device: str, target, say=print,
+                     rollout_mesh=None) -> tuple:
     """(model config, graphdef, abstract params) of the policy a run of `config` builds, with
     the kernels the target's run builds; says what it is and where it is compiled."""
     from frontier_rl.models.transformer import attention_impl
@@ -407,11 +430,14 @@ def _abstract_policy(config, mesh, pool: list, device: str, target, say=print) -
     say(f"fit: {config.model.preset or config.model.path or 'model'}: "
         f"{mcfg.num_params() / 1e9:.2f}B parameters ({mcfg.param_dtype} master, {mcfg.dtype} "
         f"compute, remat {mcfg.remat}, attention {attention_impl(mcfg)}), mesh "
-        f"{dict(mesh.shape)}, {where}")
+        f"{dict(mesh.shape)}"
+        + (f" + rollout mesh {dict(rollout_mesh.shape)}" if rollout_mesh not in (None, mesh)
+           else "") + f", {where}")
     return mcfg, graphdef, params
 
 
-def _sizing(config, sim: dict, mesh, mcfg: ModelConfig, graphdef, params) -> _Sizing:
+def _sizing(config, sim: dict, mesh, rollout_mesh, mcfg: ModelConfig, graphdef,
+            params) -> _Sizing:
     """The shapes and resident bytes every program of the run is planned with."""
     from frontier_rl.fit.shapes import PROMPT_BUCKETS, bucket
     from frontier_rl.rl import sharding
@@ -425,8 +451,10 @@ def _sizing(config, sim: dict, mesh, mcfg: ModelConfig, graphdef, params) -> _Si
     # parameters; the step counts are negligible) and the KL reference policy.
     param_bytes = _tree_bytes_per_device(params, sharding.param_shardings(params, mesh))
     recompute = recompute_old_logp(rl.recompute_old_logp, ro.top_p,
-                                   types.SimpleNamespace(external=external), ro.top_k)
-    return _Sizing(config, sim, mesh, mcfg, graphdef, params, external, recompute, plen,
+                                   types.SimpleNamespace(external=external), ro.top_k,
+                                   rl.staleness)
+    return _Sizing(config, sim, mesh, rollout_mesh, mcfg, graphdef, params, external,
+                   recompute, plen,
                    length=plen + ro.max_new_tokens, opt=2 * param_bytes,
                    ref=param_bytes if rl.kl_coef > 0 else 0)
 
@@ -439,6 +467,7 @@ def _sampler_plans(s: _Sizing, sampler, not_sized: list) -> list[_Plan]:
 
     config, ro, params, plen = s.config, s.config.rollout, s.params, s.plen
     rpc = ro.rows_per_call or "all"
+    axes = "mesh.rollout / mesh.rollout_model" if s.split else "mesh.data / mesh.model"
     plans = []
     variants = _sampler_variants(config, s.sim)
     for (cap, greedy, top_p, top_k), v in sorted(variants.items(), key=lambda kv: kv[0]):
@@ -464,9 +493,9 @@ def _sampler_plans(s: _Sizing, sampler, not_sized: list) -> list[_Plan]:
                 name, "sampler", b, f"{plen}+{cap}", buckets[b],
                 lambda b=b, cap=cap, greedy=greedy, top_p=top_p, top_k=top_k: sampler.lower(
                     params, b, plen, cap, greedy=greedy, use_top_p=top_p, sample_top_k=top_k),
-                s.opt + s.ref, f"set rollout.rows_per_call (rows per sampler call; now {rpc}) or "
-                f"reduce {field}, or raise mesh.data / mesh.model (the KV cache is split over "
-                "both)",
+                s.beside_rollout,
+                f"set rollout.rows_per_call (rows per sampler call; now {rpc}) or reduce "
+                f"{field}, or raise {axes} (the KV cache is split over both)",
                 lambda cap=cap, greedy=greedy, top_p=top_p, top_k=top_k: sampler.cost_analysis(
                     params, SampleShape(rows=COST_ROWS[-1], prompt_len=plen, max_new=cap,
                                         steps=cap, greedy=greedy, use_top_p=top_p,
@@ -486,13 +515,13 @@ def _entropy_plans(s: _Sizing, not_sized: list) -> list[_Plan]:
     if not ent_rows:
         not_sized.append(("prompt entropy", f"{config.selector.name} never calls it"))
         return []
-    entropy = PromptEntropy(s.graphdef, pad_id=0, prompt_buckets=PROMPT_BUCKETS, mesh=s.mesh,
-                            micro_batch=config.rollout.entropy_batch,
+    entropy = PromptEntropy(s.graphdef, pad_id=0, prompt_buckets=PROMPT_BUCKETS,
+                            mesh=s.rollout_mesh, micro_batch=config.rollout.entropy_batch,
                             chunk=config.model.logits_chunk)
     e_rows, e_len = entropy.padded_shape([s.plen] * ent_rows)
     return [_Plan(
         "prompt entropy", "entropy", e_rows, str(e_len), ent_rows,
-        lambda: entropy.lower(params, e_rows, e_len), s.opt + s.ref,
+        lambda: entropy.lower(params, e_rows, e_len), s.beside_rollout,
         f"reduce rollout.entropy_batch (rows per forward; now {config.rollout.entropy_batch})",
         lambda: entropy.cost_analysis(params, COST_ROWS[-1], e_len))]
 
@@ -635,6 +664,52 @@ def _add_node(report: dict, s: _Sizing, budget: _Budget, env) -> None:
                                     "of its own (FRONTIER_RL_GPU_SHARED=0): not on JAX's"))
 
 
+# The programs of each half of a split layout (mesh.rollout): what runs on which devices.
+HALVES = {"train": ("logps", "train_step", "probe"), "rollout": ("sampler", "entropy")}
+
+
+def _halves(report: dict, s: _Sizing, target) -> dict | None:
+    """With a rollout mesh of its own (mesh.rollout), each half's devices, mesh, largest
+    program per device and bytes over its devices, and their sum: the devices the layout takes
+    (all of the target's) and the bytes of the node. None when the sampler shares the
+    trainer's mesh."""
+    if not s.split:
+        return None
+    out = {}
+    for half, kinds in HALVES.items():
+        mesh = s.mesh if half == "train" else s.rollout_mesh
+        mine = [p for p in report["programs"] if p["kind"] in kinds]
+        peak = max((p["bytes_per_device"] or 0 for p in mine), default=0)
+        out[half] = {"devices": int(mesh.size), "mesh": dict(mesh.shape),
+                     "programs": [p["program"] for p in mine],
+                     "peak_bytes_per_device": int(peak), "bytes": int(peak) * int(mesh.size),
+                     "fits": all(p["fits"] is not False for p in mine)}
+    devices = out["train"]["devices"] + out["rollout"]["devices"]
+    out["sum"] = {"devices": devices, "bytes": out["train"]["bytes"] + out["rollout"]["bytes"],
+                  "node_bytes": devices * report["device_bytes"],
+                  "fits": out["train"]["fits"] and out["rollout"]["fits"]}
+    if target is not None and devices != target.devices:
+        out["sum"]["fits"] = False
+        report["advice"].append(f"the halves take {devices} devices, target {target.name} has "
+                                f"{target.devices}")
+    if not out["sum"]["fits"]:
+        report["fits"] = False if report["fits"] is not None else None
+    return out
+
+
+def print_halves(h: dict, say=print) -> None:
+    gib = 2**30
+    for half in ("train", "rollout"):
+        x = h[half]
+        mesh = ",".join(f"{k}={v}" for k, v in x["mesh"].items())
+        say(f"{half} half: {x['devices']} devices ({mesh}), largest program "
+            f"{x['peak_bytes_per_device'] / gib:.2f} GiB/device, {x['bytes'] / gib:.1f} GiB "
+            f"over its devices: {', '.join(x['programs']) or 'none'}")
+    t = h["sum"]
+    say(f"both halves: {t['devices']} devices, {t['bytes'] / gib:.1f} GiB of the "
+        f"{t['node_bytes'] / gib:.0f} GiB they have; fits: {'yes' if t['fits'] else 'NO'}")
+
+
 def compile_churn(config, sim: dict, mesh, graphdef, mcfg, trainer, sampler, *, logps: bool,
                   platform: str) -> dict:
     """The distinct programs the run compiles per kind, their bound and padding (churn.py),
@@ -757,6 +832,8 @@ def print_report(r: dict, say=print) -> None:
            if r["reference_bytes_per_device"] else "") + ")")
     if r.get("node"):
         say(node_memory.summary(r["node"]))
+    if r.get("halves"):
+        print_halves(r["halves"], say)
     for c in r.get("cost_programs", []):
         say(f"cost program (host CPU) of {c['program']}: {c['compile_s']:.1f} s, "
             + (f"error: {c['error']}" if c.get("error") else
@@ -783,7 +860,12 @@ def target_mesh(config, target, say=print) -> dict[str, int]:
     from frontier_rl.rl.sharding import scaled_mesh
 
     m, rl = config.mesh, config.rl
-    spec, micro = scaled_mesh(m.data, m.fsdp, m.model, target.devices, rl.micro_batch_size)
+    if m.rollout >= target.devices:
+        raise ValueError(f"mesh.rollout={m.rollout} leaves none of {target.name}'s "
+                         f"{target.devices} devices to the trainer")
+    # the trainer's mesh is cut from the devices the rollout mesh leaves
+    spec, micro = scaled_mesh(m.data, m.fsdp, m.model, target.devices - m.rollout,
+                              rl.micro_batch_size)
     before = {"data": m.data, "fsdp": m.fsdp, "model": m.model}
     changes = {f"mesh.{k}": v for k, v in spec.items()
                if v != before[k] and not (k == "data" and before[k] == -1)}
@@ -794,8 +876,11 @@ def target_mesh(config, target, say=print) -> dict[str, int]:
             for key, value in changes.items():
                 section, field = key.split(".")
                 config[section][field] = value
+        which = (f"{target.name}'s {target.devices} devices" if not m.rollout else
+                 f"the {target.devices - m.rollout} of {target.name}'s devices that "
+                 f"mesh.rollout={m.rollout} leaves the trainer")
         say(f"fit: mesh data={before['data']},fsdp={before['fsdp']},model={before['model']} "
-            f"does not fit {target.name}'s {target.devices} devices; scaled to it "
+            f"does not fit {which}; scaled to it "
             "(sharding.scaled_mesh), as a run there needs: "
             + " ".join(f"--config.{k}={v}" for k, v in changes.items()))
     return spec

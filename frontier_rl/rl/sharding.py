@@ -55,6 +55,42 @@ def make_mesh(data: int = -1, fsdp: int = 1, model: int = 1,
     return Mesh(np.asarray(devices).reshape(shape), AXES)
 
 
+def split_meshes(data: int = -1, fsdp: int = 1, model: int = 1, rollout: int = 0,
+                 rollout_model: int = 1, devices: Sequence[jax.Device] | None = None
+                 ) -> tuple[Mesh, Mesh]:
+    """(the trainer's mesh, the rollout mesh). With `rollout` = 0 they are one mesh over every
+    device (generation and the update take turns on it). Otherwise the last `rollout` devices
+    are the rollout mesh (data = rollout / rollout_model, fsdp 1, model = rollout_model: the
+    sampler holds whole parameters per tensor shard, as a serving engine does) and the trainer's
+    mesh is cut from the rest (data = -1 there: all of them). The sampler and the prompt-entropy
+    pass run on the rollout mesh while the update runs on the other (rl.staleness >= 1), and the
+    pipeline's copy of each version is a `jax.device_put` onto it (`placer`): each role on a
+    mesh of its own, as tunix's RLCluster gives its actor and rollout roles."""
+    devices = list(devices if devices is not None else jax.devices())
+    if not rollout:
+        mesh = make_mesh(data, fsdp, model, devices)
+        return mesh, mesh
+    if rollout >= len(devices):
+        raise ValueError(f"mesh.rollout={rollout} leaves none of the {len(devices)} devices "
+                         "to the trainer")
+    if rollout % rollout_model:
+        raise ValueError(f"mesh.rollout_model={rollout_model} does not divide "
+                         f"mesh.rollout={rollout}")
+    cut = len(devices) - rollout
+    return (make_mesh(data, fsdp, model, devices[:cut]),
+            make_mesh(rollout // rollout_model, 1, rollout_model, devices[cut:]))
+
+
+def placer(mesh: Mesh):
+    """`place(params)`: the parameters copied onto `mesh` in its shardings (the rollout mesh's
+    sync: new buffers on its devices, so the trainer may donate its own), ready when it
+    returns."""
+    def place(params):
+        return jax.block_until_ready(jax.device_put(params, param_shardings(params, mesh)))
+
+    return place
+
+
 def mesh_shape(data: int, fsdp: int, model: int, n: int) -> tuple[int, int, int]:
     """(data, fsdp, model) of the mesh `make_mesh` builds over `n` devices, data=-1 resolved;
     ValueError naming the fields when they do not fit `n` (launch/run_gpu.sh checks a config

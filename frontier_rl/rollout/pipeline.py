@@ -34,8 +34,8 @@ update).
 
 The engine builds from a copy of the parameters (`snapshot`): the update donates the buffers of
 the parameters it is given, and the sampler reads version t-1 while the update replaces it.
-On one host that copy is the sync; on an accelerator, a separate rollout mesh would take it by
-`jax.device_put` onto its own devices (docs/architecture.md).
+With a rollout mesh of its own (mesh.rollout) that copy is the sync: `jax.device_put` onto the
+rollout devices (rl/sharding.py `placer`), passed as `snapshot`.
 
 `admission="discard"` is the ablation the paced pipeline is measured against, never a run's
 mode: the engine does not wait for a group that outlasts the k updates the pipeline gives it

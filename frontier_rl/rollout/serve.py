@@ -278,14 +278,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def spawn(model: str, timeout: float = 300.0) -> tuple[subprocess.Popen, str]:
+def spawn(model: str, timeout: float = 300.0,
+          cores: set[int] | None = None) -> tuple[subprocess.Popen, str]:
     """`frontier-rl serve --model=MODEL` in a subprocess on a free port, once it answers
-    /health: (the process, its URL). The caller kills the process."""
+    /health: (the process, its URL). `cores`: the CPU cores it may run on (set before it
+    starts, so XLA sizes its thread pool to them). The caller kills the process."""
     import httpx
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "frontier_rl", "serve", f"--model={model}",
-                             f"--port={port}"], stdout=subprocess.DEVNULL)
+                             f"--port={port}"], stdout=subprocess.DEVNULL,
+                            preexec_fn=None if cores is None
+                            else (lambda: os.sched_setaffinity(0, cores)))
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
