@@ -42,3 +42,13 @@ def export_params(graphdef, params, mcfg: ModelConfig, tokenizer, out: str, *,
     if timings is not None:
         timings["write"] = timings.get("write", 0.0) + time.perf_counter() - t0
     return out
+
+
+def config_section():
+    """`export`: the policy as a Hugging Face checkpoint every `every` steps (0 = only on
+    `frontier-rl export`) into `dir` (default WORKDIR/export/step_N)."""
+    from frontier_rl.run import fields
+
+    return (fields.Section("export", config_section.__doc__)
+            .field("every", 0, fields.nonneg_int, "an integer >= 0 (0 disables)")
+            .field("dir", ""))

@@ -397,6 +397,21 @@ def _layout() -> str:
             + table(["package", "its modules"], inner))
 
 
+def _config_sections() -> str:
+    """Every config section, where it is declared, its fields and the first sentence of its
+    docstring, from config_lib.sections()."""
+    from frontier_rl import config_lib
+
+    rows = []
+    for s in config_lib.sections():
+        origin = "frontier_rl/" + s.origin.removeprefix("frontier_rl.").replace(".", "/")
+        path = os.path.join(ROOT, origin)
+        origin += "/__init__.py" if os.path.isdir(path) else ".py"
+        what = " ".join(s.doc.split()).split(": ", 1)[-1].split(". ")[0].rstrip(".")
+        rows.append([f"`{s.name}`", f"`{origin}`", str(len(s.fields)), what])
+    return table(["section", "declared in", "fields", "what it holds"], rows)
+
+
 def _sim_staleness(*studies: dict) -> str:
     """Each arm of the synthetic learner's controls study at every rl.staleness (one study per
     k, the same seeds): its accuracy at k = 0, its change at each k (paired by seed), and its
@@ -499,6 +514,7 @@ RENDERERS = {
     "staleness": (["bench/staleness.json"], _staleness),
     "staleness-server": (["bench/staleness_server.json"], _staleness_levels),
     "layout": ([], _layout),
+    "config-sections": ([], _config_sections),
     "sim-staleness": (["sim/staleness_k0.json", "sim/staleness_k1.json", "sim/staleness_k2.json"],
                       _sim_staleness),
     "staleness-arms": (["testbed/default.results.json.gz", "testbed/staleness1.results.json.gz"],

@@ -133,3 +133,38 @@ def test_launch_scripts_rollout_port_is_not_the_teachers():
                               "rollout.sglang.url": "http://10.0.0.2:30000",
                               "selector.heapa.teacher_url": "http://10.0.0.3:30000/v1"})
     config_lib.validate(c)  # another host, same port: a different server
+
+
+_BAD = {int: (-1, 0, -5, 10**9, 3, 1), float: (-1.0, 0.0, -0.5, 1.5, 1e9, 2.0),
+        str: ("x", "", "bogus")}
+
+
+def test_every_declared_field_is_in_the_default_config_and_refused_by_its_own_check():
+    """A field is spelled once, in its component's section (run/fields.py): its default is
+    the default config's, and a value its check refuses fails validation naming that field
+    first (the fields declared before it hold their defaults)."""
+    checked = 0
+    base = config_lib.default_config()
+    for section in config_lib.sections():
+        assert section.origin.startswith("frontier_rl"), section.name
+        for f in section.fields:
+            assert base[section.name][f.name] == f.default, (section.name, f.name)
+            if f.ok is None or (f.when is not None and not f.when(base)):
+                continue
+            bad = [v for v in _BAD.get(type(f.default), ()) if not _passes(f.ok, v)]
+            if not bad:
+                continue
+            c = config_lib.default_config()
+            c[section.name][f.name] = bad[0]
+            with pytest.raises(config_lib.ConfigError,
+                               match=rf"^{section.name}\.{f.name}={bad[0]!r} is not allowed"):
+                config_lib.validate(c)
+            checked += 1
+    assert checked >= 100, checked
+
+
+def _passes(ok, value) -> bool:
+    try:
+        return bool(ok(value))
+    except TypeError:
+        return False

@@ -56,3 +56,51 @@ def metric(k: int, n: int) -> str:
 def label(k: int, n: int) -> str:
     """Its column heading in a table."""
     return f"pass@{k} (unbiased, n={n})"
+
+
+def config_section():
+    """`eval`: held-out evaluation, Avg@k (k samples at `temperature` / `top_p` / `top_k`) and
+    greedy accuracy per bucket. T = 0.7, top-p = 0.7 is HeaPA's Avg@16 protocol
+    (eval_dataset_generation.py, which also keeps top-k 50: the paper configs set it)."""
+    import ml_collections
+
+    from frontier_rl.run import fields
+
+    def sets_rule(cfg) -> None:
+        sets = cfg.eval.get("sets") or {}
+        for name in dict(sets):
+            fields.check(cfg, f"eval.sets.{name}", lambda x: isinstance(x, str) and bool(x),
+                         "a path to a .jsonl or .parquet benchmark file")
+        if sets:
+            fields.check(cfg, "task.name", lambda x: x == "corpus",
+                         "'corpus' when eval.sets is given (benchmarks are rendered and "
+                         "checked like the training corpus)")
+
+    return (fields.Section("eval", config_section.__doc__)
+            .field("every", 25, fields.nonneg_int, "an integer >= 0")  # steps; 0 = start, end
+            # also evaluate each time cumulative rollouts cross a multiple
+            .field("every_rollouts", 0, fields.nonneg_int, "an integer >= 0 (0 disables)")
+            # ... each time the run's budget spend (its unit) crosses a multiple
+            .field("every_budget", 0.0, fields.nonneg,
+                   "a number >= 0 in the budget's unit (0 disables)")
+            # ... and when the spend crosses budget / 2, budget / 4, ... budget / 2^early (0 =
+            # none): evaluations dense early, so X-to-target is resolved where curves rise
+            .field("early", 0, lambda x: fields.int_(x) and 0 <= x <= 16,
+                   "an integer in [0, 16]: evaluations at budget / 2 .. budget / 2^n")
+            # the k of the unbiased pass@k estimate from the eval.k samples (0 = eval.k)
+            .field("pass_k", 0)
+            .field("k", 8, fields.pos_int, "an integer >= 1")
+            .rule(lambda cfg: fields.as_config_error(lambda: resolve(cfg.eval)))
+            .field("temperature", 0.7, fields.pos, "a number > 0")
+            .field("top_p", 0.7, lambda x: fields.pos(x) and x <= 1, "a number in (0, 1]")
+            # sampling top-k of the k samples (not their count); -1 = off
+            .field("top_k", -1, fields.top_k, fields.TOP_K_ALLOWED)
+            .field("greedy", True)
+            # Token cap of evaluation responses; 0 = rollout.max_new_tokens (HeaPA: 20,480)
+            .field("max_new_tokens", 0, fields.nonneg_int,
+                   "an integer >= 0 (0 = rollout.max_new_tokens)")
+            # Benchmark name -> local file (.jsonl/.parquet, plain or verl rows; launch/
+            # prepare_benchmarks.py): evaluated instead of the task's held-out split, rendered
+            # and checked like the corpus (evaluation/suite.py). Empty = the task's own split.
+            .sub("sets", ml_collections.ConfigDict)
+            .rule(sets_rule))

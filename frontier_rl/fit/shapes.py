@@ -72,3 +72,19 @@ def decode_segments(max_new: int, first: int = DECODE_BUCKET,
         w *= 2
     bounds.append(max_new)
     return tuple(bounds[-max(1, most):])
+
+
+def config_section():
+    """`fit`: the fit check (`frontier-rl fit`) plays the selector for `sim_steps` steps on the
+    synthetic learner (frontier_rl/sim) to find the rows each program is called with, and
+    compiles the programs at the longest prompt (`prompt_len` tokens). `entropy_rows` > 0
+    sizes the prompt-entropy pass at that many rows instead of the selector's largest call;
+    `every_bucket` sizes every sampler row bucket the selector uses, not only the largest."""
+    from frontier_rl.run import fields
+
+    return (fields.Section("fit", config_section.__doc__)
+            .field("prompt_len", 32, fields.pos_int, "an integer >= 1 (tokens)")
+            .field("entropy_rows", 0, fields.nonneg_int,
+                   "an integer >= 0 (0 = the selector's largest call)")
+            .field("sim_steps", 20, fields.pos_int, "an integer >= 1")
+            .field("every_bucket", False, fields.boolean, "True or False"))

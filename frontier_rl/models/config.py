@@ -201,3 +201,4 @@ def _freeze(x: Any) -> Any:
     if isinstance(x, list):
         return tuple(_freeze(v) for v in x)
     return x
+

@@ -455,3 +455,35 @@ def merge_rows(tree, k: int):
 
 def replicated(mesh: Mesh) -> NamedSharding:
     return NamedSharding(mesh, PartitionSpec())
+
+
+def config_section():
+    """`mesh`: the device mesh, data x fsdp x model, and the rollout mesh beside it."""
+    from frontier_rl.run import fields
+
+    def rollout_needs(cfg) -> None:
+        if not cfg.mesh.rollout:
+            return
+        fields.check(cfg, "mesh.rollout_model", lambda x: cfg.mesh.rollout % x == 0,
+                     f"a divisor of mesh.rollout={cfg.mesh.rollout}")
+        fields.check(cfg, "rl.staleness", lambda x: x >= 1,
+                     f">= 1 with mesh.rollout={cfg.mesh.rollout} (a rollout mesh generates "
+                     "while the trainer updates; synchronously its devices would wait)")
+
+    return (fields.Section("mesh", config_section.__doc__)
+            # data parallel; -1 = every device not used by fsdp x model
+            .field("data", -1, lambda x: x == -1 or fields.pos_int(x),
+                   "-1 (all devices) or >= 1")
+            # parameters, gradients and optimizer state sharded; rows split too
+            .field("fsdp", 1, fields.pos_int, "an integer >= 1")
+            # tensor parallel (Megatron-style column/row splits)
+            .field("model", 1, fields.pos_int, "an integer >= 1")
+            # Devices of a rollout mesh of its own (0: the sampler shares the trainer's
+            # devices). The last `rollout` devices generate while the rest train (rl.staleness
+            # >= 1), each version copied onto them by jax.device_put (`split_meshes`);
+            # mesh.data = -1 is then the trainer's rest. The engine must be in this process
+            # (rollout/engines.py checks it).
+            .field("rollout", 0, fields.nonneg_int,
+                   "an integer >= 0 (0 = the sampler shares the trainer's devices)")
+            .field("rollout_model", 1, fields.pos_int, "an integer >= 1")  # its tensor axis
+            .rule(rollout_needs))

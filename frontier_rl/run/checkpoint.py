@@ -432,3 +432,14 @@ class Checkpointer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def config_section():
+    """`checkpoint`: every `every` steps, the last `max_to_keep` kept."""
+    from frontier_rl.run import fields
+
+    return (fields.Section("checkpoint", config_section.__doc__)
+            .field("every", 25, fields.pos_int, "an integer >= 1")
+            .field("max_to_keep", 3, lambda x: fields.pos_int(x) and x >= 2,
+                   "an integer >= 2 (a damaged latest checkpoint falls back to the previous "
+                   "one)"))

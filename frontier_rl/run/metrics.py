@@ -138,3 +138,22 @@ def read(path: str) -> list[dict]:
     """All records of a metrics.jsonl file."""
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def config_section():
+    """`log`: TensorBoard, Weights & Biases, progress on the console, profiling."""
+    from frontier_rl.run import fields
+
+    return (fields.Section("log", config_section.__doc__)
+            .field("tensorboard", True)
+            # Weights & Biases (pip install 'frontier_rl[wandb]'): "" = off, else the project
+            # name. "auto" logs online when WANDB_API_KEY is set and offline otherwise
+            # (DIR/wandb; `wandb sync` uploads it later); "online" / "offline" force it.
+            .field("wandb", "")
+            .field("wandb_mode", "auto", fields.one_of("auto", "online", "offline"),
+                   "one of auto, online, offline")
+            .field("progress", True)
+            # Steps (comma-separated, e.g. "5,6") traced with jax.profiler into WORKDIR/profile.
+            .field("profile_steps", "", lambda x: isinstance(x, str) and all(
+                p.strip().isdigit() for p in x.split(",") if p.strip()),
+                "comma-separated step numbers, e.g. '5,6' ('' disables)"))

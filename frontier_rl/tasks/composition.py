@@ -145,3 +145,21 @@ def _metrics(record: dict) -> dict[str, float]:
     out.update({f"pool/candidate_{c}": v for c, v in record["candidate_shares"].items()})
     out["pool/candidates"] = float(record["candidates"])
     return out
+
+
+def config_section():
+    """`pool`: the training pool's composition by the starting policy's pass rate:
+    "solved=0.25,unsolved=0.25,frontier=0.5" keeps pool.size prompts of the task's train split
+    in these shares, each candidate measured with pool.k samples before the first step.
+    "" = the task's pool as generated."""
+    from frontier_rl.run import fields
+
+    def shares(cfg) -> None:
+        if cfg.pool.composition:
+            fields.as_config_error(lambda: parse(cfg.pool.composition))
+
+    return (fields.Section("pool", config_section.__doc__, optional=True)
+            .field("composition", "")
+            .field("size", 0, fields.nonneg_int, "an integer >= 0")  # 0 = every candidate
+            .field("k", 8, lambda x: fields.pos_int(x) and x >= 2, "an integer >= 2")
+            .rule(shares))
