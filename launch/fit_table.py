@@ -75,9 +75,11 @@ def label(config: str, extra) -> str:
 
 
 # The split layout (mesh.rollout, rl.staleness=1): the embedded sampler and the prompt-entropy
-# pass on a rollout mesh of their own (data=4) while the trainer shards over the other 4
-# devices, compiled for one GPU host and one 2-host TPU slice (`--render --split`).
-STALE = ["--config.rl.staleness=1", "--config.mesh.rollout=4"]
+# pass on a rollout mesh of their own (data=4: whole weights on each device, so 256 rows per
+# sampler call) while the trainer shards over the other 4 devices, compiled for one GPU host
+# and one 2-host TPU slice (`--render --split`). No SGLang beside JAX: its default share.
+STALE = ["--config.rl.staleness=1", "--config.mesh.rollout=4",
+         "--config.rollout.rows_per_call=256"]
 SPLIT = [("math_hive.py:qwen2.5-math-1.5b", "h100x8", "data=1,fsdp=4", STALE),
          ("math_hive.py:qwen2.5-math-1.5b", "v5p-16", "data=1,fsdp=4", STALE)]
 
@@ -98,7 +100,8 @@ def run_one(out: str, config: str, target: str, mesh: str, extra: list[str],
            f"--config={os.path.join(ROOT, 'configs', config)}", "--config.model.path=",
            *where, f"--mesh={mesh}", *extra, "--json"]
     env = dict(os.environ)
-    if t.kind == "gpu":  # run_gpu.sh's default layout: the share env.sh gives JAX there
+    if t.kind == "gpu" and "--config.rollout.engine=sglang" in extra:
+        # run_gpu.sh's default layout, SGLang beside JAX: the share env.sh gives JAX there
         from frontier_rl.fit import node_memory
 
         env["XLA_PYTHON_CLIENT_MEM_FRACTION"] = str(

@@ -128,7 +128,9 @@ def _number(x) -> bool:
 
 
 def validate(config: ml_collections.ConfigDict) -> None:
-    """Checks the `compare` section; raises ConfigError naming the field."""
+    """Checks the `compare` section; raises ConfigError naming the field. Long (about 100
+    lines) as a list of checks is: each reads the fields the checks before it have passed, in
+    the order a reader of the section meets them."""
     if "compare" not in config:
         raise config_lib.ConfigError(
             "the config has no `compare` section (see configs/compare_arith.py)")
@@ -700,30 +702,7 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
     """One run's curves and totals, read back from its metrics.jsonl."""
     recs = _records(spec.dir)
     steps = [r for r in recs if r["step"] > 0]
-    curve = {"step": [], "rollouts": [], "tokens": [], "pflops": [], "pflops_formula": [],
-             "updates": [], "metric": [], "buckets": {}, "correct_counts": []}
-    last_r = last_t = last_p = last_pf = 0.0
-    per_step = spec.config.rl.epochs * spec.config.rl.minibatches
-    skipped = 0
-    for r in recs:
-        if "rollout/total" in r:
-            last_r = r["rollout/total"]
-            last_t = r.get("rollout/tokens", 0)
-            if r["step"] > 0:
-                last_p, last_pf = _pflops(r)
-                skipped += int(r.get("train/skipped_updates", 0))
-        key = f"eval/avg@{k}/{metric}"
-        if key in r:
-            curve["step"].append(r["step"])
-            curve["rollouts"].append(float(last_r))
-            curve["tokens"].append(float(last_t))
-            curve["pflops"].append(last_p)
-            curve["pflops_formula"].append(last_pf)
-            curve["updates"].append(r["step"] * per_step - skipped)  # optimizer updates
-            curve["metric"].append(float(r[key]))
-            for b in (x.split("/")[-1] for x in r if x.startswith(f"eval/avg@{k}/")):
-                curve["buckets"].setdefault(b, []).append(float(r[f"eval/avg@{k}/{b}"]))
-            curve["correct_counts"].append(r.get("evalset/correct_counts"))
+    curve = _curve(recs, metric, k, spec.config.rl.epochs * spec.config.rl.minibatches)
     last = steps[-1] if steps else {}
     first = recs[0] if recs else {}
 
@@ -734,12 +713,7 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
         s = series(key)
         return float(np.mean(s)) if s else float("nan")
 
-    hist = np.zeros(0)
-    for r in steps:
-        h = [r[x] for x in sorted((x for x in r if x.startswith("rollout/rolled_pass_hist/")),
-                                  key=lambda x: int(x.rsplit("/", 1)[1]))]
-        if h:
-            hist = np.asarray(h, float) if hist.size == 0 else hist + np.asarray(h, float)
+    hist = _pass_hist(steps)
     return {
         "method": spec.method, "seed": spec.seed, "selector": spec.config.selector.name, "k": k,
         # the run's regime, as its config set it (pilots vary these between arms)
@@ -809,6 +783,46 @@ def run_result(spec: RunSpec, metric: str, k: int) -> dict:
         "start": {x.split("/", 1)[1]: v for x, v in first.items() if x.startswith("warmstart/")},
         "start_cache": start_cache(spec.config, os.path.dirname(os.path.dirname(spec.dir))),
     }
+
+def _curve(recs: list[dict], metric: str, k: int, per_step: int) -> dict:
+    """A run's eval curve: at each evaluation, the step, the rollouts, tokens and PFLOPs spent
+    by then, the optimizer updates (`per_step` a step, less the skipped), the metric, every
+    bucket's Avg@k and the per-prompt correct counts."""
+    curve = {"step": [], "rollouts": [], "tokens": [], "pflops": [], "pflops_formula": [],
+             "updates": [], "metric": [], "buckets": {}, "correct_counts": []}
+    last_r = last_t = last_p = last_pf = 0.0
+    skipped = 0
+    for r in recs:
+        if "rollout/total" in r:
+            last_r = r["rollout/total"]
+            last_t = r.get("rollout/tokens", 0)
+            if r["step"] > 0:
+                last_p, last_pf = _pflops(r)
+                skipped += int(r.get("train/skipped_updates", 0))
+        key = f"eval/avg@{k}/{metric}"
+        if key in r:
+            curve["step"].append(r["step"])
+            curve["rollouts"].append(float(last_r))
+            curve["tokens"].append(float(last_t))
+            curve["pflops"].append(last_p)
+            curve["pflops_formula"].append(last_pf)
+            curve["updates"].append(r["step"] * per_step - skipped)  # optimizer updates
+            curve["metric"].append(float(r[key]))
+            for b in (x.split("/")[-1] for x in r if x.startswith(f"eval/avg@{k}/")):
+                curve["buckets"].setdefault(b, []).append(float(r[f"eval/avg@{k}/{b}"]))
+            curve["correct_counts"].append(r.get("evalset/correct_counts"))
+    return curve
+
+
+def _pass_hist(steps: list[dict]) -> np.ndarray:
+    """The rolled groups' pass-count histogram summed over the steps (empty without one)."""
+    hist = np.zeros(0)
+    for r in steps:
+        h = [r[x] for x in sorted((x for x in r if x.startswith("rollout/rolled_pass_hist/")),
+                                  key=lambda x: int(x.rsplit("/", 1)[1]))]
+        if h:
+            hist = np.asarray(h, float) if hist.size == 0 else hist + np.asarray(h, float)
+    return hist
 
 
 def start_cache(cfg: ml_collections.ConfigDict, workdir: str = "") -> dict:

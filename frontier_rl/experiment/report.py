@@ -1143,6 +1143,9 @@ def notes_section(results: dict) -> str:
 
 
 def plots(results: dict, out_dir: str) -> list[str]:
+    """The report's figures, one after another, each written as a PNG in `out_dir`; returns
+    their names. Long (about 100 lines) as a list of figures is: each block draws one, on the
+    colours and runs set at the top, and none is called twice."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -184,7 +184,9 @@ def run_all(plan: launchers.Plan, workers: int) -> list[str]:
     child process (True: it reached its budget; False: SIGTERM cut it), once the runs it needs
     have ended. `plan.begin(i, spec, say)`, called when a run may start, announces it and
     returns False for one finished earlier (skipped). Returns the names of the runs SIGTERM
-    cut (none when all finished); raises the first failed run's error."""
+    cut (none when all finished); raises the first failed run's error. One supervisor loop
+    (start what may start, wait, reap, stop all on SIGTERM or a failure) whose state is its
+    local variables: about 100 lines, kept whole so the order of those steps reads at once."""
     waiting = list(enumerate(plan.specs, 1))
     running: dict[str, _Child] = {}
     ended: set[str] = set()

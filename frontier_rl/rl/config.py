@@ -91,7 +91,10 @@ def config_section() -> fields.Section:
     weight, rl/cispo.py); each loss's own fields live in rl.losses.<name>. eps_low/eps_high
     are the clip range of grpo and dapo; `loss_agg` overrides the loss's aggregation
     ("token_mean", "seq_mean_token_mean", "token_sum", "seq_mean_token_sum",
-    "seq_mean_token_sum_norm" = Dr. GRPO's; "" = the loss's own; rl/losses.py)."""
+    "seq_mean_token_sum_norm" = Dr. GRPO's; "" = the loss's own; rl/losses.py).
+
+    One declaration of 41 fields, each with its comment: long as the section is, not as logic
+    is."""
     rs_on = lambda cfg: bool(cfg.rl.rollout_rs)  # noqa: E731  (the bounds matter only then)
     return (
         fields.Section("rl", config_section.__doc__)
