@@ -137,9 +137,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
     # ======================================================================= policy
     # The mesh comes first: a loaded checkpoint's tensors go straight into their shardings.
     # With mesh.rollout the sampler has devices of its own (`rollout_mesh`), else the same.
-    m = config.mesh
-    mesh, rollout_mesh = sharding.split_meshes(m.data, m.fsdp, m.model, m.rollout,
-                                               m.rollout_model)
+    mesh, rollout_mesh = sharding.meshes_of(config.mesh)
     pol = policy.prepare(config, task, workdir, mesh, say,
                          allow_config_change=allow_config_change)
     pol = warmstart.apply(config, task, pol, workdir, say)  # trained and cached, or the cache's

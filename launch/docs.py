@@ -284,6 +284,10 @@ def _fit_measured(_: dict) -> str:
     return _launch_module("fit_table").render(os.path.join(RESULTS, "fit"), measured_only=True)
 
 
+def _fit_split(_: dict) -> str:
+    return _launch_module("fit_table").render_split(os.path.join(RESULTS, "fit"))
+
+
 def _calibration(cal: dict) -> str:
     from frontier_rl.sim import calibrate
 
@@ -510,6 +514,7 @@ RENDERERS = {
     "gym-controls": (["superseded/gym_controls.results.json.gz"], _controls),
     "default-calibration": (["superseded/default.calibration.json"], _calibration),
     "fit-measured": (["fit/index.json"], _fit_measured),
+    "fit-split": (["fit/index.json"], _fit_split),
     "vs-tunix": (["bench/vs_tunix.json"], _vs_tunix),
     "staleness": (["bench/staleness.json"], _staleness),
     "staleness-server": (["bench/staleness_server.json"], _staleness_levels),

@@ -57,7 +57,7 @@ def one_seed(config: ml_collections.ConfigDict, seed: int, say=None,
     cfg.warmstart.seed = seed
     task = tasks.make_task(cfg.task.name, {k: v for k, v in cfg.task.items() if k != "name"},
                            seed)
-    mesh = sharding.make_mesh(cfg.mesh.data, cfg.mesh.fsdp, cfg.mesh.model)
+    mesh = sharding.meshes_of(cfg.mesh)[0]
     say = say or (lambda *a, **k: None)
     if workdir:
         return _cached_seed(cfg, task, mesh, seed, workdir, say)

@@ -229,7 +229,7 @@ def run(config, workdir: str, *, step: int | None = None, model: str | None = No
         with config.unlocked():  # linked fields (chat_template) follow; an id stays an id
             config.model.path = model if hub.is_id(model) else os.path.abspath(model)
     config_lib.validate(config)
-    mesh = sharding.make_mesh(config.mesh.data, config.mesh.fsdp, config.mesh.model)
+    mesh = sharding.meshes_of(config.mesh)[0]  # the trainer's (with mesh.rollout, its half)
     if model:
         model_dir = hub.model_dir(config.model.path, "--model")
         graphdef, params, mcfg = policy.load(model_dir, config, mesh)

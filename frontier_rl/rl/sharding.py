@@ -81,6 +81,13 @@ def split_meshes(data: int = -1, fsdp: int = 1, model: int = 1, rollout: int = 0
             make_mesh(rollout // rollout_model, 1, rollout_model, devices[cut:]))
 
 
+def meshes_of(mesh_config) -> tuple[Mesh, Mesh]:
+    """`split_meshes` of a config's `mesh` section: (the trainer's mesh, the rollout mesh)."""
+    m = mesh_config
+    return split_meshes(m["data"], m["fsdp"], m["model"], m.get("rollout", 0),
+                        m.get("rollout_model", 1))
+
+
 def placer(mesh: Mesh):
     """`place(params)`: the parameters copied onto `mesh` in its shardings (the rollout mesh's
     sync: new buffers on its devices, so the trainer may donate its own), ready when it
