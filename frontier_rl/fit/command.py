@@ -407,14 +407,6 @@ def _make_mesh(mesh_spec: dict[str, int], device: str, target, rollout: int = 0,
     mesh, rollout_mesh = sharding.split_meshes(
         mesh_spec["data"], mesh_spec["fsdp"], mesh_spec["model"], rollout, rollout_model,
         devices=pool[:n + rollout])
-    if rollout and target is not None and target.kind == "gpu":
-        # XLA:GPU's compile-only devices: a program whose first device is not ordinal 0 can
-        # fail to compile ("cudaErrorInvalidDevice: invalid device ordinal", a CUDA call made
-        # with no GPU present). A program's memory and collectives follow its mesh's shape,
-        # not which devices it names, so the rollout half is compiled on a mesh of its shape
-        # over the first devices.
-        rollout_mesh = sharding.make_mesh(rollout // rollout_model, 1, rollout_model,
-                                          devices=pool[:rollout])
     return mesh, rollout_mesh, pool
 
 
