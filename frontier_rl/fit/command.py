@@ -683,18 +683,25 @@ def _halves(report: dict, s: _Sizing, target) -> dict | None:
         out[half] = {"devices": int(mesh.size), "mesh": dict(mesh.shape),
                      "programs": [p["program"] for p in mine],
                      "peak_bytes_per_device": int(peak), "bytes": int(peak) * int(mesh.size),
-                     "fits": all(p["fits"] is not False for p in mine)}
+                     "fits": _all_fit(p["fits"] for p in mine)}
     devices = out["train"]["devices"] + out["rollout"]["devices"]
     out["sum"] = {"devices": devices, "bytes": out["train"]["bytes"] + out["rollout"]["bytes"],
                   "node_bytes": devices * report["device_bytes"],
-                  "fits": out["train"]["fits"] and out["rollout"]["fits"]}
+                  "fits": _all_fit((out["train"]["fits"], out["rollout"]["fits"]))}
     if target is not None and devices != target.devices:
         out["sum"]["fits"] = False
         report["advice"].append(f"the halves take {devices} devices, target {target.name} has "
                                 f"{target.devices}")
-    if not out["sum"]["fits"]:
-        report["fits"] = False if report["fits"] is not None else None
+    if out["sum"]["fits"] is False:
+        report["fits"] = False
     return out
+
+
+def _all_fit(verdicts) -> bool | None:
+    """False if any program does not fit, else None if any was not sized (a compile error),
+    else True."""
+    verdicts = list(verdicts)
+    return False if False in verdicts else None if None in verdicts else True
 
 
 def print_halves(h: dict, say=print) -> None:
@@ -706,8 +713,9 @@ def print_halves(h: dict, say=print) -> None:
             f"{x['peak_bytes_per_device'] / gib:.2f} GiB/device, {x['bytes'] / gib:.1f} GiB "
             f"over its devices: {', '.join(x['programs']) or 'none'}")
     t = h["sum"]
+    verdict = {True: "yes", False: "NO", None: "not known (a program did not compile)"}
     say(f"both halves: {t['devices']} devices, {t['bytes'] / gib:.1f} GiB of the "
-        f"{t['node_bytes'] / gib:.0f} GiB they have; fits: {'yes' if t['fits'] else 'NO'}")
+        f"{t['node_bytes'] / gib:.0f} GiB they have; fits: {verdict[t['fits']]}")
 
 
 def compile_churn(config, sim: dict, mesh, graphdef, mcfg, trainer, sampler, *, logps: bool,
