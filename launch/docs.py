@@ -284,7 +284,7 @@ def _fit_measured(_: dict) -> str:
     return _launch_module("fit_table").render(os.path.join(RESULTS, "fit"), measured_only=True)
 
 
-def _fit_split(_: dict) -> str:
+def _fit_split(*_: dict) -> str:
     return _launch_module("fit_table").render_split(os.path.join(RESULTS, "fit"))
 
 
@@ -514,10 +514,13 @@ RENDERERS = {
     "gym-controls": (["superseded/gym_controls.results.json.gz"], _controls),
     "default-calibration": (["superseded/default.calibration.json"], _calibration),
     "fit-measured": (["fit/index.json"], _fit_measured),
-    "fit-split": (["fit/index.json"], _fit_split),
+    "fit-split": ([f"fit/math_hive-qwen2.5-math-1.5b@{t}+rl.staleness-1+mesh.rollout-4"
+                   "+rollout.rows_per_call-256.target.json" for t in ("h100x8", "v5p-16")],
+                  _fit_split),
     "vs-tunix": (["bench/vs_tunix.json"], _vs_tunix),
     "staleness": (["bench/staleness.json"], _staleness),
     "staleness-server": (["bench/staleness_server.json"], _staleness_levels),
+    "staleness-pinned": (["bench/staleness_pinned.json"], _staleness_levels),
     "layout": ([], _layout),
     "config-sections": ([], _config_sections),
     "sim-staleness": (["sim/staleness_k0.json", "sim/staleness_k1.json", "sim/staleness_k2.json"],

@@ -68,6 +68,18 @@ def test_every_results_file_names_its_machine_date_commit_and_command():
         for key in ("machine", "date", "commit", "command"):
             assert meta.get(key), f"{os.path.relpath(path, ROOT)}: meta has no {key}"
         assert re.match(r"\d{4}-\d{2}-\d{2}", meta["date"]), path
+        # a command a reader can retype: no absolute path of the machine that made it
+        assert not re.search(r"(^|[\s=])/(home|root|work|Users|tmp)/", meta["command"]), path
+
+
+def test_a_recorded_command_names_the_cli_and_paths_relative_to_the_repository():
+    from frontier_rl.run import provenance
+
+    home = os.path.expanduser("~")
+    cmd = provenance.command([os.path.join(ROOT, "frontier_rl", "cli.py"), "fit",
+                              f"--config={os.path.join(ROOT, 'configs', 'x.py')}",
+                              f"--cache={os.path.join(home, '.cache', 'c')}"])
+    assert cmd == "frontier-rl fit --config=configs/x.py '--cache=~/.cache/c'"
 
 
 def test_readme_is_a_short_guide_whose_links_resolve():

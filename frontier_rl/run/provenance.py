@@ -48,10 +48,14 @@ def machine() -> str:
 
 
 def command(argv: list[str] | None = None) -> str:
-    """The command line as a user would retype it: `frontier-rl ...` for the CLI."""
+    """The command line as a user would retype it: `frontier-rl ...` for the CLI (also when
+    `fit --target` re-ran it as frontier_rl/cli.py in the target's Python), paths inside the
+    repository relative to it and the home directory as `~` (no path of this machine)."""
     argv = list(sys.argv if argv is None else argv)
-    if argv and os.path.basename(argv[0]) in ("frontier-rl", "__main__.py"):
+    if argv and os.path.basename(argv[0]) in ("frontier-rl", "__main__.py", "cli.py"):
         argv[0] = "frontier-rl"
+    home = os.path.expanduser("~")
+    argv = [a.replace(ROOT + os.sep, "").replace(home + os.sep, "~" + os.sep) for a in argv]
     return shlex.join(argv)
 
 
