@@ -253,6 +253,9 @@ def test_a_rollout_mesh_that_leaves_the_trainer_nothing_is_refused():
 
     with pytest.raises(ValueError, match="mesh.rollout=8 leaves none"):
         sharding.split_meshes(rollout=8, devices=jax.devices()[:8])
+    # no rollout mesh: the one mesh make_mesh gives, on the devices it would choose
+    shared, same = sharding.split_meshes()
+    assert shared is same and shared.devices.tolist() == sharding.make_mesh().devices.tolist()
     train, rollout = sharding.split_meshes(fsdp=2, rollout=4, rollout_model=2)
     assert dict(train.shape) == {"data": 2, "fsdp": 2, "model": 1}
     assert dict(rollout.shape) == {"data": 2, "fsdp": 1, "model": 2}

@@ -66,10 +66,10 @@ def split_meshes(data: int = -1, fsdp: int = 1, model: int = 1, rollout: int = 0
     pass run on the rollout mesh while the update runs on the other (rl.staleness >= 1), and the
     pipeline's copy of each version is a `jax.device_put` onto it (`placer`): each role on a
     mesh of its own, as tunix's RLCluster gives its actor and rollout roles."""
-    devices = list(devices if devices is not None else jax.devices())
-    if not rollout:
+    if not rollout:  # make_mesh's own choice of devices when none are given
         mesh = make_mesh(data, fsdp, model, devices)
         return mesh, mesh
+    devices = list(devices if devices is not None else jax.devices())
     if rollout >= len(devices):
         raise ValueError(f"mesh.rollout={rollout} leaves none of the {len(devices)} devices "
                          "to the trainer")
