@@ -164,7 +164,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str,
         recompute_old=recompute_old_logp(config.rl.recompute_old_logp, config.rollout.top_p,
                                          engine, config.rollout.top_k, config.rl.staleness))
     pipe = _pipeline(config, selector, ctx, engine, updater, workdir,
-                     None if rollout_mesh is mesh else sharding.placer(rollout_mesh))
+                     sharding.rollout_placer(mesh, rollout_mesh))
 
     # ======================================================================= restore
     distributed.barrier("restore")  # the processes meet before the checkpointer's first sync

@@ -88,6 +88,13 @@ def meshes_of(mesh_config) -> tuple[Mesh, Mesh]:
                         m.get("rollout_model", 1))
 
 
+def rollout_placer(mesh: Mesh, rollout_mesh: Mesh):
+    """The pipeline's copy of each version for the sampler: `placer(rollout_mesh)` with a
+    rollout mesh of its own, None when it shares the trainer's (the pipeline's default copy
+    on the trainer's devices)."""
+    return None if rollout_mesh is mesh else placer(rollout_mesh)
+
+
 def placer(mesh: Mesh):
     """`place(params)`: the parameters copied onto `mesh` in its shardings (the rollout mesh's
     sync: new buffers on its devices, so the trainer may donate its own), ready when it

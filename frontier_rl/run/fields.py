@@ -100,13 +100,16 @@ def check(cfg, field: str, ok: Callable[[Any], bool], allowed: str) -> None:
     node: Any = cfg
     for part in field.split("."):
         node = node[part]
-    valid = False
-    try:
-        valid = bool(ok(node))
-    except TypeError:
-        pass
-    if not valid:
+    if not passes(ok, node):
         raise ConfigError(f"{field}={node!r} is not allowed: {allowed}")
+
+
+def passes(ok: Callable[[Any], bool], value: Any) -> bool:
+    """`ok(value)`, a TypeError (a value of the wrong type) counting as a refusal."""
+    try:
+        return bool(ok(value))
+    except TypeError:
+        return False
 
 
 def as_config_error(fn: Callable[[], Any]) -> Any:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from frontier_rl.run import fields
 from frontier_rl.selection.base import REWARD_CORRECT, REWARD_INVALID, REWARD_WRONG, Group
 
 # Zero-variance type of a group, from its raw verifier outcomes (never from shaped rewards).
@@ -47,12 +48,7 @@ class Checker:
 
     def __call__(self, field: str, ok: Callable[[Any], bool], allowed: str) -> None:
         value = getattr(self.cfg, field)
-        valid = False
-        try:
-            valid = bool(ok(value))
-        except TypeError:
-            pass
-        if not valid:
+        if not fields.passes(ok, value):
             raise ValueError(f"selector.{self.name}.{field}={value!r} is not allowed: {allowed}")
 
 
