@@ -201,4 +201,3 @@ def _freeze(x: Any) -> Any:
     if isinstance(x, list):
         return tuple(_freeze(v) for v in x)
     return x
-
