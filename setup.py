@@ -28,6 +28,7 @@ setup(
         "tensorboardX",
         "tqdm",
         "matplotlib",  # the comparison and sweep reports' plots
+        "pandas>=2.2",  # a comparison's results as one tidy table (experiment/table.py)
         # The SGLang rollout engine's client, HeaPA's teacher client and `frontier-rl serve`.
         "httpx>=0.27",
         "starlette>=0.40",

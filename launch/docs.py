@@ -72,10 +72,11 @@ def _arms(results: dict) -> str:
     Holm-adjusted p, the distribution-free signed-rank p beside it and share of the headroom
     (the comparison report's own figures)."""
     from frontier_rl.experiment import controls_report, report, stats
+    from frontier_rl.experiment import table as tidy
     from frontier_rl.experiment.evalcells import by_method, paired, primary
 
     ref, metric = results["target_method"], primary(results)
-    by = by_method(results)
+    by, tab = by_method(results), tidy.of(results)
     shares = controls_report.headroom_shares(results)
     fam = {x["name"]: x for x in report.family(results) if x["kind"] == "method"}
     controls = results.get("controls", {})
@@ -83,7 +84,7 @@ def _arms(results: dict) -> str:
     for m, rs in by.items():
         if m == ref or not rs:
             continue
-        d = paired(rs, by[ref], metric)
+        d = paired(tab, m, ref, metric)
         p = fam.get(m, {}).get("p_holm")
         rank = stats.signed_rank_p(d)
         label = f"{m} ({controls[m]} control)" if m in controls else m
@@ -122,19 +123,18 @@ def _default_time(results: dict, fresh: dict) -> str:
 def _reference_scope(default: dict, tuned: dict) -> str:
     """The reference at the shared rate (the default comparison) beside the reference at its
     tuned rate (the tuned comparison's confirmation runs), on the same seeds and eval prompts."""
-    from frontier_rl.experiment.evalcells import accuracy, by_method, paired, primary
+    from frontier_rl.experiment import table as tidy
+    from frontier_rl.experiment import tune
+    from frontier_rl.experiment.evalcells import accuracy, paired, primary
 
     metric = primary(default)
     ref, tref = default["target_method"], tuned["target_method"]
-    shared = by_method(default)[ref]
-    mine = by_method(tuned)[tref]
+    shared, mine = tidy.of(default), tidy.of(tuned)
     rate = tuned["tuning"]["arms"][ref]["chosen_label"]
-    d = paired(mine, shared, metric)
-    from frontier_rl.experiment import tune
-
+    d = paired(mine, tref, ref, metric, other=shared)
     rows = [[f"{ref} at the shared {tune.label(tuned['tuning']['shared'])}",
-             accuracy(shared, metric).fmt(), "—"],
-            [f"{ref} at its tuned {rate}", accuracy(mine, metric).fmt(),
+             accuracy(shared, ref, metric).fmt(), "—"],
+            [f"{ref} at its tuned {rate}", accuracy(mine, tref, metric).fmt(),
              "same run" if tref == ref else d.fmt(signed=True)]]
     return table(["reference", f"final Avg@{default['k']} {metric} [95% CI], seeds "
                   f"{', '.join(map(str, default['seeds']))}", "tuned − shared [95% CI]"], rows)
@@ -147,10 +147,11 @@ def _findings(results: dict) -> str:
     import numpy as np
 
     from frontier_rl.experiment import controls_report, report, stats
+    from frontier_rl.experiment import table as tidy
     from frontier_rl.experiment.evalcells import by_method, paired, primary
 
     ref, metric = results["target_method"], primary(results)
-    by = by_method(results)
+    by, tab = by_method(results), tidy.of(results)
     lines = []
     for name, e in results["control_effects"].items():
         if "mean" in e:
@@ -159,7 +160,7 @@ def _findings(results: dict) -> str:
     for x in report.family(results):
         if x["kind"] != "method":
             continue
-        d = paired(by[x["name"]], by[ref], metric)
+        d = paired(tab, x["name"], ref, metric)
         rank = stats.signed_rank_p(d)
         lines.append(f"- {x['name']} − {ref}: {d.fmt(signed=True)}, "
                      f"{controls_report.holm_verdict(d, x)} (Holm-adjusted p "
@@ -167,7 +168,7 @@ def _findings(results: dict) -> str:
                      + ("" if rank is None else f"; Wilcoxon signed-rank p {rank:.3f}") + ").")
     for ab in (results.get("ablations") or {}).values():
         if by.get(ab["method"]) and by.get(ab["ablation"]):
-            d = paired(by[ab["method"]], by[ab["ablation"]], metric)
+            d = paired(tab, ab["method"], ab["ablation"], metric)
             lines.append(f"- {ab['method']} − {ab['ablation']} ({ab['question']}): "
                          f"{d.fmt(signed=True)}, {stats.verdict(d)} (exploratory).")
     starts = results.get("testbed_starts") or {}
@@ -179,9 +180,8 @@ def _findings(results: dict) -> str:
             for n, v in starts.items():
                 sub = report.subset(results, v["seeds"])
                 member = next((y for y in sub["confirmatory"] if y["name"] == x["name"]), None)
-                sb = by_method(sub)
-                per[n] = controls_report.holm_verdict(paired(sb[x["name"]], sb[ref], metric),
-                                                      member)
+                per[n] = controls_report.holm_verdict(
+                    paired(tidy.of(sub), x["name"], ref, metric), member)
             if len(set(per.values())) > 1:
                 lines.append(f"- The starts disagree on {x['name']}: "
                              + "; ".join(f"{v} on {n}" for n, v in per.items()) + ".")
@@ -471,20 +471,22 @@ def _staleness_arms(sync: dict, stale: dict) -> str:
     its change from k = 0 to k = 1 on the primary metric (paired by seed), and its verdict
     against the reference at each."""
     from frontier_rl.experiment import controls_report, report
+    from frontier_rl.experiment import table as tidy
     from frontier_rl.experiment.evalcells import by_method, paired, primary
 
     ref, metric = sync["target_method"], primary(sync)
     rows = []
     by0, by1 = by_method(sync), by_method(stale)
+    tab0, tab1 = tidy.of(sync), tidy.of(stale)
     fam0 = {x["name"]: x for x in report.family(sync) if x["kind"] == "method"}
     fam1 = {x["name"]: x for x in report.family(stale) if x["kind"] == "method"}
     for m, rs in by1.items():
         if not rs or not by0.get(m):
             continue
         verdicts = ["reference" if m == ref else controls_report.holm_verdict(
-            paired(b[m], b[ref], metric), fam.get(m), m in sync.get("controls", {}))
-            for b, fam in ((by0, fam0), (by1, fam1))]
-        rows.append([m, paired(rs, by0[m], metric).fmt(signed=True), *verdicts])
+            paired(t, m, ref, metric), fam.get(m), m in sync.get("controls", {}))
+            for t, fam in ((tab0, fam0), (tab1, fam1))]
+        rows.append([m, paired(tab1, m, m, metric, other=tab0).fmt(signed=True), *verdicts])
     return table(["arm", f"k = 1 − k = 0 on {metric} [95% CI]", f"vs {ref} at k = 0",
                   f"vs {ref} at k = 1"], rows)
 

@@ -16,7 +16,7 @@ import gzip
 import json
 import sys
 
-from frontier_rl.experiment import controls_report, report
+from frontier_rl.experiment import controls_report, report, table
 from frontier_rl.experiment.evalcells import by_method, paired, primary
 
 
@@ -40,7 +40,7 @@ def arms_table(results: dict) -> str:
     for m, rs in by.items():
         if m == ref or not rs or m in results.get("controls", {}):
             continue
-        d = paired(rs, by[ref], metric)
+        d = paired(table.of(results), m, ref, metric)
         need = results["mechanisms_required"].get(m, [])
         counters = "; ".join(
             f"{c} " + "/".join(f"{results['mechanisms'][m][c]['per_seed'].get(str(s), 0):,}"
@@ -68,7 +68,8 @@ def one_run_flops(results: dict, name: str) -> str:
 def verdicts(results: dict) -> dict[str, str]:
     """Each arm's verdict against the reference on the primary bucket."""
     by, ref, metric = by_method(results), results["target_method"], primary(results)
-    return {m: report.stats.verdict(paired(rs, by[ref], metric)) for m, rs in by.items()
+    tab = table.of(results)
+    return {m: report.stats.verdict(paired(tab, m, ref, metric)) for m, rs in by.items()
             if m != ref and rs}
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from frontier_rl.experiment import report, stats
+from frontier_rl.experiment import report, stats, table
 
 K, PROMPTS = 4, 200
 
@@ -65,7 +65,7 @@ def test_power_rows_give_the_seeds_for_each_papers_effect_at_the_measured_spread
     res = _results("steps")
     rows = {r["claim"]: r for r in report.power_rows(res)}
     heapa = rows["HeaPA beats uniform GRPO"]
-    d = report.paired(report._by_method(res)["heapa"], report._by_method(res)["uniform"], "all")
+    d = report.paired(table.of(res), "heapa", "uniform", "all")
     assert heapa["sd"] == pytest.approx(d.sd)
     assert heapa["seeds_needed"] == {"1.8": stats.seeds_for_power(1.8, d.sd),
                                      "7.2": stats.seeds_for_power(7.2, d.sd)}

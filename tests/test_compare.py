@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from frontier_rl import config_lib
-from frontier_rl.experiment import compare, report, stats, two_run
+from frontier_rl.experiment import compare, report, stats, table, two_run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -440,14 +440,15 @@ def test_settings_notes_and_steps_budget_in_the_report(tmp_path):
 def test_bench_mean_interval_is_the_unweighted_mean_over_benchmarks():
     # 3 prompts of benchmark "a" all right, 1 of "b" wrong, k = 2: pooled 75%, bench mean 50%
     labels = ["a", "a", "a", "b"]
-    runs = [{"seed": s, "k": 2, "eval_buckets": labels,
+    runs = [{"method": "m", "seed": s, "k": 2, "eval_buckets": labels,
              "curve": {"correct_counts": [[0, 0, 0, 0], [2, 2, 2, 0]]}} for s in (0, 1)]
-    assert report.accuracy(runs, "all").mean == pytest.approx(75.0)
-    acc = report.accuracy(runs, "bench_mean")
+    tab = table.read({"methods": ["m"], "runs": runs})
+    assert report.accuracy(tab, "m", "all").mean == pytest.approx(75.0)
+    acc = report.accuracy(tab, "m", "bench_mean")
     assert acc.mean == pytest.approx(50.0)
     # both seeds give the same value: no spread
     assert acc.lo == pytest.approx(50.0) and acc.hi == pytest.approx(50.0)
-    gain = report.paired(runs, runs, "bench_mean", point_a=-1, point_b=0)
+    gain = report.paired(tab, "m", "m", "bench_mean", point_a=-1, point_b=0)
     assert gain.mean == pytest.approx(50.0)
 
 

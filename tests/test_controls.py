@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from frontier_rl import selection
-from frontier_rl.experiment import report, stats
+from frontier_rl.experiment import report, stats, table
 from frontier_rl.selection import oracle
 from frontier_rl.selection.scripted import ScriptedContext
 from frontier_rl.sim import run as sim_run
@@ -232,8 +232,7 @@ def test_a_null_headroom_gives_a_bound_not_a_blanket_verdict():
     text = report.controls_text(res)
     assert "uninformative" not in text
     assert f"gained at most {hi:+.1f} points here (upper end of its 95% interval)" in text
-    mdd = report.paired(report._by_method(res)["hive"], report._by_method(res)["uniform"],
-                        "all").mdd()
+    mdd = report.paired(table.of(res), "hive", "uniform", "all").mdd()
     assert f"MDDs against the reference are hive {mdd:.1f} points" in text
 
 

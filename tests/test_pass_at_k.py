@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from frontier_rl.evaluation import passk
-from frontier_rl.experiment import evalcells
+from frontier_rl.experiment import evalcells, table
 
 SMALL = [(n, c) for n in range(1, 9) for c in range(n + 1)]
 
@@ -92,21 +92,21 @@ def test_comparison_cells_of_unbiased_pass_at_k():
     """evalcells reads a run's per-prompt correct counts (of k = 4) as unbiased pass@2 cells:
     per bucket, in the unweighted benchmark mean, and over seeds."""
     def run(seed, counts):
-        return {"seed": seed, "k": 4, "curve": {"correct_counts": [None, counts]},
+        return {"method": "m", "seed": seed, "k": 4, "curve": {"correct_counts": [None, counts]},
                 "eval_buckets": ["x", "x", "y"]}
 
     # pass@2 of 4 at c = 0, 1, 2, 3, 4: 0, 1/2, 5/6, 1, 1
-    rs = [run(0, [1, 0, 2]), run(1, [4, 3, 1])]
-    m = evalcells.matrix(rs, [0, 1], -1, "all", pass_k=2)
+    rs = table.read({"methods": ["m"], "runs": [run(0, [1, 0, 2]), run(1, [4, 3, 1])]})
+    m = evalcells.matrix(rs, "m", [0, 1], -1, "all", pass_k=2)
     np.testing.assert_allclose(m, 100 * np.array([[1 / 2, 0, 5 / 6], [1, 1, 1 / 2]]))
-    np.testing.assert_allclose(evalcells.matrix(rs, [0, 1], -1, "y", pass_k=2),
+    np.testing.assert_allclose(evalcells.matrix(rs, "m", [0, 1], -1, "y", pass_k=2),
                                [[100 * 5 / 6], [50.0]])
     # the benchmark mean: mean of x's mean and y's
-    bench = evalcells.matrix(rs, [0, 1], -1, "bench_mean", pass_k=2).mean(axis=1)
+    bench = evalcells.matrix(rs, "m", [0, 1], -1, "bench_mean", pass_k=2).mean(axis=1)
     np.testing.assert_allclose(bench, [100 * (1 / 4 + 5 / 6) / 2, 100 * (1 + 1 / 2) / 2])
-    iv = evalcells.pass_at_k(rs, 2)
+    iv = evalcells.pass_at_k(rs, "m", 2)
     assert iv.mean == pytest.approx(100 * (4 / 3 / 3 + 5 / 2 / 3) / 2)
     # pass@4 of 4 is any correct, and Avg@4 stays what it was
-    np.testing.assert_allclose(evalcells.matrix(rs, [0, 1], pass_k=4),
+    np.testing.assert_allclose(evalcells.matrix(rs, "m", [0, 1], pass_k=4),
                                [[100, 0, 100], [100, 100, 100]])
-    np.testing.assert_allclose(evalcells.matrix(rs, [0, 1]), [[25, 0, 50], [100, 75, 25]])
+    np.testing.assert_allclose(evalcells.matrix(rs, "m", [0, 1]), [[25, 0, 50], [100, 75, 25]])

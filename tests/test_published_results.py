@@ -186,12 +186,11 @@ def test_every_renderer_gives_the_holm_aware_verdict():
     "not distinguishable after Holm", never "better"."""
     import importlib.util
 
-    from frontier_rl.experiment import controls_report, report
-    from frontier_rl.experiment.evalcells import by_method, paired, primary
+    from frontier_rl.experiment import controls_report, report, table
+    from frontier_rl.experiment.evalcells import paired, primary
 
     results = published.load(os.path.join(published.PUBLISHED, "default.results.json.gz"))
-    by, metric = by_method(results), primary(results)
-    d = paired(by["hive"], by["uniform"], metric)
+    d = paired(table.of(results), "hive", "uniform", primary(results))
     member = next(x for x in report.family(results) if x["name"] == "hive")
     assert d.lo > 0 and member["p_holm"] >= 0.05  # the case this test is about
     assert controls_report.holm_verdict(d, member) == "not distinguishable after Holm"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from frontier_rl.experiment import controls_report, report, stats
+from frontier_rl.experiment import controls_report, report, stats, table
 
 K, PROMPTS = 4, 200
 
@@ -231,8 +231,7 @@ def test_confirmatory_family_is_holm_adjusted_and_the_rest_is_exploratory():
         "heapa", "hive", "Heap sampling shifts mass to the medium band (0 < pass rate < 1)"]
     raw = [1.0 if x["p"] is None else x["p"] for x in counted]
     assert [x["p_holm"] for x in counted] == pytest.approx(stats.holm(raw))
-    heapa = report.paired(report._by_method(res)["heapa"], report._by_method(res)["uniform"],
-                          "all")
+    heapa = report.paired(table.of(res), "heapa", "uniform", "all")
     assert methods[0]["p"] == pytest.approx(stats.p_value(heapa))
     row = report.main_table(res).split("| heapa |")[1].split("\n")[0]
     assert f"confirmatory (Holm-adjusted p = {methods[0]['p_holm']:.3g}" in row
@@ -255,9 +254,9 @@ def test_family_label_says_what_holm_changed():
 
 def test_main_table_puts_the_seed_sd_beside_its_eval_sampling_floor():
     res = _results()
-    by = report._by_method(res)
-    d = report.paired(by["heapa"], by["uniform"], "all")
-    floor = report.eval_floor(by["heapa"], by["uniform"], "all")
+    tab = table.of(res)
+    d = report.paired(tab, "heapa", "uniform", "all")
+    floor = report.eval_floor(tab, "heapa", "uniform", "all")
     assert floor > 0
     row = report.main_table(res).split("| heapa |")[1].split("\n")[0]
     assert f"seed sd {d.sd:.2f}, eval-sampling floor {floor:.2f}" in row
@@ -289,8 +288,7 @@ def test_tost_verdict_carries_the_margin_rationale_and_the_seeds_it_needs():
 
 def test_paired_curves_are_differences_per_seed_at_every_evaluation():
     res = _results()
-    by = report._by_method(res)
-    curves = report.paired_curves(by["heapa"], by["uniform"], "rollouts")
+    curves = report.paired_curves(table.of(res), "heapa", "uniform", "rollouts")
     assert len(curves) == 3
     x, d = curves[1]
     assert x.tolist() == [0, 500, 1000]

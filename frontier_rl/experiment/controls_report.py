@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from frontier_rl.experiment import stats
+from frontier_rl.experiment import stats, table
 from frontier_rl.experiment.evalcells import (
     by_method,
     controls,
@@ -36,6 +36,7 @@ from frontier_rl.experiment.evalcells import (
     matrix,
     paired,
     primary,
+    seeds_of,
 )
 
 # compare.effect_sizes when the config predates it: the smallest gain over uniform GRPO the
@@ -68,7 +69,7 @@ def control_effects(results: dict) -> dict[str, dict]:
     that sd, MDD (at both sds), verdict, power at the pre-registered effect sizes, and the
     control's steps, updates and effective share per seed. Keyed "headroom" / "harm" (with the
     control's name when a kind has several arms)."""
-    by = by_method(results, groups=False)
+    by, tab = by_method(results, groups=False), table.of(results)
     ref, metric = results["target_method"], primary(results)
     kinds = list(controls(results).values())
     out: dict[str, dict] = {}
@@ -76,14 +77,14 @@ def control_effects(results: dict) -> dict[str, dict]:
         name = EFFECT_OF[kind] if kinds.count(kind) == 1 else f"{EFFECT_OF[kind]} ({m})"
         entry = {"control": m, "kind": kind, "reference": ref, "bucket": metric,
                  **_per_run(by.get(m, []))}
-        d = paired(by.get(m, []), by.get(ref, []), metric) if by.get(m) and by.get(ref) else None
+        d = paired(tab, m, ref, metric) if by.get(m) and by.get(ref) else None
         if d is None:
             entry["verdict"] = "not measured (control or reference missing)"
         else:
             entry.update(mean=d.mean, lo=d.lo, hi=d.hi, n=d.n, sd=d.sd,
                          sd_hi=stats.sd_upper(d.sd, d.n), mdd=d.mdd(), mdd_hi=d.mdd_hi(),
                          verdict=stats.verdict(d), p=stats.p_value(d),
-                         eval_floor_sd=eval_floor(by[m], by[ref], metric),
+                         eval_floor_sd=eval_floor(tab, m, ref, metric),
                          power=stats.power_plan(d.sd, d.n, effect_sizes(results)))
         out[name] = entry
     return out
@@ -144,7 +145,7 @@ def _mdds(results: dict) -> dict[str, float]:
     for m, rs in by.items():
         if m == ref or m in controls(results) or not rs or not by.get(ref):
             continue
-        d = paired(rs, by[ref], metric)
+        d = paired(table.of(results), m, ref, metric)
         if d is not None and d.mdd() is not None:
             out[m] = d.mdd()
     return out
@@ -223,8 +224,8 @@ def controls_text(results: dict) -> str:
 # ----------------------------------------------------------------------------- share
 
 
-def _seed_means(rs: list[dict], seeds: list[int], bucket: str) -> np.ndarray | None:
-    m = matrix(rs, seeds, -1, bucket)
+def _seed_means(tab, method: str, seeds: list[int], bucket: str) -> np.ndarray | None:
+    m = matrix(tab, method, seeds, -1, bucket)
     return None if m is None else stats.seed_means(m)
 
 
@@ -238,13 +239,13 @@ def headroom_shares(results: dict) -> dict[str, dict]:
     by, ref, metric = by_method(results), results["target_method"], primary(results)
     if pos is None or not by.get(pos) or not by.get(ref):
         return {}
+    tab = table.of(results)
     out = {}
     for m, rs in by.items():
         if m == ref or m in ctl or not rs:
             continue
-        seeds = sorted({r["seed"] for r in rs} & {r["seed"] for r in by[pos]}
-                       & {r["seed"] for r in by[ref]})
-        x, o, b = (_seed_means(v, seeds, metric) for v in (rs, by[pos], by[ref]))
+        seeds = sorted(set(seeds_of(tab, m)) & set(seeds_of(tab, pos)) & set(seeds_of(tab, ref)))
+        x, o, b = (_seed_means(tab, v, seeds, metric) for v in (m, pos, ref))
         if not seeds or x is None or o is None or b is None:
             continue
         r = stats.fieller(x - b, o - b)
@@ -315,7 +316,7 @@ def confirmatory(results: dict, claims: list[dict]) -> list[dict]:
         if m == ref or m in controls(results) or not rs or not by.get(ref):
             continue
         if _declared(results, m):
-            d = paired(rs, by[ref], metric)
+            d = paired(table.of(results), m, ref, metric)
             ok = d is not None and d.n >= stats.MIN_SEEDS
             out.append({"name": m, "kind": "method", "n": 0 if d is None else d.n,
                         "p": stats.p_value(d) if ok else None,
@@ -399,7 +400,7 @@ def power_plan_table(results: dict) -> str:
     for m, rs in by.items():
         if m == ref or not rs or not by.get(ref):
             continue
-        d = paired(rs, by[ref], metric)
+        d = paired(table.of(results), m, ref, metric)
         if d is None or d.n < 2:
             lines.append(f"| {m} − {ref} | {0 if d is None else d.n} | — | — |")
             continue

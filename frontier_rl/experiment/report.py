@@ -56,7 +56,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from frontier_rl.experiment import controls_report, curves, stats, two_run
+from frontier_rl.experiment import controls_report, curves, stats, table, two_run
 from frontier_rl.experiment.controls_report import (  # noqa: F401  (the report's API)
     DEFAULT_EFFECT_SIZES,
     EXPLORATORY,
@@ -101,8 +101,8 @@ def family(results: dict) -> list[dict]:
     return controls_report.confirmatory(results, claims(results))
 
 
-def _acc_cell(rs: list[dict], bucket: str) -> str:
-    acc = accuracy(rs, bucket)
+def _acc_cell(tab, m: str, rs: list[dict], bucket: str) -> str:
+    acc = accuracy(tab, m, bucket)
     if acc is not None:
         return acc.fmt()
     return _fmt([r["final_buckets"].get(bucket) for r in rs])  # no per-prompt counts
@@ -122,6 +122,7 @@ def main_table(results: dict, controls: bool = False) -> str:
     by = {m: rs for m, rs in _by_method(results).items()
           if (m in ctl or m == ref if controls else m not in ctl)}
     pooled = [] if metric == "all" else ["all"]
+    tab = table.of(results)
     fam = {} if controls else {x["name"]: x for x in family(results) if x["kind"] == "method"}
     shares = {} if controls else headroom_shares(results)
     head = (f"| method | seeds | steps | updates | rollouts | PFLOPs | Avg@{k} {metric} "
@@ -140,15 +141,15 @@ def main_table(results: dict, controls: bool = False) -> str:
                  _fmt([r.get("updates") for r in rs], 0), _fmt([r["rollouts"] for r in rs], 0),
                  _fmt([r["pflops"] for r in rs], 4)]
         for b in [metric, *pooled]:
-            cells.append(_acc_cell(rs, b))
+            cells.append(_acc_cell(tab, m, rs, b))
             if m == ref or not by.get(ref):
                 diff = ["—", "reference" if m == ref else f"{ref} not run", "—", "—"]
             else:
-                d = paired(rs, by[ref], b)
+                d = paired(tab, m, ref, b)
                 member = fam.get(m) if b == metric else None
                 diff = _diff_cells(d, member, m in ctl) + [
                     "—" if d is None else controls_report.spread_text(
-                        d.sd, eval_floor(rs, by[ref], b))]
+                        d.sd, eval_floor(tab, m, ref, b))]
             if b == metric:
                 cells += diff + ["reference" if m == ref else "control" if m in ctl
                                  else controls_report.family_label(fam.get(m))]
@@ -369,7 +370,7 @@ def bucket_table(results: dict) -> str:
     """Every eval bucket (pooled ones last), every method: final accuracy and the paired
     difference to the reference with its interval, verdict and MDD."""
     k, metric = results["k"], _primary(results)
-    by = _by_method(results)
+    by, tab = _by_method(results), table.of(results)
     ref = results["target_method"]
     buckets = _bucket_columns({b for r in results["runs"] for b in r["final_buckets"]},
                               POOLED)
@@ -383,8 +384,8 @@ def bucket_table(results: dict) -> str:
             if m == ref or not by.get(ref):
                 diff = ["—", "reference" if m == ref else f"{ref} not run", "—"]
             else:
-                diff = _diff_cells(paired(rs, by[ref], b))
-            lines.append("| " + " | ".join([name, m, _acc_cell(rs, b), *diff]) + " |")
+                diff = _diff_cells(paired(tab, m, ref, b))
+            lines.append("| " + " | ".join([name, m, _acc_cell(tab, m, rs, b), *diff]) + " |")
     return "\n".join(lines)
 
 
@@ -395,7 +396,7 @@ def ablation_table(results: dict) -> str:
     if not ablations:
         return "(no ablations configured: compare.ablations is empty)"
     metric = _primary(results)
-    by = _by_method(results)
+    by, tab = _by_method(results), table.of(results)
     pooled = [] if metric == "all" else ["all"]
     head = ("| ablation | question | method − ablation | "
             + " | ".join(f"{b}: effect [95% CI] | {b} verdict | {b} MDD at sd / upper bound"
@@ -410,7 +411,7 @@ def ablation_table(results: dict) -> str:
             cells += [f"not run (add {absent} to compare.run)", "—", "—"] * (1 + len(pooled))
         else:
             for b in [metric, *pooled]:
-                cells += _diff_cells(paired(by[m], by[a], b))
+                cells += _diff_cells(paired(tab, m, a, b))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -479,7 +480,7 @@ def start_table(results: dict) -> str:
 
 def gain_table(results: dict) -> str:
     """Final minus step-0 accuracy per bucket, paired per seed, with 95% t-intervals."""
-    by = _by_method(results)
+    by, tab = _by_method(results), table.of(results)
     buckets = _bucket_columns({b for r in results["runs"] for b in r["final_buckets"]}, POOLED)
     head = "| method | " + " | ".join(f"{b}: change [95% CI]" for b in buckets) + " |"
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
@@ -489,7 +490,7 @@ def gain_table(results: dict) -> str:
             continue
         cells = []
         for b in buckets:
-            d = paired(rs, rs, b, point_a=-1, point_b=0)
+            d = paired(tab, m, m, b, point_a=-1, point_b=0)
             cells.append("—" if d is None else
                          f"{d.fmt(signed=True)} {words.get(stats.verdict(d), 'n.d.')}")
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
@@ -556,19 +557,20 @@ def _log_ratios(pairs) -> tuple[stats.Interval | None, str, int]:
     return (stats.seed_interval(logs, log=True) if logs else None), bound, dropped
 
 
-def _to_target_pairs(ref: list[dict], rs: list[dict], key: str, x: str) -> list[tuple]:
-    by_seed = {r["seed"]: r for r in ref}
-    return [(by_seed[r["seed"]][key], by_seed[r["seed"]]["curve"][x][-1], r[key],
-             r["curve"][x][-1]) for r in rs if r["seed"] in by_seed]
+def _to_target_pairs(tab, ref: str, name: str, key: str, x: str) -> list[tuple]:
+    """Per common seed: (ref's X-to-target, ref's final X, name's X-to-target, its final X)."""
+    by_seed = {r["seed"]: r for r in table.finals(tab, ref)}
+    return [(by_seed[r["seed"]][key], by_seed[r["seed"]][x], r[key], r[x])
+            for r in table.finals(tab, name) if r["seed"] in by_seed]
 
 
-def _reached(ref_name: str, ref: list[dict], name: str, rs: list[dict], key: str) -> dict:
-    """{seed: {ref_name: X-to-target, name: X-to-target}} (None = not reached) on the common
+def _reached(tab, ref: str, name: str, key: str) -> dict:
+    """{seed: {ref: X-to-target, name: X-to-target}} (None = not reached) on the common
     seeds that have a target (stats.ratio_verdict); a seed without one (its target's reference
     did not run there) is left out of the ratio and counted, not an arm's shortfall."""
-    by_seed = {r["seed"]: r for r in ref}
-    return {r["seed"]: {ref_name: by_seed[r["seed"]][key], name: r[key]} for r in rs
-            if r["seed"] in by_seed and r.get("target") is not None}
+    by_seed = {r["seed"]: r for r in table.finals(tab, ref)}
+    return {r["seed"]: {ref: by_seed[r["seed"]][key], name: r[key]}
+            for r in table.finals(tab, name) if r["seed"] in by_seed and r["target"] is not None}
 
 
 def _ratio_cells(iv: stats.Interval | None, bound: str, dropped: int, reached: dict
@@ -605,7 +607,7 @@ def _per_seed_x(rs: list[dict], key: str, x: str) -> str:
 def efficiency_table(results: dict) -> str:
     """Per method and seed: rollouts, generated tokens and PFLOPs to the target, and the ratios
     reference / method (> 1 = the method needs less) with t-intervals on the log ratios."""
-    by = _by_method(results)
+    by, tab = _by_method(results), table.of(results)
     ref, tgt = results["rollout_reference"], results["target_method"]
     units = [("rollouts_to_target", "rollouts", ref, "rollouts")]
     if all("tokens" in r["curve"] for r in results["runs"]):  # results from before tokens
@@ -626,8 +628,8 @@ def efficiency_table(results: dict) -> str:
             elif not by.get(other):
                 cells += ["—", f"{other} not run"]
             else:
-                cells += _ratio_cells(*_log_ratios(_to_target_pairs(by[other], rs, key, x)),
-                                      _reached(other, by[other], m, rs, key))
+                cells += _ratio_cells(*_log_ratios(_to_target_pairs(tab, other, m, key, x)),
+                                      _reached(tab, other, m, key))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -697,10 +699,9 @@ MATCHED_UNITS = (("rollouts", "rollouts"), ("tokens", "generated tokens"),
                  ("pflops", "PFLOPs (cost analysis)"))
 
 
-def _value_at(curve: dict, x: str, at: float) -> float:
-    """The primary metric at `at` along the curve's x, linearly interpolated between the
+def _value_at(xs: np.ndarray, ms: np.ndarray, at: float) -> float:
+    """The primary metric at `at` along a run's spend xs, linearly interpolated between the
     evaluation points around it (the last point's value past the end)."""
-    xs, ms = np.asarray(curve[x], float), np.asarray(curve["metric"], float)
     return float(np.interp(at, xs, ms))
 
 
@@ -709,24 +710,26 @@ def matched_rows(results: dict, x: str) -> list[dict]:
     per seed, both runs read at the smaller of their two final spends (the metric interpolated
     between evaluations), the paired differences' t-interval and verdict. The same runs, read
     at another budget: a verdict that changes with the unit is a property of the budget."""
-    by = _by_method(results)
+    by, tab = _by_method(results), table.of(results)
     ref = results["target_method"]
     ctl = _controls(results)
     rows = []
     if not by.get(ref):
         return rows
-    ref_by_seed = {r["seed"]: r for r in by[ref]}
+    ref_series = table.series(tab, ref, x)
+    ref_by_seed = {s: (xs, ys) for s, xs, ys in ref_series}
     for m, rs in by.items():
-        if m == ref or not rs or any(x not in r["curve"] for r in rs + by[ref]):
+        arm = table.series(tab, m, x) if m != ref and rs else []
+        if len(arm) < len(rs) or len(ref_series) < len(by[ref]):  # a run without x
             continue
         diffs, at = [], []
-        for r in rs:
-            o = ref_by_seed.get(r["seed"])
-            if o is None or not r["curve"][x] or not o["curve"][x]:
+        for s, xa, ya in arm:
+            if s not in ref_by_seed:
                 continue
-            budget = min(r["curve"][x][-1], o["curve"][x][-1])
+            xb, yb = ref_by_seed[s]
+            budget = min(xa[-1], xb[-1])
             at.append(budget)
-            diffs.append(_value_at(r["curve"], x, budget) - _value_at(o["curve"], x, budget))
+            diffs.append(_value_at(xa, ya, budget) - _value_at(xb, yb, budget))
         iv = stats.seed_interval(diffs) if diffs else None
         rows.append({"method": m, "control": m in ctl, "seeds": len(diffs), "at": at,
                      "diff": None if iv is None else iv.mean, "interval": iv,
@@ -799,11 +802,11 @@ def _mean(by: dict, m: str, key: str) -> float:
     return _ms([r[key] for r in by[m]])[0]
 
 
-def _compare(by: dict, metric: str, a: str, b: str) -> tuple:
+def _compare(tab, by: dict, metric: str, a: str, b: str) -> tuple:
     """Final accuracy of a vs b on the primary bucket: means, the verdict on "a above b",
     the paired interval with its MDD."""
     va, vb = _mean(by, a, "final"), _mean(by, b, "final")
-    d = paired(by[a], by[b], metric)
+    d = paired(tab, a, b, metric)
     if d is None:
         return va, vb, "n/a", "no per-prompt eval counts on common seeds", None
     return va, vb, stats.verdict(d), (f"{a} - {b} = {d.fmt(signed=True)} points on {metric} "
@@ -829,7 +832,7 @@ def _zero_var(r: dict) -> float:
     return r["zero_var_easy"] + r["zero_var_hard"]
 
 
-def _to_target_claim(by: dict, metric: str) -> _Claim:
+def _to_target_claim(tab, by: dict, metric: str) -> _Claim:
     """HIVE reaches DS's accuracy with fewer rollouts (HIVE Table 1): per seed, the target is
     DS's final accuracy on the primary bucket; ratio DS / HIVE rollouts-to-target."""
     if not _have(by, "hive", "ds"):
@@ -850,7 +853,7 @@ def _to_target_claim(by: dict, metric: str) -> _Claim:
                         f"not reached (> {r_h['curve']['rollouts'][-1]:,.0f})"))
     iv, bound, dropped = _log_ratios(pairs)
     ratio, held = _ratio_cells(iv, bound, dropped, reached)
-    a, b, _, note, _ = _compare(by, metric, "hive", "ds")
+    a, b, _, note, _ = _compare(tab, by, metric, "hive", "ds")
     test = _test(None if held.startswith(stats.NO_VERDICT) else iv)  # censored: untested
     return _Claim(
         "HIVE reaches DS's accuracy with fewer rollouts", "HIVE Table 1", "hive, ds",
@@ -897,12 +900,13 @@ def _equivalence_claim(results: dict, by: dict, metric: str, other: str) -> _Cla
         return _Claim(claim, "HIVE Table 1", f"hive, {other}", f"final {metric}: hive {a:.1f}, "
                       f"{other} {b:.1f}", "n/a", "no equivalence margin was set before the run "
                       "(compare.equivalence_margin; these results predate it)")
-    eq = equivalence(by["hive"], by[other], metric, delta)
+    tab = table.of(results)
+    eq = equivalence(tab, "hive", other, metric, delta)
     if eq is None:
         return _Claim(claim, "HIVE Table 1", f"hive, {other}", f"final {metric}: hive {a:.1f}, "
                       f"{other} {b:.1f}", "n/a", "no per-prompt eval counts on common seeds")
     v, (lo, hi) = eq
-    d = paired(by["hive"], by[other], metric)
+    d = paired(tab, "hive", other, metric)
     ci90 = f"[{lo:+.1f}, {hi:+.1f}]" if d.n > 1 else "[—]"
     p = stats.tost_p(d, delta) if d.n >= stats.MIN_SEEDS else None
     return _Claim(
@@ -943,9 +947,9 @@ def _zero_var_claim(by: dict) -> _Claim:
 def _heapa_claims(results: dict, by: dict, metric: str) -> list[_Claim]:
     """HeaPA's accuracy claims: HeaPA beats uniform GRPO at equal rollouts (Tables 1-2); PS+PA
     is below HeaPA and PathAgg >= ChildAgg (the Table 3 ablations)."""
-    out = []
+    out, tab = [], table.of(results)
     if _have(by, "heapa", "uniform"):
-        a, b, v, note, test = _compare(by, metric, "heapa", "uniform")
+        a, b, v, note, test = _compare(tab, by, metric, "heapa", "uniform")
         out.append(_Claim(
             "HeaPA beats uniform GRPO at equal rollouts", "HeaPA Tables 1-2", "heapa, uniform",
             f"final Avg@{results['k']} {metric}: heapa {a:.1f}, uniform {b:.1f}", v, note, test))
@@ -954,14 +958,14 @@ def _heapa_claims(results: dict, by: dict, metric: str) -> list[_Claim]:
             "HeaPA beats uniform GRPO at equal rollouts", "HeaPA Tables 1-2", "heapa, uniform",
             "not run", "n/a", "add heapa and uniform to compare.run"))
     if _have(by, "heapa", "ps_aug"):
-        a, b, v, note, test = _compare(by, metric, "heapa", "ps_aug")
+        a, b, v, note, test = _compare(tab, by, metric, "heapa", "ps_aug")
         out.append(_Claim("PS+PA is below HeaPA", "HeaPA Table 3", "heapa, ps_aug",
                           f"final {metric}: heapa {a:.1f}, ps_aug {b:.1f}", v, note, test))
     else:
         out.append(_Claim("PS+PA is below HeaPA", "HeaPA Table 3", "heapa, ps_aug", "not run",
                           "n/a", "add ps_aug to compare.run"))
     if _have(by, "heapa", "heapa_childagg"):
-        a, b, v, note, test = _compare(by, metric, "heapa", "heapa_childagg")
+        a, b, v, note, test = _compare(tab, by, metric, "heapa", "heapa_childagg")
         same = [r["curve"]["metric"] for r in by["heapa"]] == [
             r["curve"]["metric"] for r in by["heapa_childagg"]]
         if same:
@@ -1000,7 +1004,7 @@ def claims(results: dict) -> list[dict]:
     seeds = ",".join(str(s) for s in results["seeds"])
     metric = _primary(results)
     found = [
-        _to_target_claim(by, metric),
+        _to_target_claim(table.of(results), by, metric),
         *(_matched_steps_claim(results, by, other) for other in ("ds", "greso")),
         *(_equivalence_claim(results, by, metric, other) for other in ("ds", "greso")),
         _zero_var_claim(by),
@@ -1075,11 +1079,11 @@ def power_rows(results: dict) -> list[dict]:
                "seeds_needed": {}, "seeds_needed_at_sd_hi": {}}
         if by.get(a) and by.get(b):
             if unit == "points":
-                d = paired(by[a], by[b], metric)
+                d = paired(table.of(results), a, b, metric)
             elif steps:
                 d = rollout_ratio(by[b], by[a])[0]
             else:
-                d = _log_ratios(_to_target_pairs(by[b], by[a], "rollouts_to_target",
+                d = _log_ratios(_to_target_pairs(table.of(results), b, a, "rollouts_to_target",
                                                  "rollouts"))[0]
             if d is not None and d.n >= 2 and math.isfinite(d.sd):
                 row["sd"], row["n"], row["sd_hi"] = d.sd, d.n, stats.sd_upper(d.sd, d.n)
@@ -1195,7 +1199,7 @@ def plots(results: dict, out_dir: str) -> list[str]:
         ref = results["target_method"]
         if by.get(ref) and len(by) > 1:
             fig, ax = plt.subplots(figsize=(6.4, 4.2))
-            _plot_paired(ax, by, ref, x, colors)
+            _plot_paired(ax, table.of(results), by, ref, x, colors)
             ax.set_xlabel(label)
             ax.set_ylabel(f"Avg@{k} ({metric}): arm − {ref}, points")
             save(fig, name.replace("accuracy_vs", "paired_difference_vs"))
@@ -1252,18 +1256,16 @@ def plots(results: dict, out_dir: str) -> list[str]:
     return written
 
 
-def paired_curves(arm: list[dict], ref: list[dict], x: str) -> list[tuple]:
+def paired_curves(tab, arm: str, ref: str, x: str) -> list[tuple]:
     """Per common seed, the arm's accuracy curve minus the reference's, (x, difference) at
     every evaluation point of either run within the span both reached (each run linearly
     interpolated between its evaluations)."""
-    by_seed = {r["seed"]: r for r in ref}
+    by_seed = {s: (xs, ys) for s, xs, ys in table.series(tab, ref, x)}
     out = []
-    for r in arm:
-        b = by_seed.get(r["seed"])
-        if b is None or not r["curve"].get(x) or not b["curve"].get(x):
+    for s, xa, ya in table.series(tab, arm, x):
+        if s not in by_seed:
             continue
-        xa, ya = np.asarray(r["curve"][x], float), np.asarray(r["curve"]["metric"], float)
-        xb, yb = np.asarray(b["curve"][x], float), np.asarray(b["curve"]["metric"], float)
+        xb, yb = by_seed[s]
         lo, hi = max(xa[0], xb[0]), min(xa[-1], xb[-1])
         grid = np.unique(np.concatenate([xa, xb]))
         grid = grid[(grid >= lo) & (grid <= hi)]
@@ -1272,13 +1274,13 @@ def paired_curves(arm: list[dict], ref: list[dict], x: str) -> list[tuple]:
     return out
 
 
-def _plot_paired(ax, by: dict, ref: str, x: str, colors: dict) -> None:
+def _plot_paired(ax, tab, by: dict, ref: str, x: str, colors: dict) -> None:
     """Each arm minus the reference, paired per seed: thin per seed, thick the mean, band the
     pointwise 95% t-interval over seeds of the paired difference."""
-    for m, rs in by.items():
+    for m in by:
         if m == ref:
             continue
-        curves = paired_curves(rs, by[ref], x)
+        curves = paired_curves(tab, m, ref, x)
         for gx, d in curves:
             ax.plot(gx, d, color=colors[m], alpha=0.35, lw=0.8)
         band = mean_band(curves)

@@ -1,0 +1,170 @@
+"""A comparison's results as one tidy table: a row per run x evaluation point x bucket.
+
+`read(results)` turns `results.json`'s nested runs into a `pandas.DataFrame`, once per
+results (`of` keeps the last few). The analyses select from it: every accuracy analysis
+(evalcells.py: intervals, paired differences, equivalence, the eval floor; through them the
+controls, shares and Holm family of controls_report.py and the report's and docs' tables), the
+curves read at a matched spend or paired per seed (`series`), and the spend-to-target ratios
+(`finals`). The report and the docs renderers format what those return.
+
+Columns:
+  run        the run's index in results["runs"]
+  method     the method as run (a best-of group's row is its chosen arm: `rows`)
+  seed, k    the run's seed and samples per eval prompt
+  target, rollouts_to_target, tokens_to_target, pflops_to_target
+             the run's target accuracy (compare.target) and its spend to reach it (NaN: no
+             target, or not reached; `finals` reads them back as None)
+  point      the eval point, 0 first; `from_end` the same counted from the end (-1 last)
+  step, rollouts, tokens, pflops, pflops_formula, updates
+             the run's spend at that point (its curve; None where the run did not log it)
+  metric     the pre-registered metric at that point (compare.metric), on every bucket's row
+  bucket     an eval bucket's name, "all", or "bench_mean" (the unweighted mean over
+             benchmarks, where the eval prompts carry bucket labels); every point has "all"
+  accuracy   Avg@k in points as the run logged it (NaN where not logged)
+  counts     per-prompt correct samples (of k) in the bucket, an int array; None where the
+             run kept no per-prompt counts at that point
+  weights    None, or on "bench_mean" each prompt's weight N / (B * n_its_bucket), so the
+             weighted cells' plain mean is the mean of the per-benchmark means
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+TO_TARGET = ("target", "rollouts_to_target", "tokens_to_target", "pflops_to_target")
+COLUMNS = ("run", "method", "seed", "k", *TO_TARGET, "point", "from_end", "step", "rollouts",
+           "tokens", "pflops", "pflops_formula", "updates", "metric", "bucket", "accuracy",
+           "counts", "weights")
+_POINT = ("step", "rollouts", "tokens", "pflops", "pflops_formula", "updates", "metric")
+
+
+def _bucket_cells(counts, labels: np.ndarray) -> dict[str, tuple]:
+    """bucket -> (counts, weights) of one eval point's per-prompt counts."""
+    if counts is None:
+        return {}
+    c = np.asarray(counts, np.int64)
+    out = {"all": (c, None)}
+    if labels.shape != c.shape:
+        return out
+    names, inverse, sizes = np.unique(labels, return_inverse=True, return_counts=True)
+    out["bench_mean"] = (c, len(c) / (len(names) * sizes[inverse]))
+    for i, name in enumerate(names):
+        out[str(name)] = (c[inverse == i], None)
+    return out
+
+
+def _rows_of(i: int, r: dict):
+    curve = r["curve"]
+    n = max(len(curve.get("step") or ()), len(curve.get("correct_counts") or ()))
+    counts = curve.get("correct_counts") or [None] * n
+    logged = curve.get("buckets") or {}
+    labels = np.asarray(r.get("eval_buckets") or [])
+    run_level = tuple(r.get(c) for c in TO_TARGET)
+    for p in range(n):
+        cells = _bucket_cells(counts[p] if p < len(counts) else None, labels)
+        spend = tuple(curve[c][p] if c in curve else None for c in _POINT)
+        for b in dict.fromkeys(["all", *logged, *cells]):
+            acc = logged.get(b)
+            acc = float("nan") if acc is None or acc[p] is None else float(acc[p])
+            c, w = cells.get(b, (None, None))
+            yield (i, r["method"], r["seed"], int(r["k"]), *run_level, p, p - n, *spend, b, acc,
+                   c, w)
+
+
+def read(results: dict) -> pd.DataFrame:
+    """The tidy table of a comparison's results (columns above), runs in results' order; its
+    `attrs["rows"]` maps each report row to the method it shows (`rows`)."""
+    records = [row for i, r in enumerate(results["runs"]) for row in _rows_of(i, r)]
+    tab = pd.DataFrame.from_records(records, columns=list(COLUMNS))
+    tab.attrs["rows"] = rows(results)
+    return tab
+
+
+_CACHE: list[tuple[dict, tuple, pd.DataFrame]] = []
+
+
+def _fingerprint(results: dict) -> tuple:
+    """What `of` checks before reusing a table: the runs, their curves and each eval point's
+    counts, by identity (a run, curve or point replaced, added or dropped reads anew)."""
+    return tuple((id(r), id(r["curve"]), r["method"], r["seed"],
+                  tuple(map(id, r["curve"].get("correct_counts") or ())))
+                 for r in results["runs"]) + (id(results.get("best_of")),)
+
+
+def of(results: dict) -> pd.DataFrame:
+    """read(results), built once per results object while its runs stay the same objects (the
+    last four are kept): a report's sections all analyse one table."""
+    key = _fingerprint(results)
+    for res, k, tab in _CACHE:
+        if res is results and k == key:
+            return tab
+    tab = read(results)
+    _CACHE.insert(0, (results, key, tab))
+    del _CACHE[4:]
+    return tab
+
+
+def rows(results: dict, groups: bool = True) -> dict[str, str]:
+    """Report row -> the method whose runs it shows, in compare.run's order. A best-of group
+    (compare.best_of, two_run.py) is one row named by the group showing its chosen arm, where
+    its first arm would be; each arm follows in a row of its own, "<arm> (arm)". groups=False:
+    one row per method as run."""
+    out = {m: m for m in results["methods"]}
+    for r in results["runs"]:
+        out.setdefault(r["method"], r["method"])
+    best = results.get("best_of") or {}
+    if not groups or not best:
+        return out
+    arm_of = {a: g for g, b in best.items() for a in b["arms"]}
+    named: dict[str, str] = {}
+    for m in out:
+        g = arm_of.get(m)
+        if g is None:
+            named[m] = m
+            continue
+        named.setdefault(g, best[g]["chosen"])
+        named[f"{m} (arm)"] = m
+    return named
+
+
+def method_of(tab: pd.DataFrame, name: str) -> str:
+    """The method whose runs a report row shows (a method's own name names itself)."""
+    return tab.attrs.get("rows", {}).get(name, name)
+
+
+def runs_of(tab: pd.DataFrame, name: str) -> pd.DataFrame:
+    """Every row of the runs a report row (or method) shows."""
+    return tab[tab["method"] == method_of(tab, name)]
+
+
+def series(tab: pd.DataFrame, name: str, x: str) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """Each run of a report row (or method), in run order: (seed, its spend `x` at every eval
+    point, the pre-registered metric there); a run that did not log `x` is left out."""
+    pts = runs_of(tab, name)
+    pts = pts[pts["bucket"] == "all"]
+    out = []
+    for _, g in pts.groupby("run", sort=True):
+        xs = g[x].to_numpy()
+        if len(xs) and not pd.isna(xs).any():
+            out.append((int(g["seed"].iloc[0]), xs.astype(float), g["metric"].to_numpy(float)))
+    return out
+
+
+def finals(tab: pd.DataFrame, name: str) -> list[dict]:
+    """Each run of a report row (or method), in run order, at its last eval point: its seed,
+    its spend there (step, rollouts, tokens, pflops, ...) and its target fields, missing values
+    as None."""
+    pts = runs_of(tab, name)
+    pts = pts[(pts["from_end"] == -1) & (pts["bucket"] == "all")]
+    keep = ["seed", *TO_TARGET, *_POINT]
+    return [{k: None if pd.isna(v) else v for k, v in row.items()}
+            for row in pts[keep].to_dict("records")]
+
+
+def cells(tab: pd.DataFrame, name: str, point: int = -1, bucket: str = "all") -> pd.DataFrame:
+    """The rows of a report row's (or method's) runs at eval `point` (negative: counted from
+    the end) in `bucket`, in run order."""
+    at = tab["from_end"] if point < 0 else tab["point"]
+    return tab[(tab["method"] == method_of(tab, name)) & (tab["bucket"] == bucket)
+               & (at == point)]
