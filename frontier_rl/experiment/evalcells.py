@@ -69,7 +69,7 @@ def bucket_columns(names, pooled: tuple[str, ...] = ()) -> list[str]:
 
 def seeds_of(tab: pd.DataFrame, method: str) -> list[int]:
     """The seeds `method` ran, sorted."""
-    return sorted(set(table.runs_of(tab, method)["seed"].tolist()))
+    return sorted(set(table.column(tab, method, "seed").tolist()))
 
 
 def _cells(counts: np.ndarray, weights, k: int, pass_k: int) -> np.ndarray:
@@ -84,14 +84,14 @@ def matrix(tab: pd.DataFrame, method: str, seeds: list[int], point: int = -1,
     """[seeds, prompts] accuracy in points of `method`'s runs at eval `point` in `bucket`
     (with `pass_k`, each prompt's unbiased pass@pass_k from its correct samples of k), rows in
     `seeds` order; None if any is missing."""
-    sel = table.cells(tab, method, point, bucket)
-    by_seed = {s: (c, w, k) for s, c, w, k in sel[["seed", "counts", "weights", "k"]]
-               .itertuples(index=False)}
+    keep = table.where(tab, method, bucket, point)
+    sel = [tab[c].to_numpy()[keep] for c in ("seed", "counts", "weights", "k")]
+    by_seed = {s: (c, w, k) for s, c, w, k in zip(*sel, strict=True)}
     rows = [_cells(c, w, int(k), pass_k) if c is not None else None
             for c, w, k in (by_seed.get(s, (None, None, 0)) for s in seeds)]
     if not rows or any(x is None for x in rows) or len({x.shape for x in rows}) != 1:
         return None
-    return 100.0 * np.stack(rows) / (1 if pass_k else int(sel["k"].iloc[0]))
+    return 100.0 * np.stack(rows) / (1 if pass_k else int(sel[3][0]))
 
 
 def accuracy(tab: pd.DataFrame, method: str, bucket: str = "all") -> stats.Interval | None:
@@ -152,4 +152,4 @@ def eval_floor(tab: pd.DataFrame, a: str, b: str, bucket: str) -> float | None:
     m = None if bucket == "bench_mean" else paired_matrices(tab, a, b, bucket, -1, -1)
     if m is None:
         return None
-    return stats.eval_floor_sd(*m, int(table.runs_of(tab, a)["k"].iloc[0]))
+    return stats.eval_floor_sd(*m, int(table.column(tab, a, "k")[0]))

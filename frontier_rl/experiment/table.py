@@ -29,6 +29,8 @@ Columns:
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pandas as pd
 
@@ -72,12 +74,20 @@ def _rows_of(i: int, r: dict):
                    c, w)
 
 
+# Each table's report rows -> the methods they show (`rows`), kept beside the table while it
+# lives: in its `attrs` pandas would deep-copy them into every selection.
+_ROWS: dict[int, dict[str, str]] = {}
+
+
 def read(results: dict) -> pd.DataFrame:
     """The tidy table of a comparison's results (columns above), runs in results' order; its
-    `attrs["rows"]` maps each report row to the method it shows (`rows`)."""
+    report rows resolve to the methods they show (`method_of`)."""
     records = [row for i, r in enumerate(results["runs"]) for row in _rows_of(i, r)]
     tab = pd.DataFrame.from_records(records, columns=list(COLUMNS))
-    tab.attrs["rows"] = rows(results)
+    # numpy object strings: the selections compare them on every call, without arrow's copies
+    tab = tab.astype({"method": object, "bucket": object})
+    _ROWS[id(tab)] = rows(results)
+    weakref.finalize(tab, _ROWS.pop, id(tab), None)
     return tab
 
 
@@ -130,19 +140,38 @@ def rows(results: dict, groups: bool = True) -> dict[str, str]:
 
 def method_of(tab: pd.DataFrame, name: str) -> str:
     """The method whose runs a report row shows (a method's own name names itself)."""
-    return tab.attrs.get("rows", {}).get(name, name)
+    return _ROWS.get(id(tab), {}).get(name, name)
 
 
-def runs_of(tab: pd.DataFrame, name: str) -> pd.DataFrame:
-    """Every row of the runs a report row (or method) shows."""
-    return tab[tab["method"] == method_of(tab, name)]
+def where(tab: pd.DataFrame, name: str, bucket: str | None = None, point: int | None = None
+           ) -> np.ndarray:
+    """The boolean mask of a report row's (or method's) rows, in `bucket` and at eval `point`
+    (negative: counted from the end) where given: numpy comparisons, no frame copied. Report
+    rows resolve on the table `read` returned; a copy or selection of it knows methods only."""
+    keep = tab["method"].to_numpy() == method_of(tab, name)
+    if bucket is not None:
+        keep &= tab["bucket"].to_numpy() == bucket
+    if point is not None:
+        keep &= tab["from_end" if point < 0 else "point"].to_numpy() == point
+    return keep
+
+
+def runs_of(tab: pd.DataFrame, name: str, columns: list[str] | None = None) -> pd.DataFrame:
+    """Every row of the runs a report row (or method) shows (only `columns` where given)."""
+    return tab.loc[where(tab, name), columns or slice(None)]
+
+
+def column(tab: pd.DataFrame, name: str, col: str, bucket: str | None = None,
+           point: int | None = None) -> np.ndarray:
+    """One column's values on a report row's (or method's) rows, in `bucket` and at eval
+    `point` where given, in run order, as a numpy array."""
+    return tab[col].to_numpy()[where(tab, name, bucket, point)]
 
 
 def series(tab: pd.DataFrame, name: str, x: str) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """Each run of a report row (or method), in run order: (seed, its spend `x` at every eval
     point, the pre-registered metric there); a run that did not log `x` is left out."""
-    pts = runs_of(tab, name)
-    pts = pts[pts["bucket"] == "all"]
+    pts = tab.loc[where(tab, name, "all"), ["run", "seed", x, "metric"]]
     out = []
     for _, g in pts.groupby("run", sort=True):
         xs = g[x].to_numpy()
@@ -155,16 +184,13 @@ def finals(tab: pd.DataFrame, name: str) -> list[dict]:
     """Each run of a report row (or method), in run order, at its last eval point: its seed,
     its spend there (step, rollouts, tokens, pflops, ...) and its target fields, missing values
     as None."""
-    pts = runs_of(tab, name)
-    pts = pts[(pts["from_end"] == -1) & (pts["bucket"] == "all")]
-    keep = ["seed", *TO_TARGET, *_POINT]
+    pts = tab.loc[where(tab, name, "all", -1), ["seed", *TO_TARGET, *_POINT]]
     return [{k: None if pd.isna(v) else v for k, v in row.items()}
-            for row in pts[keep].to_dict("records")]
+            for row in pts.to_dict("records")]
 
 
-def cells(tab: pd.DataFrame, name: str, point: int = -1, bucket: str = "all") -> pd.DataFrame:
+def cells(tab: pd.DataFrame, name: str, point: int = -1, bucket: str = "all",
+          columns: list[str] | None = None) -> pd.DataFrame:
     """The rows of a report row's (or method's) runs at eval `point` (negative: counted from
-    the end) in `bucket`, in run order."""
-    at = tab["from_end"] if point < 0 else tab["point"]
-    return tab[(tab["method"] == method_of(tab, name)) & (tab["bucket"] == bucket)
-               & (at == point)]
+    the end) in `bucket`, in run order (only `columns` where given)."""
+    return tab.loc[where(tab, name, bucket, point), columns or slice(None)]
