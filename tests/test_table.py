@@ -118,3 +118,33 @@ def test_finals_give_each_runs_last_spend_and_target_with_none_where_missing():
         (0, 100.0, 50.0, None), (1, 100.0, None, None)]
     assert [s for s, _, _ in table.series(tab, "u", "rollouts")] == [0, 1]
     assert table.series(tab, "u", "tokens") == []  # not logged: no curve to read
+
+
+def test_a_group_named_like_one_of_its_arms_resolves_by_what_the_caller_reads():
+    # HIVE's two-run protocol: the group "u" is the better of u and h (h chosen)
+    res = _results({"u": {"arms": ["u", "h"], "chosen": "h"}})
+    grouped, as_run = table.of(res), table.of(res, groups=False)
+    assert table.method_of(grouped, "u") == "h" and table.method_of(as_run, "u") == "u"
+    assert table.of(res, groups=False) is as_run and table.of(res) is grouped
+    assert evalcells.accuracy(as_run, "u").mean == pytest.approx(25.0 * (7 + 6) / 6)
+    assert evalcells.accuracy(grouped, "u").mean == evalcells.accuracy(as_run, "h").mean
+
+
+def test_a_bucket_label_all_keeps_the_pool_and_short_lists_read_as_missing():
+    res = _results()
+    res["runs"][0]["eval_buckets"] = ["all", "all", "b"]
+    res["runs"][1]["curve"]["rollouts"] = [0.0]  # one value for two eval points
+    tab = table.read(res)
+    last = tab[(tab["run"] == 0) & (tab["from_end"] == -1) & (tab["bucket"] == "all")]
+    np.testing.assert_array_equal(last.iloc[0]["counts"], [1, 2, 4])
+    assert np.isnan(tab[(tab["run"] == 1) & (tab["point"] == 1)]["rollouts"]).all()
+
+
+def test_of_sees_a_field_or_a_curve_list_replaced():
+    res = _results()
+    tab = table.of(res)
+    res["runs"][0]["curve"]["metric"] = [0.0, 1.0]
+    again = table.of(res)
+    assert again is not tab and table.series(again, "u", "rollouts")[0][2].tolist() == [0, 1]
+    res["runs"][0]["target"] = 50.0
+    assert table.of(res) is not again and table.finals(table.of(res), "u")[0]["target"] == 50.0

@@ -69,7 +69,7 @@ def control_effects(results: dict) -> dict[str, dict]:
     that sd, MDD (at both sds), verdict, power at the pre-registered effect sizes, and the
     control's steps, updates and effective share per seed. Keyed "headroom" / "harm" (with the
     control's name when a kind has several arms)."""
-    by, tab = by_method(results, groups=False), table.of(results)
+    by, tab = by_method(results, groups=False), table.of(results, groups=False)
     ref, metric = results["target_method"], primary(results)
     kinds = list(controls(results).values())
     out: dict[str, dict] = {}

@@ -719,7 +719,9 @@ def matched_rows(results: dict, x: str) -> list[dict]:
     ref_series = table.series(tab, ref, x)
     ref_by_seed = {s: (xs, ys) for s, xs, ys in ref_series}
     for m, rs in by.items():
-        arm = table.series(tab, m, x) if m != ref and rs else []
+        if m == ref or not rs:
+            continue
+        arm = table.series(tab, m, x)
         if len(arm) < len(rs) or len(ref_series) < len(by[ref]):  # a run without x
             continue
         diffs, at = [], []
@@ -1199,7 +1201,7 @@ def plots(results: dict, out_dir: str) -> list[str]:
         ref = results["target_method"]
         if by.get(ref) and len(by) > 1:
             fig, ax = plt.subplots(figsize=(6.4, 4.2))
-            _plot_paired(ax, table.of(results), by, ref, x, colors)
+            _plot_paired(ax, table.of(results, groups=False), by, ref, x, colors)
             ax.set_xlabel(label)
             ax.set_ylabel(f"Avg@{k} ({metric}): arm − {ref}, points")
             save(fig, name.replace("accuracy_vs", "paired_difference_vs"))

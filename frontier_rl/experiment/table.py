@@ -29,6 +29,7 @@ Columns:
 
 from __future__ import annotations
 
+import operator
 import weakref
 
 import numpy as np
@@ -52,8 +53,13 @@ def _bucket_cells(counts, labels: np.ndarray) -> dict[str, tuple]:
     names, inverse, sizes = np.unique(labels, return_inverse=True, return_counts=True)
     out["bench_mean"] = (c, len(c) / (len(names) * sizes[inverse]))
     for i, name in enumerate(names):
-        out[str(name)] = (c[inverse == i], None)
+        out.setdefault(str(name), (c[inverse == i], None))  # a label "all" keeps the pool
     return out
+
+
+def _at(values, p: int):
+    """values[p], or None past the end of a list shorter than the run's eval points."""
+    return values[p] if values is not None and p < len(values) else None
 
 
 def _rows_of(i: int, r: dict):
@@ -64,11 +70,11 @@ def _rows_of(i: int, r: dict):
     labels = np.asarray(r.get("eval_buckets") or [])
     run_level = tuple(r.get(c) for c in TO_TARGET)
     for p in range(n):
-        cells = _bucket_cells(counts[p] if p < len(counts) else None, labels)
-        spend = tuple(curve[c][p] if c in curve else None for c in _POINT)
+        cells = _bucket_cells(_at(counts, p), labels)
+        spend = tuple(_at(curve.get(c), p) for c in _POINT)
         for b in dict.fromkeys(["all", *logged, *cells]):
-            acc = logged.get(b)
-            acc = float("nan") if acc is None or acc[p] is None else float(acc[p])
+            acc = _at(logged.get(b), p)
+            acc = float("nan") if acc is None else float(acc)
             c, w = cells.get(b, (None, None))
             yield (i, r["method"], r["seed"], int(r["k"]), *run_level, p, p - n, *spend, b, acc,
                    c, w)
@@ -79,40 +85,53 @@ def _rows_of(i: int, r: dict):
 _ROWS: dict[int, dict[str, str]] = {}
 
 
-def read(results: dict) -> pd.DataFrame:
-    """The tidy table of a comparison's results (columns above), runs in results' order; its
-    report rows resolve to the methods they show (`method_of`)."""
-    records = [row for i, r in enumerate(results["runs"]) for row in _rows_of(i, r)]
-    tab = pd.DataFrame.from_records(records, columns=list(COLUMNS))
-    # numpy object strings: the selections compare them on every call, without arrow's copies
-    tab = tab.astype({"method": object, "bucket": object})
-    _ROWS[id(tab)] = rows(results)
+def _named(tab: pd.DataFrame, names: dict[str, str]) -> pd.DataFrame:
+    _ROWS[id(tab)] = names
     weakref.finalize(tab, _ROWS.pop, id(tab), None)
     return tab
 
 
-_CACHE: list[tuple[dict, tuple, pd.DataFrame]] = []
+def read(results: dict, groups: bool = True) -> pd.DataFrame:
+    """The tidy table of a comparison's results (columns above), runs in results' order; its
+    names resolve as `rows(results, groups)` says (`method_of`): with groups=False every name
+    is a method as run, even one a best-of group shares."""
+    records = [row for i, r in enumerate(results["runs"]) for row in _rows_of(i, r)]
+    tab = pd.DataFrame.from_records(records, columns=list(COLUMNS))
+    # numpy object strings: the selections compare them on every call, without arrow's copies
+    return _named(tab.astype({"method": object, "bucket": object}), rows(results, groups))
 
 
-def _fingerprint(results: dict) -> tuple:
-    """What `of` checks before reusing a table: the runs, their curves and each eval point's
-    counts, by identity (a run, curve or point replaced, added or dropped reads anew)."""
-    return tuple((id(r), id(r["curve"]), r["method"], r["seed"],
-                  tuple(map(id, r["curve"].get("correct_counts") or ())))
-                 for r in results["runs"]) + (id(results.get("best_of")),)
+_CACHE: list[tuple[dict, list, dict[bool, pd.DataFrame]]] = []
 
 
-def of(results: dict) -> pd.DataFrame:
-    """read(results), built once per results object while its runs stay the same objects (the
-    last four are kept): a report's sections all analyse one table."""
+def _fingerprint(results: dict) -> list:
+    """What `of` checks before reusing a table, by identity: the runs, their fields, their
+    curves and every list in them, and best_of. The objects themselves are kept, so no id is
+    reused while the table is cached. A value changed inside a list that stays the same
+    object is not seen: read() again after such an edit."""
+    objs: list = [results.get("best_of")]
+    for r in results["runs"]:
+        curve = r["curve"]
+        objs += [r, *r.values(), curve, *curve.values(), *(curve.get("buckets") or {}).values(),
+                 *(curve.get("correct_counts") or ())]
+    return objs
+
+
+def of(results: dict, groups: bool = True) -> pd.DataFrame:
+    """read(results, groups), built once per results object while its runs stay the same
+    objects (the last four results are kept): a report's sections all analyse one table. With
+    groups=False, the same table under method names (a shallow copy)."""
     key = _fingerprint(results)
-    for res, k, tab in _CACHE:
-        if res is results and k == key:
-            return tab
-    tab = read(results)
-    _CACHE.insert(0, (results, key, tab))
-    del _CACHE[4:]
-    return tab
+    tabs = next((t for res, k, t in _CACHE if res is results and len(k) == len(key)
+                 and all(map(operator.is_, k, key))), None)
+    if tabs is None:
+        tabs = {}
+        _CACHE.insert(0, (results, key, tabs))
+        del _CACHE[4:]
+    if groups not in tabs:
+        tabs[groups] = (_named(tabs[True].copy(deep=False), rows(results, groups))
+                        if True in tabs else read(results, groups))
+    return tabs[groups]
 
 
 def rows(results: dict, groups: bool = True) -> dict[str, str]:
