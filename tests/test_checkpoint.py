@@ -254,3 +254,35 @@ def test_an_asynchronous_save_writes_meta_as_it_was_when_saved(tmp_path, monkeyp
     ckpt.close()
     _, _, meta = Checkpointer(str(tmp_path)).restore({"x": jnp.zeros(3)})
     assert meta["counters"] == {"rollouts": 64, "seen": [1, 2]}
+
+
+@pytest.mark.parametrize("where", ["orbax", "elsewhere"])
+def test_a_write_task_orbax_never_awaited_is_kept_off_the_terminal(caplog, where):
+    """A failed save can leave orbax's write tasks failed and never awaited; asyncio logs each
+    one when it is collected. Raised in orbax's code, it goes to FAILURES, not the terminal;
+    raised anywhere else, asyncio's record passes untouched."""
+    import asyncio
+    import gc
+
+    from frontier_rl.run import checkpoint
+
+    filename = os.path.join(os.sep, "site", where, "serialization.py")
+    scope: dict = {}
+    exec(compile("async def write_fragment():\n    raise ValueError('No space left on device')\n",
+                 filename, "exec"), scope)
+    del checkpoint.FAILURES[:]
+    loop = asyncio.new_event_loop()
+    try:
+        task = loop.create_task(scope["write_fragment"]())
+        loop.run_until_complete(asyncio.sleep(0))  # it runs and fails; nobody awaits it
+    finally:
+        loop.close()
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        del task
+        gc.collect()
+    logged = [r for r in caplog.records if "never retrieved" in r.getMessage()]
+    if where == "orbax":
+        assert logged == [] and len(checkpoint.FAILURES) == 1
+        assert checkpoint.failure_reason(checkpoint.FAILURES[-1]) == "No space left on device"
+    else:
+        assert len(logged) == 1 and checkpoint.FAILURES == []

@@ -15,13 +15,20 @@ import pytest
 from frontier_rl.rollout.pipeline import Pipeline
 from frontier_rl.selection.base import Group
 
+OVERLAP_WAIT = 10.0
+
 
 class Stand:
     """A build that returns one group per step, recording (step, version it was built under),
     and an update that returns version + 1, recording (step, lag)."""
 
-    def __init__(self, seed: int, slow_build: float = 0.0, slow_update: float = 0.0):
+    def __init__(self, seed: int, slow_build: float = 0.0, slow_update: float = 0.0,
+                 prove_overlap: bool = False):
         self.rng = random.Random(seed)
+        # prove_overlap: until a build has begun during an update, each update waits (up to
+        # OVERLAP_WAIT s) for one to begin, so an overlap is seen whatever the machine's load;
+        # a pipeline that never builds during an update never gets one
+        self.prove_overlap, self.began = prove_overlap, threading.Event()
         self.slow_build, self.slow_update = slow_build, slow_update
         self.builds: list[tuple[int, int]] = []
         self.calls: list[tuple[str, int]] = []  # the selector's calls, in order
@@ -31,8 +38,10 @@ class Stand:
         self.overlapped = 0
 
     def build(self, step: int, params: int) -> list:
-        if self.updating:
-            self.overlapped += 1
+        with self.lock:
+            if self.updating:
+                self.overlapped += 1
+            self.began.set()
         time.sleep(self.rng.random() * self.slow_build)
         self.builds.append((step, params))
         self.calls.append(("build", step))
@@ -44,7 +53,11 @@ class Stand:
         self.calls.append(("after", groups[0].index))
 
     def update(self, params: int, opt_state, groups, step: int, lag: int):
-        self.updating = True
+        with self.lock:
+            self.updating = True
+            self.began.clear()
+        if self.prove_overlap and not self.overlapped:
+            self.began.wait(OVERLAP_WAIT)
         time.sleep(self.rng.random() * self.slow_update)
         self.updating = False
         self.updates.append((step, params, lag))
@@ -88,7 +101,7 @@ def test_staleness_zero_keeps_the_loops_order_of_calls():
 def test_the_lag_is_k_once_full_never_more_and_every_group_carries_its_version(k):
     """Slow builds and updates in random order: step s's groups were built under version
     max(0, s - 1 - k), every update is told its lag, and the builds overlap the updates."""
-    stand = Stand(k, slow_build=0.02, slow_update=0.02)
+    stand = Stand(k, slow_build=0.02, slow_update=0.02, prove_overlap=True)
     trained, params = _run(k, 10, stand)
     assert params == 10
     want = {s: max(0, s - 1 - k) for s in range(1, 10 + k + 1)}

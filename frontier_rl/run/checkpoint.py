@@ -89,10 +89,37 @@ def failure_reason(error: BaseException | str | None) -> str:
     return (kind + first)[:200]
 
 
+def _from_orbax(error: BaseException | None) -> bool:
+    """Whether an exception was raised in orbax's code (a frame of its traceback is)."""
+    tb = error.__traceback__ if error is not None else None
+    while tb is not None:
+        if f"{os.sep}orbax{os.sep}" in tb.tb_frame.f_code.co_filename:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+class _DropOrphanedWrites(logging.Filter):
+    """asyncio's "Task exception was never retrieved": a failed save ends orbax's loop with
+    some of its write tasks failed and never awaited, and each one, collected, is logged by
+    asyncio with its traceback (when depends on the garbage collector). Those raised in orbax
+    go to `FAILURES` like its own errors; every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if not (str(record.msg).startswith("Task exception was never retrieved")
+                and _from_orbax(error)):
+            return True
+        FAILURES.append(error)
+        del FAILURES[:-8]
+        return False
+
+
 def _install_log_filter() -> None:
-    absl_logger = logging.getLogger("absl")
-    if not any(isinstance(f, _DropOrbaxInfo) for f in absl_logger.filters):
-        absl_logger.addFilter(_DropOrbaxInfo())
+    for name, kind in (("absl", _DropOrbaxInfo), ("asyncio", _DropOrphanedWrites)):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, kind) for f in logger.filters):
+            logger.addFilter(kind())
 
 
 _install_log_filter()
