@@ -31,7 +31,7 @@ def arms_table(results: dict) -> str:
     difference with its verdict and Holm-adjusted p, the share of the headroom, and every
     proof counter's value per seed."""
     ref, metric = results["target_method"], primary(results)
-    by = by_method(results)
+    by, tab = by_method(results), table.of(results)
     shares = controls_report.headroom_shares(results)
     fam = {x["name"]: x for x in report.family(results) if x["kind"] == "method"}
     lines = [f"| arm | steps | rollouts | vs {ref} on {metric} [95% CI] | verdict | Holm p | "
@@ -40,7 +40,7 @@ def arms_table(results: dict) -> str:
     for m, rs in by.items():
         if m == ref or not rs or m in results.get("controls", {}):
             continue
-        d = paired(table.of(results), m, ref, metric)
+        d = paired(tab, m, ref, metric)
         need = results["mechanisms_required"].get(m, [])
         counters = "; ".join(
             f"{c} " + "/".join(f"{results['mechanisms'][m][c]['per_seed'].get(str(s), 0):,}"

@@ -141,11 +141,11 @@ def controls_table(results: dict) -> str:
 def _mdds(results: dict) -> dict[str, float]:
     """Each non-control method's MDD against the reference on the primary bucket."""
     by, ref, metric = by_method(results), results["target_method"], primary(results)
-    out = {}
+    out, tab = {}, table.of(results)
     for m, rs in by.items():
         if m == ref or m in controls(results) or not rs or not by.get(ref):
             continue
-        d = paired(table.of(results), m, ref, metric)
+        d = paired(tab, m, ref, metric)
         if d is not None and d.mdd() is not None:
             out[m] = d.mdd()
     return out
@@ -311,12 +311,12 @@ def confirmatory(results: dict, claims: list[dict]) -> list[dict]:
     that is the same paired test as a method's verdict (its `pair` is that method and the
     reference) is listed last, `same_as` the method, and not counted twice."""
     by, ref, metric = by_method(results), results["target_method"], primary(results)
-    out = []
+    out, tab = [], table.of(results)
     for m, rs in by.items():
         if m == ref or m in controls(results) or not rs or not by.get(ref):
             continue
         if _declared(results, m):
-            d = paired(table.of(results), m, ref, metric)
+            d = paired(tab, m, ref, metric)
             ok = d is not None and d.n >= stats.MIN_SEEDS
             out.append({"name": m, "kind": "method", "n": 0 if d is None else d.n,
                         "p": stats.p_value(d) if ok else None,
@@ -394,13 +394,13 @@ def power_plan_table(results: dict) -> str:
     seeds needed for 80% power at each pre-registered effect size, at the measured sd and at its
     upper bound (stats.power_plan); the measured mean never enters."""
     by, ref, metric = by_method(results), results["target_method"], primary(results)
-    up = round(100 * stats.SD_UPPER)
+    up, tab = round(100 * stats.SD_UPPER), table.of(results)
     lines = [f"| comparison | seeds | sd (its {up}% upper bound) | seeds for 80% power at sd / "
              "upper bound |", "|---|---|---|---|"]
     for m, rs in by.items():
         if m == ref or not rs or not by.get(ref):
             continue
-        d = paired(table.of(results), m, ref, metric)
+        d = paired(tab, m, ref, metric)
         if d is None or d.n < 2:
             lines.append(f"| {m} − {ref} | {0 if d is None else d.n} | — | — |")
             continue

@@ -1071,7 +1071,7 @@ def power_rows(results: dict) -> list[dict]:
     differences in points; for the rollout ratio, the per-seed log ratios: at matched steps the
     rollouts spent, else rollouts-to-target), and at that sd's stats.SD_UPPER upper bound
     (`seeds_needed_at_sd_hi`, `sd_hi`)."""
-    by = _by_method(results)
+    by, tab = _by_method(results), table.of(results)
     metric = _primary(results)
     steps = results.get("budget_kind") == "steps"
     out = []
@@ -1081,11 +1081,11 @@ def power_rows(results: dict) -> list[dict]:
                "seeds_needed": {}, "seeds_needed_at_sd_hi": {}}
         if by.get(a) and by.get(b):
             if unit == "points":
-                d = paired(table.of(results), a, b, metric)
+                d = paired(tab, a, b, metric)
             elif steps:
                 d = rollout_ratio(by[b], by[a])[0]
             else:
-                d = _log_ratios(_to_target_pairs(table.of(results), b, a, "rollouts_to_target",
+                d = _log_ratios(_to_target_pairs(tab, b, a, "rollouts_to_target",
                                                  "rollouts"))[0]
             if d is not None and d.n >= 2 and math.isfinite(d.sd):
                 row["sd"], row["n"], row["sd_hi"] = d.sd, d.n, stats.sd_upper(d.sd, d.n)

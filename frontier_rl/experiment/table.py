@@ -175,11 +175,6 @@ def where(tab: pd.DataFrame, name: str, bucket: str | None = None, point: int | 
     return keep
 
 
-def runs_of(tab: pd.DataFrame, name: str, columns: list[str] | None = None) -> pd.DataFrame:
-    """Every row of the runs a report row (or method) shows (only `columns` where given)."""
-    return tab.loc[where(tab, name), columns or slice(None)]
-
-
 def column(tab: pd.DataFrame, name: str, col: str, bucket: str | None = None,
            point: int | None = None) -> np.ndarray:
     """One column's values on a report row's (or method's) rows, in `bucket` and at eval
@@ -206,10 +201,3 @@ def finals(tab: pd.DataFrame, name: str) -> list[dict]:
     pts = tab.loc[where(tab, name, "all", -1), ["seed", *TO_TARGET, *_POINT]]
     return [{k: None if pd.isna(v) else v for k, v in row.items()}
             for row in pts.to_dict("records")]
-
-
-def cells(tab: pd.DataFrame, name: str, point: int = -1, bucket: str = "all",
-          columns: list[str] | None = None) -> pd.DataFrame:
-    """The rows of a report row's (or method's) runs at eval `point` (negative: counted from
-    the end) in `bucket`, in run order (only `columns` where given)."""
-    return tab.loc[where(tab, name, bucket, point), columns or slice(None)]
